@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds a PostgreSQL container image from Debian packages, for machines that cannot pull the
+# official `postgres` image (no registry). The image behaves like the official one where
+# dbq-bench relies on it: POSTGRES_PASSWORD / POSTGRES_USER / POSTGRES_DB /
+# POSTGRES_HOST_AUTH_METHOD, a `postgres` CMD whose extra arguments (`-c key=value`) reach the
+# server, data in /var/lib/postgresql/data, port 5432.
+#
+# Usage: docker/build-postgres-image.sh [--force] [TAG]      (default TAG: dbq-bench-postgres:15)
+# Needs root (debootstrap, chroot), docker, and network access to a Debian mirror.
+set -euo pipefail
+
+force=0
+if [ "${1:-}" = "--force" ]; then force=1; shift; fi
+tag=${1:-dbq-bench-postgres:15}
+suite=${DEBIAN_SUITE:-bookworm}
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+pg_major=${PG_MAJOR:-15}
+here=$(cd "$(dirname "$0")" && pwd)
+
+if [ "$force" = 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
+  echo "image $tag already present (use --force to rebuild)"
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "error: building the image needs root (debootstrap, chroot)" >&2
+  exit 1
+fi
+command -v debootstrap >/dev/null || { echo "error: debootstrap not found (apt-get install debootstrap)" >&2; exit 1; }
+
+root=$(mktemp -d /tmp/dbq-pg-rootfs.XXXXXX)
+chmod 755 "$root"
+cleanup() {
+  for m in proc sys dev/pts; do umount "$root/$m" 2>/dev/null || true; done
+  rm -rf "$root"
+}
+trap cleanup EXIT
+
+echo "debootstrap $suite into $root"
+debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$root.log" 2>&1 || { tail -30 "$root.log" >&2; exit 1; }
+rm -f "$root.log"
+
+# No cluster on install and no service start inside the chroot.
+mkdir -p "$root/etc/postgresql-common"
+echo "create_main_cluster = false" >"$root/etc/postgresql-common/createcluster.conf"
+printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+chmod +x "$root/usr/sbin/policy-rc.d"
+
+mount -t proc proc "$root/proc"
+chroot "$root" /bin/sh -c "
+  set -e
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends postgresql-$pg_major >/dev/null
+  apt-get clean
+  rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /usr/share/locale/*
+  mkdir -p /var/lib/postgresql/data /var/run/postgresql
+  chown -R postgres:postgres /var/lib/postgresql /var/run/postgresql
+  chmod 700 /var/lib/postgresql/data
+"
+umount "$root/proc"
+rm -f "$root/usr/sbin/policy-rc.d"
+install -m 0755 "$here/postgres-entrypoint.sh" "$root/usr/local/bin/docker-entrypoint.sh"
+
+echo "importing as $tag"
+tar -C "$root" -c . | docker import \
+  --change "ENV PATH=/usr/lib/postgresql/$pg_major/bin:/usr/local/bin:/usr/bin:/bin" \
+  --change "ENV PGDATA=/var/lib/postgresql/data" \
+  --change "ENV LANG=C.UTF-8" \
+  --change "USER postgres" \
+  --change "EXPOSE 5432" \
+  --change 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' \
+  --change 'CMD ["postgres"]' \
+  - "$tag" >/dev/null
+echo "built $tag"

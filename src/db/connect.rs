@@ -1,0 +1,126 @@
+//! Connecting: common connection options, readiness as connect-with-retry against a deadline,
+//! and the per-run schema every run (and every test) works inside.
+
+use anyhow::{Context, Result, bail};
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::{ConnectOptions, Connection};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Options every harness connection shares: a recognizable application name (so
+/// `pg_stat_activity` shows which backends are ours) and no statement logging (sqlx would
+/// otherwise log each slow statement as a warning in the middle of the progress display).
+pub fn harness_options(options: PgConnectOptions) -> PgConnectOptions {
+    options
+        .application_name("dbq-bench")
+        .disable_statement_logging()
+}
+
+/// Connects, retrying every 100 ms until `timeout` has passed. Between attempts `alive` is
+/// asked whether the server can still come up; an error from it ends the wait at once (a
+/// server process that exited will never accept connections).
+pub async fn wait_until_ready<F>(
+    options: &PgConnectOptions,
+    timeout: Duration,
+    mut alive: F,
+) -> Result<PgConnection>
+where
+    F: AsyncFnMut() -> Result<()>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        match PgConnection::connect_with(options).await {
+            Ok(conn) => return Ok(conn),
+            Err(e) if is_auth_or_config_error(&e) => {
+                return Err(e).context("the server answered but refused the connection");
+            }
+            Err(e) => {
+                alive().await?;
+                if Instant::now() >= deadline {
+                    bail!(
+                        "the server did not accept connections within {} (last error: {e})",
+                        humantime::format_duration(timeout)
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Errors that retrying cannot fix (wrong password, unknown database, bad setting).
+fn is_auth_or_config_error(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => {
+            let code = db.code().unwrap_or_default();
+            // 28xxx auth, 3D000 unknown database, 22023/42704 bad option value or name.
+            // 57P03 ("the database system is starting up") is worth waiting for.
+            code.starts_with("28") || code == "3D000" || code == "22023" || code == "42704"
+        }
+        sqlx::Error::Configuration(_) => true,
+        _ => false,
+    }
+}
+
+/// A schema made for one run (or one test) on a server: every table the run creates lives in
+/// it, every connection of the run has it as `search_path`, and it is dropped at the end.
+#[derive(Debug, Clone)]
+pub struct RunSchema {
+    pub name: String,
+    options: PgConnectOptions,
+}
+
+impl RunSchema {
+    /// Creates a fresh schema named `prefix_<time>_<random>`. `prefix` must be a plain
+    /// identifier (it is validated, never quoted user input).
+    pub async fn create(server: &PgConnectOptions, prefix: &str) -> Result<RunSchema> {
+        if !prefix
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            || prefix.is_empty()
+        {
+            bail!("invalid schema prefix {prefix:?}");
+        }
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let name = format!("{prefix}_{stamp}_{:08x}", rand::random::<u32>());
+        let mut conn = PgConnection::connect_with(server)
+            .await
+            .context("connecting to create the run schema")?;
+        // `name` is built above from a validated prefix, digits and hex: safe to splice.
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{name}\"")))
+            .execute(&mut conn)
+            .await
+            .with_context(|| format!("creating schema {name}"))?;
+        conn.close().await.ok();
+        let options = server.clone().options([("search_path", name.as_str())]);
+        Ok(RunSchema { name, options })
+    }
+
+    /// Connection options whose `search_path` is this schema.
+    pub fn options(&self) -> &PgConnectOptions {
+        &self.options
+    }
+
+    pub async fn connect(&self) -> Result<PgConnection> {
+        PgConnection::connect_with(&self.options)
+            .await
+            .with_context(|| format!("connecting to schema {}", self.name))
+    }
+
+    /// Drops the schema and everything in it.
+    pub async fn drop_schema(&self) -> Result<()> {
+        let mut conn = self.connect().await?;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "DROP SCHEMA \"{}\" CASCADE",
+            self.name
+        )))
+        .execute(&mut conn)
+        .await
+        .with_context(|| format!("dropping schema {}", self.name))?;
+        conn.close().await.ok();
+        Ok(())
+    }
+}

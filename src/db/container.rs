@@ -1,0 +1,158 @@
+//! The `container` provider: a PostgreSQL container started with testcontainers.
+//!
+//! The image must behave like the official `postgres` image (POSTGRES_PASSWORD, a `postgres`
+//! command whose extra `-c key=value` arguments reach the server). On machines without a
+//! registry, `docker/build-postgres-image.sh` builds such an image from Debian packages.
+
+use super::connect::{harness_options, wait_until_ready};
+use anyhow::{Context, Result, anyhow, bail};
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use std::time::Duration;
+use testcontainers::bollard::Docker;
+use testcontainers::core::{IntoContainerPort, WaitFor};
+use testcontainers::runners::AsyncRunner;
+use testcontainers::{ContainerAsync, ContainerRequest, GenericImage, ImageExt};
+
+/// A running PostgreSQL container owned by the run.
+pub struct PgContainer {
+    container: ContainerAsync<GenericImage>,
+    pub image: String,
+}
+
+impl PgContainer {
+    pub fn id(&self) -> &str {
+        self.container.id()
+    }
+
+    /// Stops and removes the container.
+    pub async fn remove(self) -> Result<()> {
+        let id = self.container.id().to_string();
+        self.container
+            .rm()
+            .await
+            .with_context(|| format!("removing container {id}"))
+    }
+}
+
+/// Splits `registry:5000/library/postgres:17` into name and tag (`latest` when absent).
+fn split_image(image: &str) -> (String, String) {
+    let slash = image.rfind('/').map_or(0, |i| i + 1);
+    match image[slash..].rfind(':') {
+        Some(i) => (
+            image[..slash + i].to_string(),
+            image[slash + i + 1..].to_string(),
+        ),
+        None => (image.to_string(), "latest".to_string()),
+    }
+}
+
+fn request(
+    image: &str,
+    password: &str,
+    settings: &[(String, String)],
+    host_port: u16,
+) -> ContainerRequest<GenericImage> {
+    let (name, tag) = split_image(image);
+    let mut cmd = vec!["postgres".to_string()];
+    for (k, v) in settings {
+        cmd.push("-c".into());
+        cmd.push(format!("{k}={v}"));
+    }
+    GenericImage::new(name, tag)
+        .with_exposed_port(5432.tcp())
+        // Readiness is checked by connecting (see `wait_until_ready`), not by log lines: the
+        // official image prints "ready to accept connections" twice, once for a
+        // socket-only init server.
+        .with_wait_for(WaitFor::Nothing)
+        .with_env_var("POSTGRES_PASSWORD", password)
+        .with_label("dbq-bench", "postgres")
+        // A fixed host port keeps the address stable if the container is restarted.
+        .with_mapped_port(host_port, 5432.tcp())
+        .with_cmd(cmd)
+}
+
+/// Whether this provider can work here: a Docker engine answers and the image is present or
+/// can be pulled. The error says which of the two failed.
+pub async fn check_available(image: &str) -> Result<()> {
+    let docker = Docker::connect_with_defaults().map_err(|e| anyhow!("no Docker client: {e}"))?;
+    tokio::time::timeout(Duration::from_secs(5), docker.ping())
+        .await
+        .map_err(|_| anyhow!("the Docker engine did not answer within 5s"))?
+        .map_err(|e| anyhow!("the Docker engine does not answer: {e}"))?;
+    if docker.inspect_image(image).await.is_ok() {
+        return Ok(());
+    }
+    request(image, "unused", &[], 0)
+        .pull_image()
+        .await
+        .map(|_| ())
+        .map_err(|e| anyhow!("image {image} is not present and cannot be pulled: {e}"))
+}
+
+/// Starts a container from `image` with `settings` as `-c` arguments and waits until it
+/// accepts connections.
+pub async fn start(
+    image: &str,
+    settings: &[(String, String)],
+    timeout: Duration,
+) -> Result<(PgContainer, PgConnectOptions, PgConnection)> {
+    let password = format!("dbq{:016x}", rand::random::<u64>());
+    let host_port = super::free_port()?;
+    let container = request(image, &password, settings, host_port)
+        .with_startup_timeout(timeout)
+        .start()
+        .await
+        .with_context(|| format!("starting a container from image {image}"))?;
+    let options = harness_options(
+        PgConnectOptions::new_without_pgpass()
+            .host("127.0.0.1")
+            .port(host_port)
+            .username("postgres")
+            .password(&password)
+            .database("postgres"),
+    );
+    let ready = wait_until_ready(&options, timeout, async || {
+        if container.is_running().await.unwrap_or(false) {
+            Ok(())
+        } else {
+            Err(anyhow!("the container exited"))
+        }
+    })
+    .await;
+    match ready {
+        Ok(conn) => Ok((
+            PgContainer {
+                container,
+                image: image.to_string(),
+            },
+            options,
+            conn,
+        )),
+        Err(e) => {
+            let log = container.stderr_to_vec().await.unwrap_or_default();
+            let tail = super::last_lines(&String::from_utf8_lossy(&log), 3);
+            container.rm().await.ok();
+            bail!("{e:#}; container log: {tail}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_image;
+
+    #[test]
+    fn image_references_split_into_name_and_tag() {
+        let s = |i: &str| split_image(i);
+        assert_eq!(s("postgres:17"), ("postgres".into(), "17".into()));
+        assert_eq!(s("postgres"), ("postgres".into(), "latest".into()));
+        assert_eq!(
+            s("reg:5000/lib/pg:15-x"),
+            ("reg:5000/lib/pg".into(), "15-x".into())
+        );
+        assert_eq!(
+            s("reg:5000/lib/pg"),
+            ("reg:5000/lib/pg".into(), "latest".into())
+        );
+    }
+}

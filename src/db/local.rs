@@ -1,0 +1,208 @@
+//! The `local` provider: a throwaway cluster made with this machine's `initdb`, in a
+//! temporary directory, on a free port, run as an unprivileged user when the harness runs
+//! as root (the server refuses to run as root). The directory is deleted when the cluster
+//! is stopped, including on errors and Ctrl-C.
+
+use super::connect::{harness_options, wait_until_ready};
+use anyhow::{Context, Result, anyhow, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::{Gid, Pid, Uid, User, chown};
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A PostgreSQL server process running from a temporary data directory.
+pub struct LocalCluster {
+    dir: Option<tempfile::TempDir>,
+    child: Option<Child>,
+    pub port: u16,
+    pub bin_dir: PathBuf,
+}
+
+impl LocalCluster {
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir
+            .as_ref()
+            .map(|d| d.path().join("data"))
+            .unwrap_or_default()
+    }
+
+    /// Fast shutdown (SIGINT), SIGKILL after 10 s, then removes the directory.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let pid = Pid::from_raw(child.id() as i32);
+            let _ = kill(pid, Signal::SIGINT);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if let Some(dir) = self.dir.take() {
+            let _ = dir.close();
+        }
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Finds a directory holding `initdb` and `postgres`: first `initdb` on PATH (symlinks
+/// resolved), then the newest `/usr/lib/postgresql/*/bin`.
+pub fn find_binaries() -> Result<PathBuf> {
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join("initdb"))
+        .find(|p| p.is_file())
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    let mut candidates: Vec<PathBuf> = on_path.into_iter().collect();
+    let mut versioned: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let v: u32 = e.file_name().to_str()?.parse().ok()?;
+            Some((v, e.path().join("bin")))
+        })
+        .collect();
+    versioned.sort_by_key(|v| std::cmp::Reverse(v.0));
+    candidates.extend(versioned.into_iter().map(|(_, p)| p));
+    candidates
+        .into_iter()
+        .find(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
+        .ok_or_else(|| {
+            anyhow!("no initdb/postgres found on PATH or under /usr/lib/postgresql/*/bin")
+        })
+}
+
+/// The account the server runs as: ourselves, or when we are root the `postgres` account
+/// (made by Debian's packages) or else `nobody`.
+fn server_user() -> Result<Option<(Uid, Gid)>> {
+    if !Uid::effective().is_root() {
+        return Ok(None);
+    }
+    for name in ["postgres", "nobody"] {
+        if let Ok(Some(u)) = User::from_name(name) {
+            return Ok(Some((u.uid, u.gid)));
+        }
+    }
+    bail!(
+        "running as root and neither a `postgres` nor a `nobody` account exists to run the server as"
+    )
+}
+
+fn as_user(cmd: &mut Command, user: Option<(Uid, Gid)>) -> &mut Command {
+    if let Some((uid, gid)) = user {
+        cmd.uid(uid.as_raw()).gid(gid.as_raw());
+    }
+    cmd
+}
+
+/// Makes and starts a cluster, and waits until it accepts connections.
+pub async fn start(
+    settings: &[(String, String)],
+    timeout: Duration,
+) -> Result<(LocalCluster, PgConnectOptions, PgConnection)> {
+    let bin_dir = find_binaries()?;
+    let user = server_user()?;
+    let dir = tempfile::Builder::new()
+        .prefix("dbq-bench-pg-")
+        .tempdir()
+        .context("creating a temporary directory")?;
+    if let Some((uid, gid)) = user {
+        chown(dir.path(), Some(uid), Some(gid))
+            .context("handing the temporary directory to the server account")?;
+    }
+    let data = dir.path().join("data");
+
+    let init = {
+        let mut cmd = Command::new(bin_dir.join("initdb"));
+        cmd.arg("-D")
+            .arg(&data)
+            .args([
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ])
+            .current_dir(dir.path())
+            .stdin(Stdio::null());
+        as_user(&mut cmd, user);
+        tokio::process::Command::from(cmd)
+            .output()
+            .await
+            .context("running initdb")?
+    };
+    if !init.status.success() {
+        bail!(
+            "initdb failed: {}",
+            super::last_lines(&String::from_utf8_lossy(&init.stderr), 3)
+        );
+    }
+
+    let port = super::free_port()?;
+    let log_path = dir.path().join("postgres.log");
+    let log = std::fs::File::create(&log_path).context("creating the server log")?;
+    let mut cmd = Command::new(bin_dir.join("postgres"));
+    cmd.arg("-D")
+        .arg(&data)
+        .arg("-p")
+        .arg(port.to_string())
+        .arg("-k")
+        .arg(dir.path())
+        .args(["-c", "listen_addresses=127.0.0.1"]);
+    for (k, v) in settings {
+        cmd.arg("-c").arg(format!("{k}={v}"));
+    }
+    cmd.current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    as_user(&mut cmd, user);
+    let child = cmd.spawn().context("starting postgres")?;
+    let mut cluster = LocalCluster {
+        dir: Some(dir),
+        child: Some(child),
+        port,
+        bin_dir,
+    };
+
+    let options = harness_options(
+        PgConnectOptions::new_without_pgpass()
+            .host("127.0.0.1")
+            .port(port)
+            .username("postgres")
+            .database("postgres"),
+    );
+    let child = cluster.child.as_mut().expect("just started");
+    let ready = wait_until_ready(&options, timeout, async || match child.try_wait() {
+        Ok(None) => Ok(()),
+        Ok(Some(status)) => Err(anyhow!("postgres exited ({status})")),
+        Err(e) => Err(anyhow!("cannot watch the postgres process: {e}")),
+    })
+    .await;
+    match ready {
+        Ok(conn) => Ok((cluster, options, conn)),
+        Err(e) => {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let tail = super::last_lines(&log, 3);
+            cluster.stop();
+            bail!("{e:#}; server log: {tail}")
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Providers: how a run obtains PostgreSQL, and how it gives it back.
+//!
+//! `provision` returns a [`Server`]: connection options plus whatever the run must tear down
+//! (a container, a local cluster, or nothing for a `url` server). Every run then works in its
+//! own [`RunSchema`] on that server.
+
+pub mod connect;
+pub mod container;
+pub mod local;
+
+pub use connect::{RunSchema, harness_options};
+
+use crate::error::{Failure, InputError};
+use crate::scenario::{DatabasePlan, ProviderKind};
+use anyhow::{Context, Result, anyhow};
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use std::str::FromStr;
+
+/// A PostgreSQL server ready for the run.
+pub struct Server {
+    /// The provider that was used (never `Auto`).
+    pub provider: ProviderKind,
+    /// Human description: image and container id, data directory, or the redacted URL.
+    pub description: String,
+    /// `SELECT version()` of the server.
+    pub version: String,
+    options: PgConnectOptions,
+    owned: Owned,
+}
+
+enum Owned {
+    Nothing,
+    Container(Box<container::PgContainer>),
+    Local(local::LocalCluster),
+}
+
+impl Server {
+    pub fn options(&self) -> &PgConnectOptions {
+        &self.options
+    }
+
+    /// Whether this run started the server (and so may stop it).
+    pub fn is_owned(&self) -> bool {
+        !matches!(self.owned, Owned::Nothing)
+    }
+
+    /// Stops and removes what the run started. A `url` server is left alone.
+    pub async fn teardown(self) -> Result<()> {
+        match self.owned {
+            Owned::Nothing => Ok(()),
+            Owned::Container(c) => c.remove().await,
+            Owned::Local(mut l) => {
+                tokio::task::spawn_blocking(move || l.stop()).await.ok();
+                Ok(())
+            }
+        }
+    }
+
+    /// Leaves the server running after the process exits (`--keep`); returns how to reach it.
+    pub fn leak(self) -> String {
+        let url = format!(
+            "postgres://{}@{}:{}/{}",
+            self.options.get_username(),
+            self.options.get_host(),
+            self.options.get_port(),
+            self.options.get_database().unwrap_or("postgres")
+        );
+        match self.owned {
+            Owned::Nothing => url,
+            Owned::Container(c) => {
+                let id = c.id().to_string();
+                std::mem::forget(c);
+                format!("{url} (container {id}; remove with `docker rm -f {id}`)")
+            }
+            Owned::Local(l) => {
+                let dir = l.data_dir();
+                std::mem::forget(l);
+                format!(
+                    "{url} (data in {}; stop with `pg_ctl -D {} stop`)",
+                    dir.display(),
+                    dir.display()
+                )
+            }
+        }
+    }
+}
+
+/// Obtains a server as the plan says. `auto` takes a URL if one is given, else a container
+/// if Docker answers and the image is available, else a local cluster if the binaries are
+/// installed, and otherwise fails with one message listing what was tried.
+pub async fn provision(plan: &DatabasePlan) -> Result<Server, Failure> {
+    match plan.provider {
+        ProviderKind::Url => from_url(plan).await,
+        ProviderKind::Container => Ok(start_container(plan).await?),
+        ProviderKind::Local => Ok(start_local(plan).await?),
+        ProviderKind::Auto => {
+            if plan.url.is_some() {
+                return from_url(plan).await;
+            }
+            let mut tried = Vec::new();
+            match container::check_available(&plan.image).await {
+                Ok(()) => return Ok(start_container(plan).await?),
+                Err(e) => tried.push(format!("container ({e:#})")),
+            }
+            match local::find_binaries() {
+                Ok(_) => return Ok(start_local(plan).await?),
+                Err(e) => tried.push(format!("local ({e:#})")),
+            }
+            Err(anyhow!(
+                "no PostgreSQL server available; tried {}. Install Docker and make the image available \
+                 (`docker pull {}`, or `docker/build-postgres-image.sh` and DBQ_POSTGRES_IMAGE=dbq-bench-postgres:15), \
+                 install the server binaries (`apt-get install postgresql`), or pass --database-url",
+                tried.join("; "),
+                plan.image
+            )
+            .into())
+        }
+    }
+}
+
+async fn server_version(conn: &mut PgConnection) -> Result<String> {
+    let v: String = sqlx::query_scalar("SELECT version()")
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(v)
+}
+
+async fn from_url(plan: &DatabasePlan) -> Result<Server, Failure> {
+    let url = plan.url.as_deref().unwrap_or_default();
+    let parsed = PgConnectOptions::from_str(url).map_err(|e| {
+        InputError::new(
+            "--database-url",
+            redact_url(url),
+            format!("not a usable PostgreSQL URL: {e}"),
+        )
+    })?;
+    // On a server we do not own, settings can only be session settings.
+    let options = harness_options(parsed)
+        .options(plan.settings.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let mut conn = connect::wait_until_ready(&options, plan.startup_timeout, async || Ok(()))
+        .await
+        .with_context(|| format!("connecting to {}", redact_url(url)))?;
+    let version = server_version(&mut conn).await?;
+    conn.close().await.ok();
+    Ok(Server {
+        provider: ProviderKind::Url,
+        description: redact_url(url),
+        version,
+        options,
+        owned: Owned::Nothing,
+    })
+}
+
+async fn start_container(plan: &DatabasePlan) -> Result<Server> {
+    let (c, options, mut conn) =
+        container::start(&plan.image, &plan.settings, plan.startup_timeout).await?;
+    let version = server_version(&mut conn).await?;
+    conn.close().await.ok();
+    Ok(Server {
+        provider: ProviderKind::Container,
+        description: format!(
+            "container {} from {}",
+            &c.id()[..12.min(c.id().len())],
+            c.image
+        ),
+        version,
+        options,
+        owned: Owned::Container(Box::new(c)),
+    })
+}
+
+async fn start_local(plan: &DatabasePlan) -> Result<Server> {
+    let (l, options, mut conn) = local::start(&plan.settings, plan.startup_timeout).await?;
+    let version = server_version(&mut conn).await?;
+    conn.close().await.ok();
+    Ok(Server {
+        provider: ProviderKind::Local,
+        description: format!(
+            "local cluster in {} (binaries {})",
+            l.data_dir().display(),
+            l.bin_dir.display()
+        ),
+        version,
+        options,
+        owned: Owned::Local(l),
+    })
+}
+
+/// The URL with any password replaced by `***`, for messages and saved files.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_string();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_string(),
+    }
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on right now.
+fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// The last `n` non-empty lines of a log, joined with " | " (errors stay on one line).
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = &lines[lines.len().saturating_sub(n)..];
+    if tail.is_empty() {
+        "(empty)".to_string()
+    } else {
+        tail.join(" | ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_masked() {
+        assert_eq!(
+            redact_url("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact_url("postgres://h/db"), "postgres://h/db");
+    }
+}

@@ -1,0 +1,94 @@
+//! Fleets: the producers that enqueue on a schedule and the SKIP LOCKED consumers that work
+//! the queue. Fleets only act and report: each action is stamped on the run clock and sent
+//! as an [`Event`] to the recorder; they never compute figures or format output.
+
+pub mod consumer;
+pub mod handler;
+pub mod jobs;
+pub mod producer;
+pub mod schedule;
+
+use crate::clock::RunClock;
+use crate::db::RunSchema;
+use crate::metrics::Event;
+use crate::queue::Queue;
+use sqlx::postgres::PgConnection;
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+/// What every fleet member needs: the queue's SQL, where to connect, the clock to stamp
+/// events with and where to send them.
+#[derive(Clone)]
+pub struct FleetContext {
+    pub queue: Queue,
+    pub schema: RunSchema,
+    pub clock: RunClock,
+    pub events: UnboundedSender<Event>,
+}
+
+impl FleetContext {
+    pub fn emit(&self, event: Event) {
+        // The recorder outlives every fleet; a send can only fail after it is gone.
+        let _ = self.events.send(event);
+    }
+
+    /// Connects, retrying with backoff (50 ms doubling to 1 s) until it works or `stop` is
+    /// cancelled. Each fleet member owns one connection, as the seed's workers do.
+    pub async fn connect(&self, stop: &CancellationToken) -> Option<PgConnection> {
+        let mut delay = Duration::from_millis(50);
+        loop {
+            if stop.is_cancelled() {
+                return None;
+            }
+            match self.schema.connect().await {
+                Ok(c) => return Some(c),
+                Err(_) => {
+                    if !sleep_or_stop(delay, stop).await {
+                        return None;
+                    }
+                    delay = (delay * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+}
+
+/// Sleeps for `d`; returns false if `stop` was cancelled first.
+pub async fn sleep_or_stop(d: Duration, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => true,
+        _ = stop.cancelled() => false,
+    }
+}
+
+/// Whether an error means the connection is unusable and must be replaced.
+pub fn is_connection_error(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => {
+            let code = db.code().unwrap_or_default();
+            // 08xxx connection exceptions, 57P0x operator intervention (terminated, shutdown).
+            code.starts_with("08") || code.starts_with("57P")
+        }
+        _ => false,
+    }
+}
+
+/// An error message short enough to group by: the first line, without ids or numbers.
+pub fn error_kind(e: &sqlx::Error) -> String {
+    let text = match e {
+        sqlx::Error::Database(db) => {
+            format!("{} ({})", db.message(), db.code().unwrap_or_default())
+        }
+        other => other.to_string(),
+    };
+    let line = text.lines().next().unwrap_or("").to_string();
+    line.chars()
+        .map(|c| if c.is_ascii_digit() { '#' } else { c })
+        .take(160)
+        .collect()
+}

@@ -1,0 +1,209 @@
+//! The `dbq-bench` command line. Parses arguments, loads scenarios, runs them and maps every
+//! outcome to an exit code; all the work happens in the library.
+
+use clap::{Args, Parser, Subcommand};
+use dbq_bench::error::{ExitStatus, Failure};
+use dbq_bench::report::terminal;
+use dbq_bench::run::{RunOptions, run};
+use dbq_bench::scenario::{EnvDefaults, Overrides, ProviderKind, load_plan};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+const EXIT_CODES: &str = "Exit codes: 0 ok; 1 the run failed (database error, lost or duplicated jobs, drain timed out); \
+2 bad input (scenario, flag or URL); 130 interrupted (partial results written).";
+
+/// Load-test and benchmark a job queue built inside PostgreSQL (SELECT … FOR UPDATE SKIP LOCKED).
+///
+/// A scenario file describes the database, the queue variant, producer and consumer fleets
+/// and a list of phases. `run` provisions PostgreSQL, drives open-loop load through the
+/// phases, drains the queue, proves that every committed job finished, and writes results.
+#[derive(Parser)]
+#[command(name = "dbq-bench", version, after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario and write results to a directory.
+    Run(RunArgs),
+    /// Check scenario files without running them (one line per file).
+    Validate {
+        /// Scenario files (TOML).
+        #[arg(required = true)]
+        scenarios: Vec<PathBuf>,
+        #[command(flatten)]
+        overrides: OverrideArgs,
+    },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Scenario file (TOML); see scenarios/ and the README's scenario reference.
+    scenario: PathBuf,
+    /// Results directory [default: results/<UTC time>-<scenario name>].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Keep the run's schema (and a server the run started) instead of removing them.
+    #[arg(long)]
+    keep: bool,
+    /// No progress line and no summary on the terminal (results are still written).
+    #[arg(long, short)]
+    quiet: bool,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+}
+
+#[derive(Args)]
+struct OverrideArgs {
+    /// Where PostgreSQL comes from [default: the scenario's database.provider, else auto].
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    db: Option<ProviderKind>,
+    /// Server for the url provider. Beats database.url; DATABASE_URL is used when neither is set.
+    #[arg(long, value_name = "URL")]
+    database_url: Option<String>,
+    /// Image for the container provider. Beats database.image; DBQ_POSTGRES_IMAGE is used
+    /// when neither is set; the default is postgres:17.
+    #[arg(long, value_name = "IMAGE")]
+    image: Option<String>,
+    /// Override a scenario key, e.g. --set consumers.count=16 --set phases.1.rate=max.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+}
+
+impl OverrideArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            sets: self.sets.clone(),
+            provider: self.db,
+            image: self.image.clone(),
+            database_url: self.database_url.clone(),
+        }
+    }
+}
+
+fn env_defaults() -> EnvDefaults {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    EnvDefaults {
+        image: var("DBQ_POSTGRES_IMAGE"),
+        database_url: var("DATABASE_URL"),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "error".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let status = match cli.command {
+        Command::Validate {
+            scenarios,
+            overrides,
+        } => validate(&scenarios, &overrides.overrides()),
+        Command::Run(args) => match tokio::runtime::Runtime::new() {
+            Ok(rt) => rt.block_on(run_command(args)),
+            Err(e) => {
+                eprintln!("error: cannot start the async runtime: {e}");
+                ExitStatus::RunFailed
+            }
+        },
+    };
+    ExitCode::from(status as u8)
+}
+
+fn validate(files: &[PathBuf], overrides: &Overrides) -> ExitStatus {
+    let env = env_defaults();
+    let mut status = ExitStatus::Ok;
+    for f in files {
+        match load_plan(f, overrides, &env) {
+            Ok(plan) => println!(
+                "ok: {} ({} phase(s), {:.0} s measured, {} producer(s), {} consumer(s))",
+                f.display(),
+                plan.phases.len(),
+                plan.measured_duration().as_secs_f64(),
+                plan.producers.count,
+                plan.consumers.count
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                status = ExitStatus::BadInput;
+            }
+        }
+    }
+    status
+}
+
+async fn run_command(args: RunArgs) -> ExitStatus {
+    let plan = match load_plan(&args.scenario, &args.overrides.overrides(), &env_defaults()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitStatus::BadInput;
+        }
+    };
+    let shutdown = CancellationToken::new();
+    tokio::spawn(watch_signals(shutdown.clone()));
+    let show = !args.quiet && std::io::stderr().is_terminal();
+    let opts = RunOptions {
+        out_dir: args.out,
+        keep: args.keep,
+        show_progress: show,
+    };
+    match run(&plan, &opts, shutdown).await {
+        Ok(outcome) => {
+            let s = &outcome.results.summary;
+            if !args.quiet {
+                println!("{}", terminal::render(s));
+                println!("results    {}", outcome.out_dir.display());
+                if let Some(schema) = &outcome.kept_schema {
+                    println!("kept       schema {}", schema.name);
+                }
+                if let Some(server) = &outcome.kept_server {
+                    println!("kept       server {server}");
+                }
+            }
+            if s.interrupted {
+                ExitStatus::Interrupted
+            } else if !s.accounting.ok || !s.complete {
+                ExitStatus::RunFailed
+            } else {
+                ExitStatus::Ok
+            }
+        }
+        Err(f) => {
+            match &f {
+                Failure::Interrupted => eprintln!(
+                    "dbq-bench: interrupted before the load started; nothing was measured"
+                ),
+                other => eprintln!("error: {other}"),
+            }
+            f.exit_status()
+        }
+    }
+}
+
+/// First Ctrl-C (or SIGTERM): stop the load, keep partial results, tear down. Second: leave
+/// at once.
+async fn watch_signals(shutdown: CancellationToken) {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let next = async |term: &mut Option<tokio::signal::unix::Signal>| match term {
+        Some(t) => tokio::select! { _ = tokio::signal::ctrl_c() => {}, _ = t.recv() => {} },
+        None => {
+            tokio::signal::ctrl_c().await.ok();
+        }
+    };
+    next(&mut term).await;
+    eprintln!(
+        "\ndbq-bench: stopping: finishing in-flight jobs, writing partial results, tearing down (Ctrl-C again to quit at once)"
+    );
+    shutdown.cancel();
+    next(&mut term).await;
+    std::process::exit(ExitStatus::Interrupted as i32);
+}

@@ -1,0 +1,18 @@
+//! Measurements: the events fleets send (`event`), HDR histograms per metric
+//! (`histogram`), the harness's job ledger (`ledger`), the recorder that turns events into
+//! figures (`recorder`), live counters for progress and drain (`live`), and the
+//! queue-depth sampler (`sampler`).
+
+pub mod event;
+pub mod histogram;
+pub mod ledger;
+pub mod live;
+pub mod recorder;
+pub mod sampler;
+
+pub use event::{Event, JobId};
+pub use histogram::{LatencyReport, LatencySummary, Metric, MetricSet};
+pub use ledger::{Ledger, LedgerEntry};
+pub use live::{LiveSnapshot, LiveStats};
+pub use recorder::{Measurements, PhaseCounts, PhaseWindow, Recorder, TimelineRow, WindowKind};
+pub use sampler::QueueDepthSampler;

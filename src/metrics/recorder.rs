@@ -1,0 +1,545 @@
+//! The recorder: the one place where events become figures.
+//!
+//! It attributes each sample to a phase window and to a one-second timeline bucket, keeps
+//! the ledger, writes every finished second into an HdrHistogram interval log, and keeps the
+//! live counters current.
+//!
+//! Attribution rules (also in README):
+//! - latencies measured from a job's intended enqueue time (`enqueue`, `schedule_lag`,
+//!   `queue_wait`, `end_to_end`) belong to the phase whose window holds that intended time,
+//!   so a backlog built in one phase is charged to it even when the jobs finish later;
+//! - statement timings (`claim`, `handler`) and counts (enqueued, completed, failed) belong
+//!   to the window holding the moment they happened (commit or return);
+//! - timeline seconds and interval-log intervals hold what happened in that second.
+
+use super::event::{Event, JobId};
+use super::histogram::{MAX_US, Metric, MetricSet};
+use super::ledger::Ledger;
+use super::live::LiveStats;
+use hdrhistogram::serialization::V2Serializer;
+use hdrhistogram::serialization::interval_log::{IntervalLogWriter, IntervalLogWriterBuilder, Tag};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// What a window of the run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WindowKind {
+    /// Jobs bulk-inserted before the load started.
+    Prefill,
+    /// A scenario phase.
+    Phase,
+    /// After the last phase: producers stopped, consumers finish the backlog.
+    Drain,
+}
+
+/// A span of the run clock, `[start_us, end_us)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseWindow {
+    pub name: String,
+    pub kind: WindowKind,
+    pub start_us: u64,
+    pub end_us: u64,
+    pub measured: bool,
+}
+
+/// Counts attributed to one window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseCounts {
+    pub enqueued: u64,
+    pub completed: u64,
+    /// Failure updates (retries and dead letters).
+    pub failed: u64,
+    pub dead_lettered: u64,
+    pub claims: u64,
+    pub empty_polls: u64,
+    pub sent_late: u64,
+    pub enqueue_errors: u64,
+    pub worker_errors: u64,
+}
+
+impl PhaseCounts {
+    pub fn add(&mut self, o: &PhaseCounts) {
+        self.enqueued += o.enqueued;
+        self.completed += o.completed;
+        self.failed += o.failed;
+        self.dead_lettered += o.dead_lettered;
+        self.claims += o.claims;
+        self.empty_polls += o.empty_polls;
+        self.sent_late += o.sent_late;
+        self.enqueue_errors += o.enqueue_errors;
+        self.worker_errors += o.worker_errors;
+    }
+}
+
+/// One second of the run (second 0 starts when the load starts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineRow {
+    pub second: i64,
+    pub phase: String,
+    pub enqueued: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub dead_lettered: u64,
+    pub enqueue_errors: u64,
+    pub worker_errors: u64,
+    /// `pending` rows, sampled from the database during this second.
+    pub queue_depth: Option<i64>,
+    /// End-to-end latency of jobs completed in this second.
+    pub e2e_p50_ms: Option<f64>,
+    pub e2e_p99_ms: Option<f64>,
+    pub e2e_max_ms: Option<f64>,
+    /// Largest schedule lag of jobs sent in this second.
+    pub schedule_lag_max_ms: Option<f64>,
+}
+
+/// Everything the recorder measured, handed over when the event stream ends.
+#[derive(Debug, Clone)]
+pub struct Measurements {
+    pub windows: Vec<PhaseWindow>,
+    pub counts: Vec<PhaseCounts>,
+    pub metrics: Vec<MetricSet>,
+    pub timeline: Vec<TimelineRow>,
+    /// HdrHistogram interval log (one tag per metric, one interval per second).
+    pub hlog: Vec<u8>,
+    pub ledger: Ledger,
+    /// Samples that arrived after their second had been written out (added to a later one).
+    pub late_samples: u64,
+    /// Distinct error messages seen, with counts (first 20 kinds).
+    pub errors: BTreeMap<String, u64>,
+}
+
+#[derive(Default)]
+struct SecondBucket {
+    counts: PhaseCounts,
+    depth: Option<i64>,
+    metrics: MetricSet,
+}
+
+pub struct Recorder {
+    windows: Vec<PhaseWindow>,
+    counts: Vec<PhaseCounts>,
+    metrics: Vec<MetricSet>,
+    seconds: BTreeMap<i64, SecondBucket>,
+    /// Seconds below this have been written out.
+    next_unwritten: i64,
+    timeline: Vec<TimelineRow>,
+    ledger: Ledger,
+    live: Arc<LiveStats>,
+    load_start_us: u64,
+    late_after_us: u64,
+    late_samples: u64,
+    errors: BTreeMap<String, u64>,
+}
+
+/// How long a second stays open for events that arrive late.
+const GRACE_SECONDS: i64 = 2;
+
+impl Recorder {
+    /// `windows` must cover the run in order (prefill, phases, drain); `prefilled` are the
+    /// ids of jobs inserted before the load started.
+    pub fn new(
+        windows: Vec<PhaseWindow>,
+        load_start_us: u64,
+        late_after: Duration,
+        prefilled: &[JobId],
+        live: Arc<LiveStats>,
+    ) -> Recorder {
+        let mut ledger = Ledger::default();
+        for id in prefilled {
+            ledger.enqueued(*id);
+            live.add_enqueued();
+        }
+        live.set_outstanding(ledger.outstanding());
+        let n = windows.len();
+        Recorder {
+            windows,
+            counts: vec![PhaseCounts::default(); n],
+            metrics: vec![MetricSet::default(); n],
+            seconds: BTreeMap::new(),
+            next_unwritten: 0,
+            timeline: Vec::new(),
+            ledger,
+            live,
+            load_start_us,
+            late_after_us: late_after.as_micros() as u64,
+            late_samples: 0,
+            errors: BTreeMap::new(),
+        }
+    }
+
+    fn window_of(&self, t_us: u64) -> usize {
+        self.windows
+            .iter()
+            .position(|w| t_us >= w.start_us && t_us < w.end_us)
+            .unwrap_or(if t_us < self.load_start_us {
+                0
+            } else {
+                self.windows.len() - 1
+            })
+    }
+
+    fn bucket(&mut self, t_us: u64) -> &mut SecondBucket {
+        let mut s = (t_us as i64 - self.load_start_us as i64).div_euclid(1_000_000);
+        if s < self.next_unwritten {
+            self.late_samples += 1;
+            s = self.next_unwritten;
+        }
+        self.seconds.entry(s).or_default()
+    }
+
+    fn note_error(&mut self, error: String) {
+        if self.errors.len() < 20 || self.errors.contains_key(&error) {
+            *self.errors.entry(error).or_default() += 1;
+        }
+    }
+
+    /// Applies one event to the figures.
+    pub fn handle(&mut self, event: Event) {
+        match event {
+            Event::Enqueued {
+                job,
+                intended_us,
+                sent_us,
+                committed_us,
+                open_loop,
+            } => {
+                self.ledger.enqueued(job);
+                self.live.add_enqueued();
+                let latency = committed_us.saturating_sub(intended_us);
+                let lag = sent_us.saturating_sub(intended_us);
+                let late = open_loop && lag > self.late_after_us;
+                let (wi, wc) = (self.window_of(intended_us), self.window_of(committed_us));
+                self.metrics[wi].record(Metric::Enqueue, latency);
+                self.counts[wc].enqueued += 1;
+                if open_loop {
+                    self.metrics[wi].record(Metric::ScheduleLag, lag);
+                    self.counts[wi].sent_late += late as u64;
+                }
+                let b = self.bucket(committed_us);
+                b.counts.enqueued += 1;
+                b.metrics.record(Metric::Enqueue, latency);
+                if open_loop {
+                    b.metrics.record(Metric::ScheduleLag, lag);
+                }
+            }
+            Event::EnqueueFailed { at_us, error } => {
+                let w = self.window_of(at_us);
+                self.counts[w].enqueue_errors += 1;
+                self.bucket(at_us).counts.enqueue_errors += 1;
+                self.note_error(format!("enqueue: {error}"));
+            }
+            Event::Claimed {
+                job,
+                intended_us,
+                started_us,
+                claimed_us,
+            } => {
+                self.ledger.claimed(job);
+                let claim = claimed_us.saturating_sub(started_us);
+                let wait = intended_us.map(|t| claimed_us.saturating_sub(t));
+                let wc = self.window_of(claimed_us);
+                self.counts[wc].claims += 1;
+                self.metrics[wc].record(Metric::Claim, claim);
+                if let (Some(w), Some(t)) = (wait, intended_us) {
+                    let wi = self.window_of(t);
+                    self.metrics[wi].record(Metric::QueueWait, w);
+                }
+                let b = self.bucket(claimed_us);
+                b.counts.claims += 1;
+                b.metrics.record(Metric::Claim, claim);
+                if let Some(w) = wait {
+                    b.metrics.record(Metric::QueueWait, w);
+                }
+            }
+            Event::EmptyPoll { at_us } => {
+                let w = self.window_of(at_us);
+                self.counts[w].empty_polls += 1;
+                self.bucket(at_us).counts.empty_polls += 1;
+            }
+            Event::Completed {
+                job,
+                intended_us,
+                handler_us,
+                committed_us,
+            } => {
+                self.ledger.completed(job);
+                self.live.add_completed();
+                let wc = self.window_of(committed_us);
+                self.counts[wc].completed += 1;
+                self.metrics[wc].record(Metric::Handler, handler_us);
+                let e2e = intended_us.map(|t| committed_us.saturating_sub(t));
+                if let (Some(e), Some(t)) = (e2e, intended_us) {
+                    let wi = self.window_of(t);
+                    self.metrics[wi].record(Metric::EndToEnd, e);
+                }
+                let b = self.bucket(committed_us);
+                b.counts.completed += 1;
+                b.metrics.record(Metric::Handler, handler_us);
+                if let Some(e) = e2e {
+                    b.metrics.record(Metric::EndToEnd, e);
+                }
+            }
+            Event::Failed {
+                job,
+                intended_us: _,
+                handler_us,
+                committed_us,
+                dead_lettered,
+            } => {
+                self.ledger.failed(job, dead_lettered);
+                self.live.add_failed(dead_lettered);
+                let wc = self.window_of(committed_us);
+                self.counts[wc].failed += 1;
+                self.counts[wc].dead_lettered += dead_lettered as u64;
+                self.metrics[wc].record(Metric::Handler, handler_us);
+                let b = self.bucket(committed_us);
+                b.counts.failed += 1;
+                b.counts.dead_lettered += dead_lettered as u64;
+                b.metrics.record(Metric::Handler, handler_us);
+            }
+            Event::WorkerError { at_us, error } => {
+                let w = self.window_of(at_us);
+                self.counts[w].worker_errors += 1;
+                self.bucket(at_us).counts.worker_errors += 1;
+                self.note_error(format!("worker: {error}"));
+            }
+            Event::QueueDepth { at_us, pending } => {
+                self.live.set_queue_depth(pending);
+                self.bucket(at_us).depth = Some(pending);
+            }
+            Event::ProducersStopped { at_us } => {
+                self.clip_phases(at_us);
+                self.live.set_producers_stopped();
+            }
+        }
+        self.live.set_outstanding(self.ledger.outstanding());
+    }
+
+    /// When the load stops before the planned end (Ctrl-C), phases end where it stopped and
+    /// the drain starts there, so throughput is divided by the time really spent.
+    fn clip_phases(&mut self, at_us: u64) {
+        let planned_end = self
+            .windows
+            .iter()
+            .filter(|w| w.kind == WindowKind::Phase)
+            .map(|w| w.end_us)
+            .max()
+            .unwrap_or(0);
+        if at_us >= planned_end {
+            return;
+        }
+        for w in &mut self.windows {
+            match w.kind {
+                WindowKind::Phase => {
+                    w.start_us = w.start_us.min(at_us);
+                    w.end_us = w.end_us.min(at_us);
+                }
+                WindowKind::Drain => w.start_us = at_us,
+                WindowKind::Prefill => {}
+            }
+        }
+    }
+
+    /// Writes out every second below `until` (exclusive).
+    fn write_seconds<W: std::io::Write>(
+        &mut self,
+        until: i64,
+        log: &mut IntervalLogWriter<'_, '_, W, V2Serializer>,
+    ) {
+        while let Some((&s, _)) = self.seconds.first_key_value() {
+            if s >= until {
+                break;
+            }
+            let (s, b) = self.seconds.pop_first().expect("checked above");
+            self.write_second(s, b, log);
+        }
+        self.next_unwritten = self.next_unwritten.max(until);
+    }
+
+    fn write_second<W: std::io::Write>(
+        &mut self,
+        s: i64,
+        b: SecondBucket,
+        log: &mut IntervalLogWriter<'_, '_, W, V2Serializer>,
+    ) {
+        // Keep the timeline contiguous: a second without events is a row of zeros.
+        if let Some(last) = self.timeline.last().map(|r| r.second) {
+            for gap in last + 1..s {
+                self.push_row(gap, &SecondBucket::default());
+            }
+        }
+        let start = Duration::from_secs(s.max(0) as u64);
+        for m in Metric::ALL {
+            let h = b.metrics.get(m);
+            if !h.is_empty() {
+                // Writing into memory cannot fail.
+                log.write_histogram(h, start, Duration::from_secs(1), Tag::new(m.name()))
+                    .ok();
+            }
+        }
+        let lag = b.metrics.get(Metric::ScheduleLag);
+        self.live
+            .set_lag_max(if lag.is_empty() { 0 } else { lag.max() });
+        self.push_row(s, &b);
+    }
+
+    fn push_row(&mut self, s: i64, b: &SecondBucket) {
+        let at_us = self.load_start_us + (s.max(0) as u64) * 1_000_000;
+        let e2e = b.metrics.get(Metric::EndToEnd);
+        let lag = b.metrics.get(Metric::ScheduleLag);
+        let pct = |h: &hdrhistogram::Histogram<u64>, q: f64| {
+            (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1000.0)
+        };
+        self.timeline.push(TimelineRow {
+            second: s,
+            phase: self.windows[self.window_of(at_us)].name.clone(),
+            enqueued: b.counts.enqueued,
+            completed: b.counts.completed,
+            failed: b.counts.failed,
+            dead_lettered: b.counts.dead_lettered,
+            enqueue_errors: b.counts.enqueue_errors,
+            worker_errors: b.counts.worker_errors,
+            queue_depth: b.depth,
+            e2e_p50_ms: pct(e2e, 0.5),
+            e2e_p99_ms: pct(e2e, 0.99),
+            e2e_max_ms: (!e2e.is_empty()).then(|| e2e.max().min(MAX_US) as f64 / 1000.0),
+            schedule_lag_max_ms: (!lag.is_empty()).then(|| lag.max() as f64 / 1000.0),
+        });
+    }
+
+    /// Consumes events until every sender is gone, writing finished seconds as it goes.
+    /// `clock_now_us` reads the run clock; `load_start_wall` labels the interval log.
+    pub async fn run(
+        mut self,
+        mut rx: UnboundedReceiver<Event>,
+        clock: crate::clock::RunClock,
+        load_start_wall: SystemTime,
+    ) -> Measurements {
+        let mut hlog = Vec::new();
+        let mut serializer = V2Serializer::new();
+        let mut builder = IntervalLogWriterBuilder::new();
+        builder
+            .add_comment("dbq-bench latency log: one interval per second, values in microseconds")
+            .add_comment("tags: enqueue schedule_lag claim queue_wait handler end_to_end")
+            .with_start_time(load_start_wall)
+            .with_base_time(load_start_wall);
+        let mut log = builder
+            .begin_log_with(&mut hlog, &mut serializer)
+            .expect("writing to memory");
+
+        let mut tick = tokio::time::interval(Duration::from_millis(500));
+        loop {
+            tokio::select! {
+                event = rx.recv() => match event {
+                    Some(e) => self.handle(e),
+                    None => break,
+                },
+                _ = tick.tick() => {
+                    let now_s = (clock.now_us() as i64 - self.load_start_us as i64).div_euclid(1_000_000);
+                    self.write_seconds(now_s - GRACE_SECONDS + 1, &mut log);
+                }
+            }
+        }
+        self.write_seconds(i64::MAX, &mut log);
+        drop(log);
+        Measurements {
+            windows: self.windows,
+            counts: self.counts,
+            metrics: self.metrics,
+            timeline: self.timeline,
+            hlog,
+            ledger: self.ledger,
+            late_samples: self.late_samples,
+            errors: self.errors,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn windows() -> Vec<PhaseWindow> {
+        let w = |name: &str, kind, start_us, end_us, measured| PhaseWindow {
+            name: name.into(),
+            kind,
+            start_us,
+            end_us,
+            measured,
+        };
+        vec![
+            w("prefill", WindowKind::Prefill, 0, 1_000_000, false),
+            w("steady", WindowKind::Phase, 1_000_000, 3_000_000, true),
+            w("drain", WindowKind::Drain, 3_000_000, u64::MAX, false),
+        ]
+    }
+
+    #[tokio::test]
+    async fn latency_belongs_to_the_phase_that_scheduled_the_job() {
+        let live = Arc::new(LiveStats::new());
+        let rec = Recorder::new(
+            windows(),
+            1_000_000,
+            Duration::from_millis(5),
+            &[7],
+            live.clone(),
+        );
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        // Scheduled in "steady" at 2.0 s, sent 10 ms late, completed during the drain at 4.0 s.
+        tx.send(Event::Enqueued {
+            job: 1,
+            intended_us: 2_000_000,
+            sent_us: 2_010_000,
+            committed_us: 2_011_000,
+            open_loop: true,
+        })
+        .unwrap();
+        tx.send(Event::Claimed {
+            job: 1,
+            intended_us: Some(2_000_000),
+            started_us: 3_999_000,
+            claimed_us: 3_999_500,
+        })
+        .unwrap();
+        tx.send(Event::Completed {
+            job: 1,
+            intended_us: Some(2_000_000),
+            handler_us: 400,
+            committed_us: 4_000_000,
+        })
+        .unwrap();
+        tx.send(Event::Completed {
+            job: 7,
+            intended_us: Some(500_000),
+            handler_us: 0,
+            committed_us: 1_500_000,
+        })
+        .unwrap();
+        drop(tx);
+        let m = rec
+            .run(rx, crate::clock::RunClock::start(), SystemTime::now())
+            .await;
+
+        let steady = &m.metrics[1];
+        assert_eq!(steady.get(Metric::EndToEnd).len(), 1);
+        assert!(steady.get(Metric::EndToEnd).max() >= 1_999_000);
+        assert_eq!(steady.get(Metric::ScheduleLag).len(), 1);
+        assert_eq!(m.counts[1].sent_late, 1);
+        // Counts go by when things happened: the completion of job 1 is in the drain window.
+        assert_eq!(m.counts[2].completed, 1);
+        assert_eq!(m.counts[1].completed, 1); // the prefilled job 7, finished at 1.5 s
+        assert_eq!(m.ledger.outstanding(), 0);
+        assert_eq!(live.snapshot().completed, 2);
+        // Timeline seconds are relative to the load start (1.0 s on the run clock).
+        let seconds: Vec<i64> = m.timeline.iter().map(|r| r.second).collect();
+        assert_eq!(seconds, vec![0, 1, 2, 3]);
+        assert_eq!(m.timeline[3].phase, "drain");
+        // The interval log holds one interval per metric per second with samples.
+        let text = String::from_utf8(m.hlog).unwrap();
+        assert!(text.contains("Tag=end_to_end"), "{text}");
+    }
+}

@@ -1,0 +1,277 @@
+//! The queue under test: one variant's schema and statements, bound in one place.
+//!
+//! Each variant is a set of `.sql` files (schema in `migrations/<variant>/`, statements in
+//! `src/queue/<variant>/`) collected in a [`VariantSql`]. Fleets, the sampler and the
+//! accounting proof only call [`Queue`] methods, so a new variant (another index, batch
+//! claims, delete-on-complete, LISTEN/NOTIFY wake-ups, a user's SQL) slots in beside `seed`
+//! without touching them. Values are always bound parameters.
+
+use crate::scenario::{QueuePlan, VariantName};
+use serde::Deserialize;
+use sqlx::postgres::PgConnection;
+use sqlx::types::Json;
+use sqlx::{AssertSqlSafe, Row};
+use std::time::Duration;
+
+/// The statements of one queue design.
+pub struct VariantSql {
+    pub name: &'static str,
+    /// DDL creating the table and indexes (run once per run schema).
+    pub schema: &'static str,
+    pub enqueue: &'static str,
+    pub prefill: &'static str,
+    pub claim: &'static str,
+    pub complete: &'static str,
+    pub fail: &'static str,
+    pub pending_count: &'static str,
+    pub ledger_check: &'static str,
+    pub untracked: &'static str,
+}
+
+/// The seed article's design, verbatim.
+pub const SEED: VariantSql = VariantSql {
+    name: "seed",
+    schema: include_str!("../../migrations/seed/0001_job_queue.sql"),
+    enqueue: include_str!("seed/enqueue.sql"),
+    prefill: include_str!("seed/prefill.sql"),
+    claim: include_str!("seed/claim.sql"),
+    complete: include_str!("seed/complete.sql"),
+    fail: include_str!("seed/fail.sql"),
+    pending_count: include_str!("seed/pending_count.sql"),
+    ledger_check: include_str!("seed/ledger_check.sql"),
+    untracked: include_str!("seed/untracked.sql"),
+};
+
+const COMPLETION_AUDIT: &str = include_str!("../../migrations/harness/0001_completion_audit.sql");
+const AUDIT_DUPLICATES: &str = include_str!("audit_duplicates.sql");
+
+/// The fields of a job payload the harness reads back. Payloads look like
+/// `{"k":"<run>-p<producer>-<seq>","t":<intended µs on the run clock>,"pad":"…"}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct JobPayload {
+    /// Intended enqueue time, µs on the run clock (see `clock`). Absent in foreign jobs.
+    #[serde(default)]
+    pub t: Option<u64>,
+}
+
+/// A job handed to a worker by the claim statement.
+#[derive(Debug, Clone)]
+pub struct ClaimedJob {
+    pub id: i64,
+    pub job_type: String,
+    pub payload: JobPayload,
+}
+
+/// A job to enqueue.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub job_type: String,
+    /// JSON text.
+    pub payload: String,
+    pub priority: i32,
+}
+
+/// What the failure update did to a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailOutcome {
+    /// Back to `pending`, to run again after the backoff.
+    Retry,
+    /// `max_retries` reached: moved to `dead_letter`.
+    DeadLettered,
+}
+
+/// A job whose table row disagrees with what the harness's ledger expects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableMismatch {
+    pub id: i64,
+    /// The row's status, or `missing`.
+    pub table_status: String,
+    /// `done`, `dead_letter` or `open` (not finished, as far as the ledger knows).
+    pub expected: String,
+}
+
+/// One variant's SQL plus the scenario values bound into it.
+#[derive(Clone, Copy)]
+pub struct Queue {
+    sql: &'static VariantSql,
+    backoff_unit: Duration,
+    max_retries: i32,
+}
+
+impl Queue {
+    pub fn new(plan: &QueuePlan) -> Queue {
+        let sql = match plan.variant {
+            VariantName::Seed => &SEED,
+        };
+        Queue {
+            sql,
+            backoff_unit: plan.backoff_unit,
+            max_retries: plan.max_retries,
+        }
+    }
+
+    pub fn variant(&self) -> &'static str {
+        self.sql.name
+    }
+
+    /// The claim statement's text, for reports.
+    pub fn claim_sql(&self) -> &'static str {
+        self.sql.claim
+    }
+
+    /// Creates the variant's table (and the completion audit when asked) in the schema the
+    /// connection's `search_path` points at.
+    pub async fn install(
+        &self,
+        conn: &mut PgConnection,
+        completion_audit: bool,
+    ) -> sqlx::Result<()> {
+        sqlx::raw_sql(self.sql.schema).execute(&mut *conn).await?;
+        if completion_audit {
+            sqlx::raw_sql(COMPLETION_AUDIT).execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
+    /// Refreshes planner statistics. Run after creating and prefilling the table and before
+    /// workers prepare their statements: a claim planned on an empty table keeps a
+    /// sequential scan until autoanalyze replaces it.
+    pub async fn analyze(&self, conn: &mut PgConnection) -> sqlx::Result<()> {
+        sqlx::raw_sql("ANALYZE job_queue")
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
+    /// `EXPLAIN` of the claim statement (planned, not executed), one line per plan node.
+    pub async fn explain_claim(&self, conn: &mut PgConnection) -> sqlx::Result<Vec<String>> {
+        // The claim text is a compile-time constant of this module, not user input.
+        let rows = sqlx::query(AssertSqlSafe(format!("EXPLAIN {}", self.sql.claim)))
+            .persistent(false)
+            .fetch_all(&mut *conn)
+            .await?;
+        rows.iter().map(|r| r.try_get::<String, _>(0)).collect()
+    }
+
+    pub async fn enqueue(&self, conn: &mut PgConnection, job: &NewJob) -> sqlx::Result<i64> {
+        sqlx::query_scalar(self.sql.enqueue)
+            .bind(&job.job_type)
+            .bind(&job.payload)
+            .bind(job.priority)
+            .bind(self.max_retries)
+            .fetch_one(&mut *conn)
+            .await
+    }
+
+    /// Inserts many jobs in one statement; returns their ids.
+    pub async fn enqueue_batch(
+        &self,
+        conn: &mut PgConnection,
+        jobs: &[NewJob],
+    ) -> sqlx::Result<Vec<i64>> {
+        let types: Vec<&str> = jobs.iter().map(|j| j.job_type.as_str()).collect();
+        let payloads: Vec<&str> = jobs.iter().map(|j| j.payload.as_str()).collect();
+        let priorities: Vec<i32> = jobs.iter().map(|j| j.priority).collect();
+        sqlx::query_scalar(self.sql.prefill)
+            .bind(types)
+            .bind(payloads)
+            .bind(priorities)
+            .bind(self.max_retries)
+            .fetch_all(&mut *conn)
+            .await
+    }
+
+    /// Runs the claim statement; `None` when no job is ready.
+    pub async fn claim(&self, conn: &mut PgConnection) -> sqlx::Result<Option<ClaimedJob>> {
+        let row = sqlx::query(self.sql.claim)
+            .fetch_optional(&mut *conn)
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let payload: Json<JobPayload> = row
+            .try_get("payload")
+            .unwrap_or(Json(JobPayload::default()));
+        Ok(Some(ClaimedJob {
+            id: row.try_get("id")?,
+            job_type: row.try_get("type")?,
+            payload: payload.0,
+        }))
+    }
+
+    pub async fn complete(&self, conn: &mut PgConnection, id: i64) -> sqlx::Result<()> {
+        sqlx::query(self.sql.complete)
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn fail(
+        &self,
+        conn: &mut PgConnection,
+        id: i64,
+        error: &str,
+    ) -> sqlx::Result<FailOutcome> {
+        let status: String = sqlx::query_scalar(self.sql.fail)
+            .bind(id)
+            .bind(error)
+            .bind(self.backoff_unit)
+            .fetch_one(&mut *conn)
+            .await?;
+        Ok(if status == "dead_letter" {
+            FailOutcome::DeadLettered
+        } else {
+            FailOutcome::Retry
+        })
+    }
+
+    /// Jobs waiting in `pending` (ready or backing off).
+    pub async fn pending_count(&self, conn: &mut PgConnection) -> sqlx::Result<i64> {
+        sqlx::query_scalar(self.sql.pending_count)
+            .fetch_one(&mut *conn)
+            .await
+    }
+
+    /// Table side of the accounting proof: the jobs whose row is missing, unfinished, or in
+    /// another final state than `expected` (parallel to `ids`).
+    pub async fn table_mismatches(
+        &self,
+        conn: &mut PgConnection,
+        ids: &[i64],
+        expected: &[&str],
+    ) -> sqlx::Result<Vec<TableMismatch>> {
+        let rows = sqlx::query(self.sql.ledger_check)
+            .bind(ids)
+            .bind(expected)
+            .fetch_all(&mut *conn)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(TableMismatch {
+                    id: r.try_get("id")?,
+                    table_status: r.try_get("status")?,
+                    expected: r.try_get("expected")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Rows the harness never saw committed: (id, status).
+    pub async fn untracked(
+        &self,
+        conn: &mut PgConnection,
+        ids: &[i64],
+    ) -> sqlx::Result<Vec<(i64, String)>> {
+        sqlx::query_as(self.sql.untracked)
+            .bind(ids)
+            .fetch_all(&mut *conn)
+            .await
+    }
+
+    /// Jobs the completion audit saw finish as `done` more than once: (id, completions).
+    pub async fn audited_duplicates(
+        &self,
+        conn: &mut PgConnection,
+    ) -> sqlx::Result<Vec<(i64, i64)>> {
+        sqlx::query_as(AUDIT_DUPLICATES).fetch_all(&mut *conn).await
+    }
+}

@@ -1,0 +1,222 @@
+//! The output formats. Each is small and independent; all read the same `RunResults`.
+
+use super::{Exporter, RunResults};
+use crate::metrics::LatencySummary;
+use anyhow::Result;
+use std::io::Write;
+
+/// `scenario.resolved.toml`: the scenario as run, every default filled in.
+pub struct ResolvedScenario;
+
+impl Exporter for ResolvedScenario {
+    fn file_name(&self) -> &'static str {
+        "scenario.resolved.toml"
+    }
+    fn export(&self, r: &RunResults, out: &mut dyn Write) -> Result<()> {
+        out.write_all(r.resolved_scenario.as_bytes())?;
+        Ok(())
+    }
+}
+
+/// `summary.json`: every figure, versioned (`schema_version`).
+pub struct Json;
+
+impl Exporter for Json {
+    fn file_name(&self) -> &'static str {
+        "summary.json"
+    }
+    fn export(&self, r: &RunResults, out: &mut dyn Write) -> Result<()> {
+        serde_json::to_writer_pretty(&mut *out, &r.summary)?;
+        out.write_all(b"\n")?;
+        Ok(())
+    }
+}
+
+/// `timeline.csv`: one row per second of the run.
+pub struct TimelineCsv;
+
+impl Exporter for TimelineCsv {
+    fn file_name(&self) -> &'static str {
+        "timeline.csv"
+    }
+    fn export(&self, r: &RunResults, out: &mut dyn Write) -> Result<()> {
+        let mut w = csv::Writer::from_writer(out);
+        for row in &r.timeline {
+            w.serialize(row)?;
+        }
+        w.flush()?;
+        Ok(())
+    }
+}
+
+/// `latency.hlog`: HdrHistogram interval log, one tag per metric, one interval per second.
+pub struct Hlog;
+
+impl Exporter for Hlog {
+    fn file_name(&self) -> &'static str {
+        "latency.hlog"
+    }
+    fn export(&self, r: &RunResults, out: &mut dyn Write) -> Result<()> {
+        out.write_all(&r.hlog)?;
+        Ok(())
+    }
+}
+
+/// `report.md`: the summary for people.
+pub struct Markdown;
+
+fn ms(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn latency_row(name: &str, s: &LatencySummary) -> String {
+    if s.count == 0 {
+        return format!("| {name} | 0 | – | – | – | – | – |\n");
+    }
+    format!(
+        "| {name} | {} | {} | {} | {} | {} | {} |\n",
+        s.count,
+        ms(s.p50),
+        ms(s.p90),
+        ms(s.p99),
+        ms(s.p999),
+        ms(s.max)
+    )
+}
+
+impl Exporter for Markdown {
+    fn file_name(&self) -> &'static str {
+        "report.md"
+    }
+    fn export(&self, r: &RunResults, out: &mut dyn Write) -> Result<()> {
+        let s = &r.summary;
+        let mut md = String::new();
+        md.push_str(&format!("# dbq-bench: {}\n\n", s.scenario.name));
+        if !s.complete {
+            md.push_str(&format!(
+                "> **Incomplete run** ({}): figures cover what happened before it stopped.\n\n",
+                if s.interrupted {
+                    "interrupted"
+                } else {
+                    "the drain timed out"
+                }
+            ));
+        }
+        md.push_str(&format!("**Verdict.** {}\n\n", s.verdict.text));
+        md.push_str(&format!("**Accounting.** {}\n\n", s.accounting.verdict));
+        if !s.scenario.description.is_empty() {
+            md.push_str(&format!("{}\n\n", s.scenario.description.trim()));
+        }
+        md.push_str("## Run\n\n");
+        md.push_str(&format!(
+            "- scenario `{}` (seed {}), queue variant `{}`\n",
+            s.scenario.file, s.scenario.seed, s.queue.variant
+        ));
+        md.push_str(&format!(
+            "- database: {} — {}\n",
+            s.database.provider, s.database.description
+        ));
+        md.push_str(&format!("- server: {}\n", s.database.server_version));
+        if !s.database.settings.is_empty() {
+            let set: Vec<String> = s
+                .database
+                .settings
+                .iter()
+                .map(|(k, v)| format!("`{k}={v}`"))
+                .collect();
+            md.push_str(&format!("- settings: {}\n", set.join(", ")));
+        }
+        md.push_str(&format!(
+            "- {} → {} (UTC); {}\n\n",
+            s.run.started_at, s.run.ended_at, s.run.clock
+        ));
+
+        md.push_str("## Throughput (measured phases)\n\n");
+        md.push_str(&format!(
+            "| window | offered | enqueued | completed |\n|---|---|---|---|\n| {:.1} s | {} | {:.1} jobs/s | {:.1} jobs/s |\n\n",
+            s.throughput.window_s,
+            s.throughput.offered_per_s.map_or("max".into(), |r| format!("{r:.1} jobs/s")),
+            s.throughput.enqueued_per_s,
+            s.throughput.completed_per_s
+        ));
+
+        md.push_str("## Jobs\n\n| enqueued | prefilled | completed | dead-lettered | failed attempts | lost | duplicate completions | sent late | enqueue errors | worker errors |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        let j = &s.jobs;
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
+            j.enqueued,
+            j.prefilled,
+            j.completed,
+            j.dead_lettered,
+            j.failed_attempts,
+            j.lost,
+            j.duplicate_completions,
+            j.sent_late,
+            j.enqueue_errors,
+            j.worker_errors
+        ));
+
+        md.push_str("## Latency (ms, measured phases)\n\n| metric | count | p50 | p90 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|\n");
+        for (name, l) in s.latency_ms.rows() {
+            md.push_str(&latency_row(name, l));
+        }
+        md.push_str("\n`enqueue`, `schedule_lag`, `queue_wait` and `end_to_end` start at each job's intended enqueue time (open loop), so stalls show as latency, not as missing samples.\n\n");
+
+        md.push_str("## Phases\n\n| phase | measured | duration | offered | enqueued/s | completed/s | failed | e2e p50 | e2e p99 | e2e max | queue_wait p99 |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for p in &s.phases {
+            let e = &p.latency_ms.end_to_end;
+            md.push_str(&format!(
+                "| {} | {} | {:.1} s | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} |\n",
+                p.name,
+                if p.measured { "yes" } else { "no" },
+                p.duration_s,
+                p.offered.as_deref().unwrap_or("–"),
+                p.throughput.enqueued_per_s,
+                p.throughput.completed_per_s,
+                p.jobs.failed,
+                if e.count > 0 { ms(e.p50) } else { "–".into() },
+                if e.count > 0 { ms(e.p99) } else { "–".into() },
+                if e.count > 0 { ms(e.max) } else { "–".into() },
+                if p.latency_ms.queue_wait.count > 0 {
+                    ms(p.latency_ms.queue_wait.p99)
+                } else {
+                    "–".into()
+                },
+            ));
+        }
+        md.push('\n');
+
+        md.push_str("## Claim plan\n\nBefore the first phase:\n\n```\n");
+        md.push_str(&s.queue.claim_plan_start.join("\n"));
+        md.push_str("\n```\n\nAfter the drain:\n\n```\n");
+        md.push_str(&s.queue.claim_plan_end.join("\n"));
+        md.push_str("\n```\n");
+
+        if !s.accounting.ok {
+            md.push_str("\n## Accounting problems\n\n| job id | ledger | table |\n|---|---|---|\n");
+            for p in s
+                .accounting
+                .lost
+                .iter()
+                .chain(&s.accounting.disagreements)
+                .chain(&s.accounting.duplicates)
+            {
+                md.push_str(&format!("| {} | {} | {} |\n", p.id, p.ledger, p.table));
+            }
+        }
+        if !s.errors.is_empty() {
+            md.push_str("\n## Errors\n\n| error | count |\n|---|---|\n");
+            for (e, n) in &s.errors {
+                md.push_str(&format!("| {} | {n} |\n", e.replace('|', "\\|")));
+            }
+        }
+        out.write_all(md.as_bytes())?;
+        Ok(())
+    }
+}

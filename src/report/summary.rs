@@ -1,0 +1,371 @@
+//! `summary.json` (schema_version 1): every figure of a run, with what it measured.
+//! Built once from the plan, the measurements and the accounting proof; every exporter and
+//! the terminal summary read this and nothing else.
+
+use crate::accounting::AccountingProof;
+use crate::metrics::{
+    LatencyReport, Measurements, MetricSet, PhaseCounts, TimelineRow, WindowKind,
+};
+use crate::scenario::{Plan, Rate};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The seed article's "a few hundred jobs per second", taken as 300 jobs/s.
+pub const SEED_REFERENCE_PER_S: f64 = 300.0;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub schema_version: u32,
+    /// False when the run was interrupted or the drain timed out.
+    pub complete: bool,
+    pub interrupted: bool,
+    pub tool: ToolInfo,
+    pub scenario: ScenarioInfo,
+    pub database: DatabaseInfo,
+    pub run: RunInfo,
+    pub jobs: JobCounts,
+    pub throughput: Throughput,
+    /// Over the measured phases; see README "How to read the report" for each metric.
+    pub latency_ms: LatencyReport,
+    pub phases: Vec<PhaseSummary>,
+    pub accounting: AccountingProof,
+    pub queue: QueueInfo,
+    pub verdict: Verdict,
+    /// Database errors seen by producers and workers, by kind.
+    pub errors: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioInfo {
+    pub name: String,
+    pub description: String,
+    pub file: String,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatabaseInfo {
+    pub provider: String,
+    pub server_version: String,
+    pub description: String,
+    /// The schema the run worked in.
+    pub schema: String,
+    pub settings: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// Wall-clock labels (UTC, RFC 3339). Durations are never computed from them.
+    pub started_at: String,
+    pub ended_at: String,
+    pub clock: String,
+    /// Sum of the measured phases' durations (cut short if interrupted), seconds.
+    pub measured_window_s: f64,
+    /// From the end of the last phase to the last job finishing (or the timeout), seconds.
+    pub drain_s: f64,
+    pub drain_timed_out: bool,
+    /// Timeline samples that arrived after their second was written (put in a later one).
+    pub late_timeline_samples: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct JobCounts {
+    /// Jobs whose insert committed (prefilled ones included).
+    pub enqueued: u64,
+    pub prefilled: u64,
+    /// `done` updates that committed.
+    pub completed: u64,
+    pub dead_lettered: u64,
+    /// Failure updates that committed (each retry and each dead letter).
+    pub failed_attempts: u64,
+    /// Committed jobs not `done`/`dead_letter` at the end (union of ledger and table).
+    pub lost: u64,
+    pub duplicate_completions: u64,
+    pub enqueue_errors: u64,
+    pub worker_errors: u64,
+    pub sent_late: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Inserts committed per second of the measured window.
+    pub enqueued_per_s: f64,
+    /// `done` commits per second of the measured window.
+    pub completed_per_s: f64,
+    /// The offered rate averaged over the measured window (`None` for closed loop).
+    pub offered_per_s: Option<f64>,
+    pub window_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseSummary {
+    pub name: String,
+    pub kind: WindowKind,
+    pub measured: bool,
+    pub duration_s: f64,
+    /// Offered jobs/s, or "max"; none for prefill and drain.
+    pub offered: Option<String>,
+    pub jobs: PhaseCounts,
+    pub throughput: Throughput,
+    pub latency_ms: LatencyReport,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueInfo {
+    pub variant: String,
+    pub claim_sql: String,
+    /// `EXPLAIN` of the claim before the first phase and after the drain.
+    pub claim_plan_start: Vec<String>,
+    pub claim_plan_end: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub completed_per_s: f64,
+    pub seed_reference_per_s: f64,
+    /// completed_per_s / seed_reference_per_s.
+    pub multiple_of_reference: f64,
+    /// Producers kept their schedule (at most 1% of jobs sent late).
+    pub producers_kept_schedule: bool,
+    /// The backlog at the end of the measured window is at most its size at the start plus
+    /// one second of offered load (or 10 jobs).
+    pub backlog_stable: bool,
+    pub queue_depth_start: Option<i64>,
+    pub queue_depth_end: Option<i64>,
+    pub kept_up: bool,
+    pub text: String,
+}
+
+/// What `run` knows besides the measurements, for the summary.
+pub struct RunFacts {
+    pub provider: String,
+    pub server_version: String,
+    pub server_description: String,
+    pub schema: String,
+    pub started_at: String,
+    pub ended_at: String,
+    pub interrupted: bool,
+    pub drain_s: f64,
+    pub drain_timed_out: bool,
+    pub prefilled: u64,
+    pub variant: String,
+    pub claim_sql: String,
+    pub claim_plan_start: Vec<String>,
+    pub claim_plan_end: Vec<String>,
+}
+
+fn secs(us: u64) -> f64 {
+    us as f64 / 1e6
+}
+
+fn per_s(n: u64, window_s: f64) -> f64 {
+    if window_s > 0.0 {
+        ((n as f64 / window_s) * 10.0).round() / 10.0
+    } else {
+        0.0
+    }
+}
+
+impl Summary {
+    pub fn build(
+        plan: &Plan,
+        m: &Measurements,
+        proof: AccountingProof,
+        facts: RunFacts,
+    ) -> Summary {
+        let mut phases = Vec::new();
+        let mut measured_counts = PhaseCounts::default();
+        let mut measured_metrics = MetricSet::default();
+        let mut window_s = 0.0;
+        let mut offered_jobs = 0.0;
+        let mut closed_loop = false;
+        let mut phase_plans = plan.phases.iter();
+        for (i, w) in m.windows.iter().enumerate() {
+            let phase_plan = (w.kind == WindowKind::Phase)
+                .then(|| phase_plans.next())
+                .flatten();
+            let end = if w.end_us == u64::MAX {
+                w.start_us + (facts.drain_s * 1e6) as u64
+            } else {
+                w.end_us
+            };
+            let duration_s = secs(end.saturating_sub(w.start_us));
+            let counts = m.counts[i];
+            let offered = phase_plan.map(|p| match p.rate {
+                Rate::PerSecond(r) => format!("{r}"),
+                Rate::Max => "max".to_string(),
+            });
+            if w.measured {
+                measured_counts.add(&counts);
+                measured_metrics.add(&m.metrics[i]);
+                window_s += duration_s;
+                match phase_plan.map(|p| p.rate) {
+                    Some(Rate::PerSecond(r)) => offered_jobs += r * duration_s,
+                    _ => closed_loop = true,
+                }
+            }
+            let offered_per_s = match phase_plan.map(|p| p.rate) {
+                Some(Rate::PerSecond(r)) => Some(r),
+                _ => None,
+            };
+            phases.push(PhaseSummary {
+                name: w.name.clone(),
+                kind: w.kind,
+                measured: w.measured,
+                duration_s,
+                offered,
+                jobs: counts,
+                throughput: Throughput {
+                    enqueued_per_s: per_s(counts.enqueued, duration_s),
+                    completed_per_s: per_s(counts.completed, duration_s),
+                    offered_per_s,
+                    window_s: duration_s,
+                },
+                latency_ms: LatencyReport::of(&m.metrics[i]),
+            });
+        }
+        let all = m.counts.iter().fold(PhaseCounts::default(), |mut a, c| {
+            a.add(c);
+            a
+        });
+        let throughput = Throughput {
+            enqueued_per_s: per_s(measured_counts.enqueued, window_s),
+            completed_per_s: per_s(measured_counts.completed, window_s),
+            offered_per_s: (!closed_loop && window_s > 0.0)
+                .then(|| (offered_jobs / window_s * 10.0).round() / 10.0),
+            window_s,
+        };
+        let jobs = JobCounts {
+            enqueued: proof.committed,
+            prefilled: facts.prefilled,
+            completed: all.completed,
+            dead_lettered: all.dead_lettered,
+            failed_attempts: all.failed,
+            lost: proof.lost_count(),
+            duplicate_completions: proof.duplicate_count(),
+            enqueue_errors: all.enqueue_errors,
+            worker_errors: all.worker_errors,
+            sent_late: all.sent_late,
+        };
+        let verdict = verdict(m, &throughput, &measured_counts);
+        Summary {
+            schema_version: SCHEMA_VERSION,
+            complete: !facts.interrupted && !facts.drain_timed_out,
+            interrupted: facts.interrupted,
+            tool: ToolInfo { name: "dbq-bench".into(), version: env!("CARGO_PKG_VERSION").into() },
+            scenario: ScenarioInfo {
+                name: plan.name.clone(),
+                description: plan.description.clone(),
+                file: plan.source.clone(),
+                seed: plan.seed,
+            },
+            database: DatabaseInfo {
+                provider: facts.provider,
+                server_version: facts.server_version,
+                description: facts.server_description,
+                schema: facts.schema,
+                settings: plan.database.settings.iter().cloned().collect(),
+            },
+            run: RunInfo {
+                started_at: facts.started_at,
+                ended_at: facts.ended_at,
+                clock: "durations from CLOCK_MONOTONIC (µs); latencies of jobs start at their intended enqueue time".into(),
+                measured_window_s: window_s,
+                drain_s: facts.drain_s,
+                drain_timed_out: facts.drain_timed_out,
+                late_timeline_samples: m.late_samples,
+            },
+            jobs,
+            throughput,
+            latency_ms: LatencyReport::of(&measured_metrics),
+            phases,
+            accounting: proof,
+            queue: QueueInfo {
+                variant: facts.variant,
+                claim_sql: facts.claim_sql,
+                claim_plan_start: facts.claim_plan_start,
+                claim_plan_end: facts.claim_plan_end,
+            },
+            verdict,
+            errors: m.errors.clone(),
+        }
+    }
+}
+
+/// Queue depth in the first and last timeline second of the measured phases.
+fn measured_depths(m: &Measurements) -> (Option<i64>, Option<i64>) {
+    let measured: Vec<&str> = m
+        .windows
+        .iter()
+        .filter(|w| w.measured)
+        .map(|w| w.name.as_str())
+        .collect();
+    let rows: Vec<&TimelineRow> = m
+        .timeline
+        .iter()
+        .filter(|r| measured.contains(&r.phase.as_str()))
+        .collect();
+    let first = rows.iter().find_map(|r| r.queue_depth);
+    let last = rows.iter().rev().find_map(|r| r.queue_depth);
+    (first, last)
+}
+
+fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts) -> Verdict {
+    let multiple = t.completed_per_s / SEED_REFERENCE_PER_S;
+    let open_loop_sent = counts.enqueued.max(1) as f64;
+    let producers_kept_schedule = (counts.sent_late as f64) <= 0.01 * open_loop_sent;
+    let (start, end) = measured_depths(m);
+    let allowance = t.offered_per_s.unwrap_or(0.0).max(10.0) as i64;
+    let backlog_stable = match (start, end) {
+        (Some(s), Some(e)) => e <= s + allowance,
+        _ => true,
+    };
+    let kept_up = producers_kept_schedule && backlog_stable;
+    let offered = t
+        .offered_per_s
+        .map_or("max (closed loop)".to_string(), |r| {
+            format!("{r:.0} jobs/s")
+        });
+    let depth = match (start, end) {
+        (Some(s), Some(e)) => format!("backlog {s} → {e} jobs"),
+        _ => "backlog not sampled".to_string(),
+    };
+    let late_pct = 100.0 * counts.sent_late as f64 / open_loop_sent;
+    let mut reasons = Vec::new();
+    if !producers_kept_schedule {
+        reasons.push(format!(
+            "producers missed their schedule ({late_pct:.1}% of jobs sent late)"
+        ));
+    }
+    if !backlog_stable {
+        reasons.push("consumers fell behind (the backlog grew)".to_string());
+    }
+    let head = if kept_up {
+        "Kept up".to_string()
+    } else {
+        format!("Did not keep up: {}", reasons.join(" and "))
+    };
+    let text = format!(
+        "{head}. {:.0} jobs/s completed over {:.0} s measured = {:.1}× the seed's \"a few hundred per second\" (taken as {:.0}/s); offered {offered}; {depth}; {late_pct:.1}% of jobs sent late.",
+        t.completed_per_s, t.window_s, multiple, SEED_REFERENCE_PER_S,
+    );
+    Verdict {
+        completed_per_s: t.completed_per_s,
+        seed_reference_per_s: SEED_REFERENCE_PER_S,
+        multiple_of_reference: (multiple * 100.0).round() / 100.0,
+        producers_kept_schedule,
+        backlog_stable,
+        queue_depth_start: start,
+        queue_depth_end: end,
+        kept_up,
+        text,
+    }
+}

@@ -1,0 +1,49 @@
+//! The summary printed at the end of a run: the same figures as report.md, as plain text.
+
+use super::Summary;
+
+pub fn render(s: &Summary) -> String {
+    let mut t = String::new();
+    let status = if s.complete {
+        "complete"
+    } else if s.interrupted {
+        "INTERRUPTED"
+    } else {
+        "INCOMPLETE (drain timed out)"
+    };
+    t.push_str(&format!(
+        "\n== dbq-bench: {} ({status}) ==\n",
+        s.scenario.name
+    ));
+    t.push_str(&format!(
+        "database   {} ({})\n",
+        s.database.provider,
+        first_words(&s.database.server_version, 2)
+    ));
+    t.push_str(&format!(
+        "throughput {:.1} jobs/s completed, {:.1} jobs/s enqueued over {:.1} s measured (offered {})\n",
+        s.throughput.completed_per_s,
+        s.throughput.enqueued_per_s,
+        s.throughput.window_s,
+        s.throughput.offered_per_s.map_or("max".to_string(), |r| format!("{r:.1} jobs/s"))
+    ));
+    let j = &s.jobs;
+    t.push_str(&format!(
+        "jobs       {} enqueued, {} completed, {} dead-lettered, {} failed attempts, {} lost, {} duplicate completions\n",
+        j.enqueued, j.completed, j.dead_lettered, j.failed_attempts, j.lost, j.duplicate_completions
+    ));
+    t.push_str("latency ms       count      p50      p90      p99    p99.9      max\n");
+    for (name, l) in s.latency_ms.rows() {
+        t.push_str(&format!(
+            "  {name:<13} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}\n",
+            l.count, l.p50, l.p90, l.p99, l.p999, l.max
+        ));
+    }
+    t.push_str(&format!("verdict    {}\n", s.verdict.text));
+    t.push_str(&format!("accounting {}\n", s.accounting.verdict));
+    t
+}
+
+fn first_words(s: &str, n: usize) -> String {
+    s.split_whitespace().take(n).collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,302 @@
+//! Reading a scenario file: TOML syntax, `--set` overrides, then typed deserialization. Every
+//! failure becomes one `InputError` naming the file (or flag), the key and the reason.
+
+use super::model::{ProviderKind, Scenario};
+use crate::error::InputError;
+use std::path::Path;
+
+/// Changes the command line makes to a scenario before it is validated.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `key.path=value` assignments (`--set`), applied in order.
+    pub sets: Vec<String>,
+    /// `--db`: beats `database.provider`.
+    pub provider: Option<ProviderKind>,
+    /// `--image`: beats `database.image`.
+    pub image: Option<String>,
+    /// `--database-url`: beats `database.url`.
+    pub database_url: Option<String>,
+}
+
+/// Reads and deserializes a scenario file with overrides applied. The result still has
+/// optional fields; `Plan::build` validates and resolves it.
+pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, InputError> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::whole(&source, format!("cannot read the scenario: {e}")))?;
+    parse(&source, &text, overrides)
+}
+
+/// Like [`load`] for text already in memory; `source` names it in errors.
+pub fn parse(source: &str, text: &str, overrides: &Overrides) -> Result<Scenario, InputError> {
+    let mut table: toml::Table =
+        toml::from_str(text).map_err(|e| syntax_error(source, text, &e))?;
+    for set in &overrides.sets {
+        apply_set(&mut table, set)?;
+    }
+    let mut scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table))
+        .map_err(|e| {
+            let (key, reason) = describe(e.path().to_string(), e.inner().message());
+            InputError::new(source, key, reason)
+        })?;
+    if let Some(p) = overrides.provider {
+        scenario.database.provider = p;
+    }
+    if let Some(image) = &overrides.image {
+        scenario.database.image = Some(image.clone());
+    }
+    if let Some(url) = &overrides.database_url {
+        scenario.database.url = Some(url.clone());
+    }
+    Ok(scenario)
+}
+
+fn syntax_error(source: &str, text: &str, e: &toml::de::Error) -> InputError {
+    let reason = first_line(e.message());
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            InputError::new(
+                source,
+                format!("line {line}, column {column}"),
+                format!("invalid TOML: {reason}"),
+            )
+        }
+        None => InputError::whole(source, format!("invalid TOML: {reason}")),
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").trim().to_string()
+}
+
+/// Turns serde's (path, message) into (key, reason). "missing field `x`" at `a.b` becomes
+/// key `a.b.x`; toml's trailing "in `…`" context line is dropped.
+fn describe(path: String, message: &str) -> (String, String) {
+    let message = first_line(message);
+    let path = if path == "." { String::new() } else { path };
+    if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    {
+        let key = if path.is_empty() {
+            field.to_string()
+        } else {
+            format!("{path}.{field}")
+        };
+        return (key, "required key is missing".to_string());
+    }
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let (field, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        let expected = expected.trim_start_matches(',').trim();
+        // serde_path_to_error already ends the path with the unknown field.
+        let key = if path.is_empty() {
+            field.to_string()
+        } else {
+            path
+        };
+        let hint = if expected.is_empty() {
+            String::new()
+        } else {
+            format!(" ({expected})")
+        };
+        return (key, format!("unknown key{hint}"));
+    }
+    let key = if path.is_empty() {
+        "(top level)".to_string()
+    } else {
+        path
+    };
+    (key, message)
+}
+
+/// Applies one `--set key.path=value`. Array elements are addressed by index
+/// (`phases.1.rate` or `phases[1].rate`). The value is read as TOML (`16`, `0.5`, `true`,
+/// `"text"`); anything that is not valid TOML is taken as a string (`10s`, `max`).
+fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<(), InputError> {
+    let flag = format!("--set {assignment}");
+    let (key, raw) = assignment
+        .split_once('=')
+        .ok_or_else(|| InputError::whole(&flag, "expected key.path=value"))?;
+    let key = key.trim().replace('[', ".").replace(']', "");
+    let segments: Vec<&str> = key.split('.').filter(|s| !s.is_empty()).collect();
+    let Some((last, parents)) = segments.split_last() else {
+        return Err(InputError::whole(&flag, "the key is empty"));
+    };
+    let value = parse_value(raw.trim());
+
+    let mut node = table;
+    let mut walked = String::new();
+    for (i, seg) in parents.iter().enumerate() {
+        walked = if walked.is_empty() {
+            seg.to_string()
+        } else {
+            format!("{walked}.{seg}")
+        };
+        let entry = node
+            .entry(seg.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        node = match entry {
+            toml::Value::Table(t) => t,
+            toml::Value::Array(items) => {
+                // The next segment must index into the array.
+                return set_in_array(items, &segments[i + 1..], value, &flag, &walked);
+            }
+            _ => {
+                return Err(InputError::new(
+                    &flag,
+                    walked,
+                    "is not a table, cannot set a key inside it",
+                ));
+            }
+        };
+    }
+    node.insert(last.to_string(), value);
+    Ok(())
+}
+
+fn set_in_array(
+    items: &mut [toml::Value],
+    rest: &[&str],
+    value: toml::Value,
+    flag: &str,
+    walked: &str,
+) -> Result<(), InputError> {
+    let (index, rest) = rest.split_first().ok_or_else(|| {
+        InputError::new(
+            flag,
+            walked,
+            "is an array; give an index, e.g. phases.0.rate",
+        )
+    })?;
+    let i: usize = index.parse().map_err(|_| {
+        InputError::new(
+            flag,
+            walked,
+            format!("is an array; \"{index}\" is not an index"),
+        )
+    })?;
+    let len = items.len();
+    let item = items.get_mut(i).ok_or_else(|| {
+        InputError::new(
+            flag,
+            format!("{walked}[{i}]"),
+            format!("no such element (the array has {len})"),
+        )
+    })?;
+    match rest.split_last() {
+        None => *item = value,
+        Some((last, parents)) => {
+            let mut node = item
+                .as_table_mut()
+                .ok_or_else(|| InputError::new(flag, format!("{walked}[{i}]"), "is not a table"))?;
+            for seg in parents {
+                node = node
+                    .entry(seg.to_string())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                    .as_table_mut()
+                    .ok_or_else(|| InputError::new(flag, *seg, "is not a table"))?;
+            }
+            node.insert(last.to_string(), value);
+        }
+    }
+    Ok(())
+}
+
+fn parse_value(raw: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        parse("s.toml", text, &Overrides::default())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn errors_name_file_key_and_reason_on_one_line() {
+        let cases = [
+            (
+                "[producers]\nrat = 3\n",
+                "s.toml: producers.rat: unknown key",
+            ),
+            (
+                "[producers]\ncount = \"x\"\n",
+                "s.toml: producers.count: invalid type",
+            ),
+            (
+                "[[phases]]\nname = \"a\"\n",
+                "s.toml: phases[0].duration: required key is missing",
+            ),
+            (
+                "[[phases]]\nname = \"a\"\nduration = \"1s\"\nrate = \"fast\"\n",
+                "s.toml: phases[0].rate: rate must be",
+            ),
+            (
+                "[consumers.handler]\nduration = { fixd = \"1ms\" }\n",
+                "s.toml: consumers.handler.duration: unknown variant",
+            ),
+            ("colour = 1\n", "s.toml: colour: unknown key"),
+            ("[producers\n", "s.toml: line 1, column"),
+        ];
+        for (text, want) in cases {
+            let got = err(text);
+            assert!(
+                got.starts_with(want),
+                "for {text:?}: got {got:?}, want prefix {want:?}"
+            );
+            assert!(!got.contains('\n'), "multi-line error: {got:?}");
+        }
+    }
+
+    #[test]
+    fn set_overrides_keys_arrays_and_missing_tables() {
+        let text = "[[phases]]\nname = \"a\"\nduration = \"1s\"\n[[phases]]\nname = \"b\"\nduration = \"1s\"\n";
+        let o = Overrides {
+            sets: vec![
+                "phases.1.rate=max".into(),
+                "phases[0].rate=250".into(),
+                "consumers.handler.error_rate=0.25".into(),
+                "producers.count=7".into(),
+            ],
+            ..Default::default()
+        };
+        let s = parse("s.toml", text, &o).unwrap();
+        assert_eq!(s.phases[1].rate, Some(crate::scenario::Rate::Max));
+        assert_eq!(
+            s.phases[0].rate,
+            Some(crate::scenario::Rate::PerSecond(250.0))
+        );
+        assert_eq!(s.consumers.handler.error_rate, 0.25);
+        assert_eq!(s.producers.count, 7);
+    }
+
+    #[test]
+    fn bad_sets_name_the_flag() {
+        let text = "[[phases]]\nname = \"a\"\nduration = \"1s\"\n";
+        for (set, want) in [
+            (
+                "phases.3.rate=1",
+                "--set phases.3.rate=1: phases[3]: no such element",
+            ),
+            ("producers", "--set producers: expected key.path=value"),
+            ("producers.rat=1", "s.toml: producers.rat: unknown key"),
+        ] {
+            let o = Overrides {
+                sets: vec![set.into()],
+                ..Default::default()
+            };
+            let got = parse("s.toml", text, &o).unwrap_err().to_string();
+            assert!(got.starts_with(want), "{set}: got {got:?}");
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! Scenario files: the TOML model (`model`), value notations (`values`), reading with
+//! overrides (`load`) and validation into a [`Plan`] (`plan`).
+
+pub mod load;
+pub mod model;
+pub mod plan;
+pub mod values;
+
+pub use load::Overrides;
+pub use model::{Arrival, ProviderKind, Scenario, VariantName};
+pub use plan::{
+    ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, PhasePlan, Plan, ProducerPlan, QueuePlan,
+};
+pub use values::{DurationDist, HumanDuration, Rate};
+
+use crate::error::InputError;
+use std::path::Path;
+
+/// Reads, overrides and validates a scenario file in one step.
+pub fn load_plan(
+    path: &Path,
+    overrides: &Overrides,
+    env: &EnvDefaults,
+) -> Result<Plan, InputError> {
+    let scenario = load::load(path, overrides)?;
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("scenario");
+    Plan::build(scenario, &path.display().to_string(), stem, env)
+}

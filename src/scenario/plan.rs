@@ -1,0 +1,462 @@
+//! The plan: a scenario after validation, with every default and inherited value resolved.
+//! Everything downstream of `scenario` takes a `Plan`, never TOML.
+
+use super::model::{Arrival, ProviderKind, Scenario, VariantName};
+use super::values::{DurationDist, Rate};
+use crate::error::InputError;
+use std::time::Duration;
+
+/// Image used by the container provider when neither the scenario, `--image` nor
+/// `DBQ_POSTGRES_IMAGE` names one.
+pub const DEFAULT_IMAGE: &str = "postgres:17";
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub name: String,
+    pub description: String,
+    /// Where the scenario came from (a path), for reports.
+    pub source: String,
+    pub seed: u64,
+    pub database: DatabasePlan,
+    pub queue: QueuePlan,
+    pub producers: ProducerPlan,
+    pub consumers: ConsumerPlan,
+    pub phases: Vec<PhasePlan>,
+    pub drain_timeout: Duration,
+    pub completion_audit: bool,
+    /// The scenario with all defaults filled in, as saved to `scenario.resolved.toml`.
+    pub resolved: Scenario,
+}
+
+#[derive(Debug, Clone)]
+pub struct DatabasePlan {
+    pub provider: ProviderKind,
+    pub image: String,
+    pub url: Option<String>,
+    pub startup_timeout: Duration,
+    /// Validated `name = value` server settings.
+    pub settings: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct QueuePlan {
+    pub variant: VariantName,
+    pub backoff_unit: Duration,
+    pub max_retries: i32,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProducerPlan {
+    pub count: usize,
+    pub arrival: Arrival,
+    pub prefill: u64,
+    pub payload_bytes: usize,
+    pub job_types: Vec<(String, u32)>,
+    pub priorities: Vec<(i32, u32)>,
+    pub late_after: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct ConsumerPlan {
+    pub count: usize,
+    pub poll_interval: Duration,
+    pub handler: HandlerPlan,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct HandlerPlan {
+    pub duration: DurationDist,
+    pub error_rate: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct PhasePlan {
+    pub name: String,
+    pub duration: Duration,
+    pub rate: Rate,
+    pub measured: bool,
+}
+
+/// Values the plan takes from the environment when neither the file nor a flag sets them.
+#[derive(Debug, Clone, Default)]
+pub struct EnvDefaults {
+    /// `DBQ_POSTGRES_IMAGE`
+    pub image: Option<String>,
+    /// `DATABASE_URL`
+    pub database_url: Option<String>,
+}
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+impl Plan {
+    /// Validates a loaded scenario. `source` names the file in errors; `stem` is the default
+    /// scenario name.
+    pub fn build(
+        mut scenario: Scenario,
+        source: &str,
+        stem: &str,
+        env: &EnvDefaults,
+    ) -> Result<Plan, InputError> {
+        let err = |key: &str, reason: String| InputError::new(source, key, reason);
+
+        let name = scenario.name.clone().unwrap_or_else(|| stem.to_string());
+        if name.trim().is_empty() || name.len() > 100 {
+            return Err(err("name", "must be 1 to 100 characters".into()));
+        }
+        scenario.name = Some(name.clone());
+        // Drawn seeds stay below 2^32 so they fit a TOML integer when written back.
+        let seed = *scenario
+            .seed
+            .get_or_insert_with(|| u64::from(rand::random::<u32>()));
+
+        // database
+        let db = &scenario.database;
+        let mut settings = Vec::new();
+        for (key, value) in &db.settings {
+            let k = format!("database.settings.{key}");
+            if !is_setting_name(key) {
+                return Err(err(
+                    &k,
+                    "not a PostgreSQL setting name (letters, digits, _ and .)".into(),
+                ));
+            }
+            let v = match value {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
+                _ => return Err(err(&k, "must be a string, number or boolean".into())),
+            };
+            if v.contains(['\n', '\r', '\0']) {
+                return Err(err(&k, "must not contain line breaks".into()));
+            }
+            settings.push((key.clone(), v));
+        }
+        if db.image.as_deref().is_some_and(|i| i.trim().is_empty()) {
+            return Err(err("database.image", "must not be empty".into()));
+        }
+        if db.startup_timeout.0.is_zero() {
+            return Err(err(
+                "database.startup_timeout",
+                "must be more than 0s".into(),
+            ));
+        }
+        let url = db.url.clone().or_else(|| env.database_url.clone());
+        if db.provider == ProviderKind::Url && url.is_none() {
+            return Err(err(
+                "database.url",
+                "the url provider needs a server: pass --database-url, set database.url or DATABASE_URL".into(),
+            ));
+        }
+        let database = DatabasePlan {
+            provider: db.provider,
+            image: db
+                .image
+                .clone()
+                .or_else(|| env.image.clone())
+                .unwrap_or_else(|| DEFAULT_IMAGE.to_string()),
+            url,
+            startup_timeout: db.startup_timeout.0,
+            settings,
+        };
+
+        // queue
+        let q = &scenario.queue;
+        if !(0..=1000).contains(&q.max_retries) {
+            return Err(err(
+                "queue.max_retries",
+                format!("must be between 0 and 1000, got {}", q.max_retries),
+            ));
+        }
+        let queue = QueuePlan {
+            variant: q.variant,
+            backoff_unit: q.backoff_unit.0,
+            max_retries: q.max_retries,
+        };
+
+        // producers
+        let p = &scenario.producers;
+        check_count(p.count, "producers.count", source)?;
+        if p.payload_bytes > 1 << 20 {
+            return Err(err(
+                "producers.payload_bytes",
+                "must be at most 1048576 (1 MiB)".into(),
+            ));
+        }
+        if p.job_types.is_empty() || p.job_types.values().all(|w| *w == 0) {
+            return Err(err(
+                "producers.job_types",
+                "needs at least one type with a weight above 0".into(),
+            ));
+        }
+        for name in p.job_types.keys() {
+            if name.is_empty() || name.chars().count() > 100 {
+                return Err(err(
+                    &format!("producers.job_types.{name}"),
+                    "a type name is 1 to 100 characters (VARCHAR(100))".into(),
+                ));
+            }
+        }
+        let mut priorities = Vec::new();
+        for (value, weight) in &p.priorities {
+            let prio: i32 = value.trim().parse().map_err(|_| {
+                err(
+                    &format!("producers.priorities.{value}"),
+                    "a priority must be an integer (the key), e.g. \"10\" = 1".into(),
+                )
+            })?;
+            priorities.push((prio, *weight));
+        }
+        if priorities.is_empty() || priorities.iter().all(|(_, w)| *w == 0) {
+            return Err(err(
+                "producers.priorities",
+                "needs at least one priority with a weight above 0".into(),
+            ));
+        }
+        if p.late_after.0.is_zero() {
+            return Err(err("producers.late_after", "must be more than 0s".into()));
+        }
+        let producers = ProducerPlan {
+            count: p.count as usize,
+            arrival: p.arrival,
+            prefill: p.prefill,
+            payload_bytes: p.payload_bytes as usize,
+            job_types: p.job_types.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            priorities,
+            late_after: p.late_after.0,
+        };
+
+        // consumers
+        let c = &scenario.consumers;
+        check_count(c.count, "consumers.count", source)?;
+        if c.poll_interval.0 < Duration::from_millis(1) {
+            return Err(err(
+                "consumers.poll_interval",
+                "must be at least 1ms (0 would spin on an empty queue)".into(),
+            ));
+        }
+        let h = &c.handler;
+        if !(0.0..=1.0).contains(&h.error_rate) {
+            return Err(err(
+                "consumers.handler.error_rate",
+                format!("must be between 0.0 and 1.0, got {}", h.error_rate),
+            ));
+        }
+        check_dist(&h.duration, source)?;
+        let consumers = ConsumerPlan {
+            count: c.count as usize,
+            poll_interval: c.poll_interval.0,
+            handler: HandlerPlan {
+                duration: h.duration,
+                error_rate: h.error_rate,
+            },
+        };
+
+        // phases
+        if scenario.phases.is_empty() {
+            return Err(err(
+                "phases",
+                "at least one [[phases]] entry is required".into(),
+            ));
+        }
+        let mut phases: Vec<PhasePlan> = Vec::new();
+        for (i, ph) in scenario.phases.iter_mut().enumerate() {
+            let key = |k: &str| format!("phases[{i}].{k}");
+            if ph.name.trim().is_empty() {
+                return Err(err(&key("name"), "must not be empty".into()));
+            }
+            if phases.iter().any(|p| p.name == ph.name) {
+                return Err(err(
+                    &key("name"),
+                    format!("\"{}\" is used by an earlier phase", ph.name),
+                ));
+            }
+            if ph.duration.0.is_zero() || ph.duration.0 > 24 * HOUR {
+                return Err(err(
+                    &key("duration"),
+                    "must be more than 0s and at most 24h".into(),
+                ));
+            }
+            let rate = ph.rate.or(p.rate).ok_or_else(|| {
+                err(
+                    &key("rate"),
+                    "no offered rate: set it here or set producers.rate".into(),
+                )
+            })?;
+            ph.rate = Some(rate);
+            phases.push(PhasePlan {
+                name: ph.name.clone(),
+                duration: ph.duration.0,
+                rate,
+                measured: ph.measured,
+            });
+        }
+        if !phases.iter().any(|p| p.measured) {
+            return Err(err(
+                "phases",
+                "at least one phase must be measured (measured = true)".into(),
+            ));
+        }
+        if scenario.drain.timeout.0.is_zero() {
+            return Err(err("drain.timeout", "must be more than 0s".into()));
+        }
+
+        Ok(Plan {
+            name,
+            description: scenario.description.clone(),
+            source: source.to_string(),
+            seed,
+            database,
+            queue,
+            producers,
+            consumers,
+            phases,
+            drain_timeout: scenario.drain.timeout.0,
+            completion_audit: scenario.verify.completion_audit,
+            resolved: scenario,
+        })
+    }
+
+    /// Sum of the durations of the measured phases (the throughput window).
+    pub fn measured_duration(&self) -> Duration {
+        self.phases
+            .iter()
+            .filter(|p| p.measured)
+            .map(|p| p.duration)
+            .sum()
+    }
+
+    /// The resolved scenario as TOML, with any password in `database.url` masked.
+    pub fn resolved_toml(&self) -> String {
+        let mut s = self.resolved.clone();
+        if let Some(url) = &s.database.url {
+            s.database.url = Some(crate::db::redact_url(url));
+        }
+        toml::to_string_pretty(&s)
+            .unwrap_or_else(|e| format!("# could not serialize the scenario: {e}\n"))
+    }
+}
+
+fn check_count(n: u32, key: &str, source: &str) -> Result<(), InputError> {
+    if !(1..=1000).contains(&n) {
+        return Err(InputError::new(
+            source,
+            key,
+            format!("must be between 1 and 1000, got {n}"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_dist(d: &DurationDist, source: &str) -> Result<(), InputError> {
+    let key = "consumers.handler.duration";
+    let fail = |reason: &str| Err(InputError::new(source, key, reason.to_string()));
+    match *d {
+        DurationDist::Fixed(x) if x.0 > HOUR => fail("must be at most 1h"),
+        DurationDist::Uniform { min, max } if min > max => fail("uniform needs min <= max"),
+        DurationDist::Uniform { max, .. } if max.0 > HOUR => fail("must be at most 1h"),
+        DurationDist::Exponential { mean } if mean.0.is_zero() || mean.0 > HOUR => {
+            fail("exponential needs a mean above 0s and at most 1h")
+        }
+        DurationDist::Lognormal { median, sigma }
+            if median.0.is_zero() || median.0 > HOUR || !(0.0..=10.0).contains(&sigma) =>
+        {
+            fail("lognormal needs a median above 0s and at most 1h, and sigma between 0 and 10")
+        }
+        _ => Ok(()),
+    }
+}
+
+fn is_setting_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::load::{Overrides, parse};
+
+    const BASE: &str =
+        "[producers]\nrate = 100\n[[phases]]\nname = \"steady\"\nduration = \"5s\"\n";
+
+    fn build(extra: &str) -> Result<Plan, InputError> {
+        let text = format!("{extra}\n{BASE}");
+        let s = parse("s.toml", &text, &Overrides::default())?;
+        Plan::build(s, "s.toml", "s", &EnvDefaults::default())
+    }
+
+    #[test]
+    fn defaults_resolve() {
+        let plan = build("").unwrap();
+        assert_eq!(plan.name, "s");
+        assert_eq!(plan.phases[0].rate, Rate::PerSecond(100.0));
+        assert_eq!(plan.database.image, DEFAULT_IMAGE);
+        assert_eq!(plan.consumers.poll_interval, Duration::from_secs(1));
+        assert_eq!(plan.queue.max_retries, 3);
+        // The resolved scenario records what was filled in, and loads again.
+        let text = plan.resolved_toml();
+        assert!(text.contains("seed = "), "{text}");
+        let again = parse("r.toml", &text, &Overrides::default()).unwrap();
+        assert_eq!(again.seed, Some(plan.seed));
+    }
+
+    #[test]
+    fn semantic_errors_name_their_key() {
+        let cases = [
+            ("[consumers]\ncount = 0", "consumers.count"),
+            (
+                "[consumers.handler]\nerror_rate = 1.5",
+                "consumers.handler.error_rate",
+            ),
+            (
+                "[consumers.handler]\nduration = { uniform = { min = \"5ms\", max = \"1ms\" } }",
+                "consumers.handler.duration",
+            ),
+            (
+                "[consumers]\npoll_interval = \"0s\"",
+                "consumers.poll_interval",
+            ),
+            (
+                "[database.settings]\n\"shared buffers\" = \"1GB\"",
+                "database.settings.shared buffers",
+            ),
+            ("[database]\nprovider = \"url\"", "database.url"),
+            ("[queue]\nmax_retries = -1", "queue.max_retries"),
+            (
+                "[producers.priorities]\nhigh = 1",
+                "producers.priorities.high",
+            ),
+        ];
+        for (extra, key) in cases {
+            let e = build(extra).unwrap_err();
+            assert_eq!(e.key.as_deref(), Some(key), "{extra}: {e}");
+            assert_eq!(e.source, "s.toml");
+        }
+    }
+
+    #[test]
+    fn phases_need_a_rate_and_a_measured_window() {
+        let s = parse(
+            "s.toml",
+            "[[phases]]\nname = \"a\"\nduration = \"1s\"\n",
+            &Overrides::default(),
+        )
+        .unwrap();
+        let e = Plan::build(s, "s.toml", "s", &EnvDefaults::default()).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("phases[0].rate"));
+        let s = parse(
+            "s.toml",
+            "[[phases]]\nname = \"a\"\nduration = \"1s\"\nrate = 5\nmeasured = false\n",
+            &Overrides::default(),
+        )
+        .unwrap();
+        let e = Plan::build(s, "s.toml", "s", &EnvDefaults::default()).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("phases"));
+    }
+}
