@@ -10,11 +10,11 @@
 //! completed more than once is named by id.
 
 use crate::metrics::{JobId, Ledger};
-use crate::queue::Queue;
+use crate::queue::{Queue, TableMismatch};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sqlx::postgres::PgConnection;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// At most this many jobs are listed per kind of problem (counts are always complete).
 const LIST_LIMIT: usize = 100;
@@ -48,12 +48,19 @@ pub struct AccountingProof {
     pub table: ViewCounts,
     /// The two views name the same lost jobs, final states and duplicates.
     pub views_agree: bool,
+    /// Jobs lost in either view (the union).
+    pub lost_total: u64,
+    /// Jobs completed more than once in either view (the union).
+    pub duplicate_total: u64,
     /// Lost jobs (in either view), first 100.
     pub lost: Vec<JobProblem>,
     /// Jobs whose final state differs between the views (other than being lost), first 100.
     pub disagreements: Vec<JobProblem>,
     /// Jobs completed more than once (in either view), first 100.
     pub duplicates: Vec<JobProblem>,
+    /// When the queue was not drained (Ctrl-C, drain timeout): jobs both views agree are
+    /// still queued (`pending`/`processing`). Not lost, but not finished either.
+    pub unfinished: u64,
     /// Rows in the table that no producer saw committed, first 100, and their count.
     pub untracked: Vec<JobProblem>,
     pub untracked_count: u64,
@@ -61,26 +68,15 @@ pub struct AccountingProof {
     pub verdict: String,
 }
 
-impl AccountingProof {
-    /// Lost jobs in the union of both views.
-    pub fn lost_count(&self) -> u64 {
-        self.ledger.lost.max(self.table.lost)
-    }
-
-    pub fn duplicate_count(&self) -> u64 {
-        self.ledger
-            .duplicate_completions
-            .unwrap_or(0)
-            .max(self.table.duplicate_completions.unwrap_or(0))
-    }
-}
-
 /// Runs the proof against the table behind `conn` (whose `search_path` is the run schema).
+/// `drained` says whether consumers were given the chance to finish every job; when they
+/// were not, jobs that both views agree are still queued count as unfinished, not lost.
 pub async fn prove(
     conn: &mut PgConnection,
     queue: &Queue,
     ledger: &Ledger,
     audit: bool,
+    drained: bool,
 ) -> Result<AccountingProof> {
     let committed = ledger.committed();
     let ids: Vec<JobId> = committed.iter().map(|(id, _)| *id).collect();
@@ -94,101 +90,100 @@ pub async fn prove(
         .untracked(conn, &ids)
         .await
         .context("accounting: looking for untracked rows")?;
-    let audited = if audit {
-        Some(
-            queue
-                .audited_duplicates(conn)
-                .await
-                .context("accounting: reading the completion audit")?,
-        )
+    let audited: Option<BTreeMap<JobId, i64>> = if audit {
+        let rows = queue
+            .audited_duplicates(conn)
+            .await
+            .context("accounting: reading the completion audit")?;
+        Some(rows.into_iter().collect())
     } else {
         None
     };
+    let table_status: BTreeMap<JobId, &str> = mismatches
+        .iter()
+        .map(|m| (m.id, m.table_status.as_str()))
+        .collect();
 
-    let ledger_view = |id: JobId| {
-        ledger
-            .get(id)
-            .map_or("unknown".to_string(), |e| match e.completions {
-                n if n > 1 => format!("done x{n}"),
-                _ => e.expected_status().to_string(),
-            })
+    let ledger_view = |id: JobId| match ledger.get(id) {
+        Some(e) if e.completions > 1 => format!("done x{}", e.completions),
+        Some(e) => e.expected_status().to_string(),
+        None => "unknown".to_string(),
     };
-    let finished = |s: &str| s == "done" || s == "dead_letter";
-
-    let ledger_lost: BTreeSet<JobId> = committed
-        .iter()
-        .filter(|(_, e)| !e.finished())
-        .map(|(id, _)| *id)
-        .collect();
-    let table_lost: BTreeSet<JobId> = mismatches
-        .iter()
-        .filter(|m| !finished(&m.table_status))
-        .map(|m| m.id)
-        .collect();
-    let lost_ids: BTreeSet<JobId> = ledger_lost.union(&table_lost).copied().collect();
-    let table_status = |id: JobId| {
-        mismatches.iter().find(|m| m.id == id).map_or_else(
+    // Jobs absent from the mismatch rows are in exactly the state the ledger expects.
+    let table_view = |id: JobId| {
+        table_status.get(&id).map_or_else(
             || {
                 ledger
                     .get(id)
                     .map_or("?", |e| e.expected_status())
                     .to_string()
             },
-            |m| m.table_status.clone(),
+            |s| s.to_string(),
         )
     };
-    let lost: Vec<JobProblem> = lost_ids
+    let finished = |s: &str| s == "done" || s == "dead_letter";
+    let queued = |s: &str| s == "pending" || s == "processing";
+
+    let unfinished: BTreeSet<JobId> = if drained {
+        BTreeSet::new()
+    } else {
+        mismatches
+            .iter()
+            .filter(|m| m.expected == "open" && queued(&m.table_status))
+            .map(|m| m.id)
+            .collect()
+    };
+    let ledger_lost: BTreeSet<JobId> = committed
         .iter()
-        .take(LIST_LIMIT)
-        .map(|&id| JobProblem {
-            id,
-            ledger: ledger_view(id),
-            table: table_status(id),
-        })
+        .filter(|(id, e)| !e.finished() && !unfinished.contains(id))
+        .map(|(id, _)| *id)
         .collect();
-    let disagreements: Vec<JobProblem> = mismatches
+    let table_lost: BTreeSet<JobId> = mismatches
+        .iter()
+        .filter(|m| !finished(&m.table_status) && !unfinished.contains(&m.id))
+        .map(|m| m.id)
+        .collect();
+    let lost_ids: BTreeSet<JobId> = ledger_lost.union(&table_lost).copied().collect();
+    // Both views say finished, but not the same way (done vs dead_letter).
+    let finished_differently: Vec<&TableMismatch> = mismatches
         .iter()
         .filter(|m| finished(&m.table_status) && m.expected != "open")
-        .take(LIST_LIMIT)
-        .map(|m| JobProblem {
-            id: m.id,
-            ledger: ledger_view(m.id),
-            table: m.table_status.clone(),
-        })
         .collect();
-    let finished_differently = mismatches
-        .iter()
-        .filter(|m| finished(&m.table_status) && m.expected != "open")
-        .count();
 
     let ledger_dups: BTreeSet<JobId> = committed
         .iter()
         .filter(|(_, e)| e.completions > 1)
         .map(|(id, _)| *id)
         .collect();
-    let table_dups: Option<BTreeSet<JobId>> = audited
-        .as_ref()
-        .map(|rows| rows.iter().map(|(id, _)| *id).collect());
-    let audit_count = |id: JobId| {
-        audited
-            .as_ref()
-            .and_then(|rows| rows.iter().find(|(i, _)| *i == id))
-            .map_or("done".to_string(), |(_, n)| format!("done x{n}"))
+    let table_dups: Option<BTreeSet<JobId>> =
+        audited.as_ref().map(|rows| rows.keys().copied().collect());
+    let mut dup_ids = ledger_dups.clone();
+    dup_ids.extend(table_dups.iter().flatten());
+    let audit_view = |id: JobId| match audited.as_ref().and_then(|a| a.get(&id)) {
+        Some(n) => format!("done x{n}"),
+        None => table_view(id),
     };
-    let dup_ids: BTreeSet<JobId> = ledger_dups
-        .union(table_dups.as_ref().unwrap_or(&BTreeSet::new()))
-        .copied()
+
+    let problem = |id: JobId, table: String| JobProblem {
+        id,
+        ledger: ledger_view(id),
+        table,
+    };
+    let lost: Vec<JobProblem> = lost_ids
+        .iter()
+        .take(LIST_LIMIT)
+        .map(|&id| problem(id, table_view(id)))
+        .collect();
+    let disagreements: Vec<JobProblem> = finished_differently
+        .iter()
+        .take(LIST_LIMIT)
+        .map(|m| problem(m.id, m.table_status.clone()))
         .collect();
     let duplicates: Vec<JobProblem> = dup_ids
         .iter()
         .take(LIST_LIMIT)
-        .map(|&id| JobProblem {
-            id,
-            ledger: ledger_view(id),
-            table: audit_count(id),
-        })
+        .map(|&id| problem(id, audit_view(id)))
         .collect();
-
     let untracked: Vec<JobProblem> = untracked_rows
         .iter()
         .take(LIST_LIMIT)
@@ -200,9 +195,9 @@ pub async fn prove(
         .collect();
 
     let views_agree = ledger_lost == table_lost
-        && finished_differently == 0
+        && finished_differently.is_empty()
         && table_dups.as_ref().is_none_or(|t| *t == ledger_dups);
-    let ok = lost_ids.is_empty() && dup_ids.is_empty() && views_agree;
+    let ok = lost_ids.is_empty() && dup_ids.is_empty() && views_agree && unfinished.is_empty();
 
     let ledger_counts = ViewCounts {
         lost: ledger_lost.len() as u64,
@@ -212,16 +207,17 @@ pub async fn prove(
         lost: table_lost.len() as u64,
         duplicate_completions: table_dups.as_ref().map(|t| t.len() as u64),
     };
-    let verdict = verdict_line(
-        ok,
-        ids.len(),
-        &ledger_counts,
-        &table_counts,
-        views_agree,
-        &lost,
-        &duplicates,
-        untracked_rows.len(),
-    );
+    let verdict = Findings {
+        committed: ids.len(),
+        ledger: &ledger_counts,
+        table: &table_counts,
+        agree: views_agree,
+        lost: &lost,
+        duplicates: &duplicates,
+        unfinished: unfinished.len(),
+        untracked: untracked_rows.len(),
+    }
+    .line();
 
     Ok(AccountingProof {
         ok,
@@ -229,64 +225,84 @@ pub async fn prove(
         ledger: ledger_counts,
         table: table_counts,
         views_agree,
+        lost_total: lost_ids.len() as u64,
+        duplicate_total: dup_ids.len() as u64,
         lost,
         disagreements,
         duplicates,
+        unfinished: unfinished.len() as u64,
         untracked,
         untracked_count: untracked_rows.len() as u64,
         verdict,
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn verdict_line(
-    ok: bool,
+/// What the proof found, for its one-line verdict.
+struct Findings<'a> {
     committed: usize,
-    ledger: &ViewCounts,
-    table: &ViewCounts,
+    ledger: &'a ViewCounts,
+    table: &'a ViewCounts,
     agree: bool,
-    lost: &[JobProblem],
-    dups: &[JobProblem],
+    lost: &'a [JobProblem],
+    duplicates: &'a [JobProblem],
+    unfinished: usize,
     untracked: usize,
-) -> String {
-    let name = |ps: &[JobProblem]| {
-        let shown: Vec<String> = ps
-            .iter()
-            .take(5)
-            .map(|p| format!("id {} (ledger {}, table {})", p.id, p.ledger, p.table))
-            .collect();
-        let more = if ps.len() > 5 { ", …" } else { "" };
-        format!("{}{more}", shown.join(", "))
-    };
-    let dup_table = table
-        .duplicate_completions
-        .map_or("not checked".to_string(), |d| d.to_string());
-    let mut line = if ok {
-        format!(
-            "all {committed} committed jobs finished (done or dead_letter); ledger and table agree: lost 0, duplicate completions 0 (table: {dup_table})"
-        )
-    } else {
-        let mut parts = vec![format!(
-            "FAILED for {committed} committed jobs: lost {} (ledger) / {} (table), duplicate completions {} (ledger) / {dup_table} (table)",
-            ledger.lost,
-            table.lost,
-            ledger.duplicate_completions.unwrap_or(0)
-        )];
-        if !lost.is_empty() {
-            parts.push(format!("lost: {}", name(lost)));
+}
+
+impl Findings<'_> {
+    fn line(&self) -> String {
+        let name = |ps: &[JobProblem]| {
+            let shown: Vec<String> = ps
+                .iter()
+                .take(5)
+                .map(|p| format!("id {} (ledger {}, table {})", p.id, p.ledger, p.table))
+                .collect();
+            let more = if ps.len() > 5 { ", …" } else { "" };
+            format!("{}{more}", shown.join(", "))
+        };
+        let dup_table = self
+            .table
+            .duplicate_completions
+            .map_or("not checked".to_string(), |d| d.to_string());
+        let clean = self.lost.is_empty() && self.duplicates.is_empty() && self.agree;
+        let mut parts = Vec::new();
+        if clean && self.unfinished == 0 {
+            parts.push(format!(
+                "all {} committed jobs finished (done or dead_letter); ledger and table agree: lost 0, duplicate completions 0 (table: {dup_table})",
+                self.committed
+            ));
+        } else if clean {
+            parts.push(format!(
+                "queue not drained: {} of {} committed jobs still queued (unfinished in both views); none lost, duplicate completions 0 (table: {dup_table})",
+                self.unfinished, self.committed
+            ));
+        } else {
+            parts.push(format!(
+                "FAILED for {} committed jobs: lost {} (ledger) / {} (table), duplicate completions {} (ledger) / {dup_table} (table)",
+                self.committed,
+                self.ledger.lost,
+                self.table.lost,
+                self.ledger.duplicate_completions.unwrap_or(0)
+            ));
+            if !self.lost.is_empty() {
+                parts.push(format!("lost: {}", name(self.lost)));
+            }
+            if !self.duplicates.is_empty() {
+                parts.push(format!("duplicates: {}", name(self.duplicates)));
+            }
+            if !self.agree {
+                parts.push("the ledger and the table disagree".into());
+            }
+            if self.unfinished > 0 {
+                parts.push(format!("{} job(s) still queued", self.unfinished));
+            }
         }
-        if !dups.is_empty() {
-            parts.push(format!("duplicates: {}", name(dups)));
-        }
-        if !agree {
-            parts.push("the ledger and the table disagree".into());
+        if self.untracked > 0 {
+            parts.push(format!(
+                "{} row(s) in the table were never seen committed",
+                self.untracked
+            ));
         }
         parts.join("; ")
-    };
-    if untracked > 0 {
-        line.push_str(&format!(
-            "; {untracked} row(s) in the table were never seen committed"
-        ));
     }
-    line
 }

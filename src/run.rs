@@ -281,11 +281,13 @@ async fn run_in_schema(
         .explain_claim(&mut admin)
         .await
         .context("EXPLAIN of the claim")?;
+    let drained = !shutdown.is_cancelled() && !drain_timed_out;
     let proof = accounting::prove(
         &mut admin,
         &queue,
         &measurements.ledger,
         plan.completion_audit,
+        drained,
     )
     .await?;
     admin.close().await.ok();

@@ -56,9 +56,21 @@ impl Drop for LocalCluster {
     }
 }
 
-/// Finds a directory holding `initdb` and `postgres`: first `initdb` on PATH (symlinks
-/// resolved), then the newest `/usr/lib/postgresql/*/bin`.
+/// Finds a directory holding `initdb` and `postgres`: `DBQ_PG_BINDIR` when set (and then
+/// only it), else `initdb` on PATH (symlinks resolved), else the newest
+/// `/usr/lib/postgresql/*/bin`.
 pub fn find_binaries() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("DBQ_PG_BINDIR").filter(|d| !d.is_empty()) {
+        let dir = PathBuf::from(dir);
+        return if dir.join("initdb").is_file() && dir.join("postgres").is_file() {
+            Ok(dir)
+        } else {
+            Err(anyhow!(
+                "DBQ_PG_BINDIR={} holds no initdb and postgres",
+                dir.display()
+            ))
+        };
+    }
     let on_path = std::env::var_os("PATH")
         .into_iter()
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())

@@ -10,7 +10,7 @@ pub mod local;
 
 pub use connect::{RunSchema, harness_options};
 
-use crate::error::{Failure, InputError};
+use crate::error::Failure;
 use crate::scenario::{DatabasePlan, ProviderKind};
 use anyhow::{Context, Result, anyhow};
 use sqlx::Connection;
@@ -38,6 +38,14 @@ enum Owned {
 impl Server {
     pub fn options(&self) -> &PgConnectOptions {
         &self.options
+    }
+
+    /// Id of the container when the `container` provider started the server.
+    pub fn container_id(&self) -> Option<&str> {
+        match &self.owned {
+            Owned::Container(c) => Some(c.id()),
+            _ => None,
+        }
     }
 
     /// Whether this run started the server (and so may stop it).
@@ -86,17 +94,20 @@ impl Server {
     }
 }
 
+/// How long the `url` provider retries a server that does not answer.
+const URL_READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Obtains a server as the plan says. `auto` takes a URL if one is given, else a container
 /// if Docker answers and the image is available, else a local cluster if the binaries are
 /// installed, and otherwise fails with one message listing what was tried.
 pub async fn provision(plan: &DatabasePlan) -> Result<Server, Failure> {
     match plan.provider {
-        ProviderKind::Url => from_url(plan).await,
+        ProviderKind::Url => Ok(from_url(plan).await?),
         ProviderKind::Container => Ok(start_container(plan).await?),
         ProviderKind::Local => Ok(start_local(plan).await?),
         ProviderKind::Auto => {
             if plan.url.is_some() {
-                return from_url(plan).await;
+                return Ok(from_url(plan).await?);
             }
             let mut tried = Vec::new();
             match container::check_available(&plan.image).await {
@@ -126,21 +137,22 @@ async fn server_version(conn: &mut PgConnection) -> Result<String> {
     Ok(v)
 }
 
-async fn from_url(plan: &DatabasePlan) -> Result<Server, Failure> {
+async fn from_url(plan: &DatabasePlan) -> Result<Server> {
     let url = plan.url.as_deref().unwrap_or_default();
-    let parsed = PgConnectOptions::from_str(url).map_err(|e| {
-        InputError::new(
-            "--database-url",
-            redact_url(url),
-            format!("not a usable PostgreSQL URL: {e}"),
-        )
-    })?;
+    // The plan has checked the URL's syntax.
+    let parsed =
+        PgConnectOptions::from_str(url).with_context(|| format!("parsing {}", redact_url(url)))?;
     // On a server we do not own, settings can only be session settings.
     let options = harness_options(parsed)
         .options(plan.settings.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let mut conn = connect::wait_until_ready(&options, plan.startup_timeout, async || Ok(()))
-        .await
-        .with_context(|| format!("connecting to {}", redact_url(url)))?;
+    // A given server should already be up: retry it for at most URL_READY_TIMEOUT.
+    let mut conn = connect::wait_until_ready(
+        &options,
+        plan.startup_timeout.min(URL_READY_TIMEOUT),
+        async || Ok(()),
+    )
+    .await
+    .with_context(|| format!("connecting to {}", redact_url(url)))?;
     let version = server_version(&mut conn).await?;
     conn.close().await.ok();
     Ok(Server {

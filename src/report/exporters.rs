@@ -146,16 +146,17 @@ impl Exporter for Markdown {
             s.throughput.completed_per_s
         ));
 
-        md.push_str("## Jobs\n\n| enqueued | prefilled | completed | dead-lettered | failed attempts | lost | duplicate completions | sent late | enqueue errors | worker errors |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        md.push_str("## Jobs\n\n| enqueued | prefilled | completed | dead-lettered | failed attempts | lost | unfinished | duplicate completions | sent late | enqueue errors | worker errors |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
         let j = &s.jobs;
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
             j.enqueued,
             j.prefilled,
             j.completed,
             j.dead_lettered,
             j.failed_attempts,
             j.lost,
+            j.unfinished,
             j.duplicate_completions,
             j.sent_late,
             j.enqueue_errors,

@@ -86,8 +86,10 @@ pub struct JobCounts {
     pub dead_lettered: u64,
     /// Failure updates that committed (each retry and each dead letter).
     pub failed_attempts: u64,
-    /// Committed jobs not `done`/`dead_letter` at the end (union of ledger and table).
+    /// Committed jobs that vanished, or that the ledger and the table disagree on (union).
     pub lost: u64,
+    /// Committed jobs still queued because the run stopped before the queue drained.
+    pub unfinished: u64,
     pub duplicate_completions: u64,
     pub enqueue_errors: u64,
     pub worker_errors: u64,
@@ -135,9 +137,14 @@ pub struct Verdict {
     pub multiple_of_reference: f64,
     /// Producers kept their schedule (at most 1% of jobs sent late).
     pub producers_kept_schedule: bool,
-    /// The backlog at the end of the measured window is at most its size at the start plus
-    /// one second of offered load (or 10 jobs).
-    pub backlog_stable: bool,
+    /// Consumers kept up: over the measured window, neither the backlog (sampled from the
+    /// database) nor the completion gap (jobs enqueued minus jobs finished) grew by more than
+    /// the tolerance.
+    pub consumers_kept_up: bool,
+    /// max(10 jobs, 2% of the jobs enqueued in the window).
+    pub tolerance_jobs: i64,
+    pub backlog_growth: Option<i64>,
+    pub completion_gap: i64,
     pub queue_depth_start: Option<i64>,
     pub queue_depth_end: Option<i64>,
     pub kept_up: bool,
@@ -189,6 +196,9 @@ impl Summary {
         let mut closed_loop = false;
         let mut phase_plans = plan.phases.iter();
         for (i, w) in m.windows.iter().enumerate() {
+            if w.kind == WindowKind::Prefill && facts.prefilled == 0 {
+                continue;
+            }
             let phase_plan = (w.kind == WindowKind::Phase)
                 .then(|| phase_plans.next())
                 .flatten();
@@ -249,8 +259,9 @@ impl Summary {
             completed: all.completed,
             dead_lettered: all.dead_lettered,
             failed_attempts: all.failed,
-            lost: proof.lost_count(),
-            duplicate_completions: proof.duplicate_count(),
+            lost: proof.lost_total,
+            unfinished: proof.unfinished,
+            duplicate_completions: proof.duplicate_total,
             enqueue_errors: all.enqueue_errors,
             worker_errors: all.worker_errors,
             sent_late: all.sent_late,
@@ -320,15 +331,17 @@ fn measured_depths(m: &Measurements) -> (Option<i64>, Option<i64>) {
 
 fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts) -> Verdict {
     let multiple = t.completed_per_s / SEED_REFERENCE_PER_S;
-    let open_loop_sent = counts.enqueued.max(1) as f64;
-    let producers_kept_schedule = (counts.sent_late as f64) <= 0.01 * open_loop_sent;
+    let sent = counts.enqueued.max(1) as f64;
+    let late_pct = 100.0 * counts.sent_late as f64 / sent;
+    let producers_kept_schedule = late_pct <= 1.0;
     let (start, end) = measured_depths(m);
-    let allowance = t.offered_per_s.unwrap_or(0.0).max(10.0) as i64;
-    let backlog_stable = match (start, end) {
-        (Some(s), Some(e)) => e <= s + allowance,
-        _ => true,
-    };
-    let kept_up = producers_kept_schedule && backlog_stable;
+    let tolerance_jobs = ((counts.enqueued as f64 * 0.02) as i64).max(10);
+    let backlog_growth = start.zip(end).map(|(s, e)| e - s);
+    let completion_gap = counts.enqueued as i64 - (counts.completed + counts.dead_lettered) as i64;
+    let consumers_kept_up =
+        completion_gap <= tolerance_jobs && backlog_growth.is_none_or(|g| g <= tolerance_jobs);
+    let kept_up = producers_kept_schedule && consumers_kept_up;
+
     let offered = t
         .offered_per_s
         .map_or("max (closed loop)".to_string(), |r| {
@@ -338,15 +351,16 @@ fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts) -> Verdict {
         (Some(s), Some(e)) => format!("backlog {s} → {e} jobs"),
         _ => "backlog not sampled".to_string(),
     };
-    let late_pct = 100.0 * counts.sent_late as f64 / open_loop_sent;
     let mut reasons = Vec::new();
     if !producers_kept_schedule {
         reasons.push(format!(
             "producers missed their schedule ({late_pct:.1}% of jobs sent late)"
         ));
     }
-    if !backlog_stable {
-        reasons.push("consumers fell behind (the backlog grew)".to_string());
+    if !consumers_kept_up {
+        reasons.push(format!(
+            "consumers fell behind ({completion_gap} more jobs enqueued than finished)"
+        ));
     }
     let head = if kept_up {
         "Kept up".to_string()
@@ -362,7 +376,10 @@ fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts) -> Verdict {
         seed_reference_per_s: SEED_REFERENCE_PER_S,
         multiple_of_reference: (multiple * 100.0).round() / 100.0,
         producers_kept_schedule,
-        backlog_stable,
+        consumers_kept_up,
+        tolerance_jobs,
+        backlog_growth,
+        completion_gap,
         queue_depth_start: start,
         queue_depth_end: end,
         kept_up,

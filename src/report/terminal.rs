@@ -29,8 +29,8 @@ pub fn render(s: &Summary) -> String {
     ));
     let j = &s.jobs;
     t.push_str(&format!(
-        "jobs       {} enqueued, {} completed, {} dead-lettered, {} failed attempts, {} lost, {} duplicate completions\n",
-        j.enqueued, j.completed, j.dead_lettered, j.failed_attempts, j.lost, j.duplicate_completions
+        "jobs       {} enqueued, {} completed, {} dead-lettered, {} failed attempts, {} lost, {} unfinished, {} duplicate completions\n",
+        j.enqueued, j.completed, j.dead_lettered, j.failed_attempts, j.lost, j.unfinished, j.duplicate_completions
     ));
     t.push_str("latency ms       count      p50      p90      p99    p99.9      max\n");
     for (name, l) in s.latency_ms.rows() {

@@ -4,6 +4,7 @@
 use super::model::{Arrival, ProviderKind, Scenario, VariantName};
 use super::values::{DurationDist, Rate};
 use crate::error::InputError;
+use std::str::FromStr;
 use std::time::Duration;
 
 /// Image used by the container provider when neither the scenario, `--image` nor
@@ -142,6 +143,17 @@ impl Plan {
             ));
         }
         let url = db.url.clone().or_else(|| env.database_url.clone());
+        if let Some(u) = &url
+            && let Err(e) = sqlx::postgres::PgConnectOptions::from_str(u)
+        {
+            return Err(err(
+                "database.url",
+                format!(
+                    "{} is not a usable PostgreSQL URL ({e}); it came from --database-url, database.url or DATABASE_URL",
+                    crate::db::redact_url(u)
+                ),
+            ));
+        }
         if db.provider == ProviderKind::Url && url.is_none() {
             return Err(err(
                 "database.url",
@@ -432,6 +444,7 @@ mod tests {
                 "[producers.priorities]\nhigh = 1",
                 "producers.priorities.high",
             ),
+            ("[database]\nurl = \"mysql//x\"", "database.url"),
         ];
         for (extra, key) in cases {
             let e = build(extra).unwrap_err();

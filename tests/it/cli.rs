@@ -1,0 +1,198 @@
+//! The command line: validation errors, exit codes, results on disk, Ctrl-C.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+fn dbq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap()
+}
+
+fn summary(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn every_validation_error_is_one_line_naming_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "[producers]\nrate = 100\n[[phases]]\nname = \"a\"\nduration = \"1s\"\n";
+    let cases = [
+        (
+            "unknown-key",
+            format!("{base}[consumers]\nthreads = 4\n"),
+            "consumers.threads: unknown key",
+        ),
+        (
+            "wrong-type",
+            format!("{base}[consumers]\ncount = \"four\"\n"),
+            "consumers.count: invalid type",
+        ),
+        (
+            "bad-duration",
+            format!("{base}[consumers]\npoll_interval = \"soon\"\n"),
+            "consumers.poll_interval: invalid duration",
+        ),
+        (
+            "bad-rate",
+            "[[phases]]\nname = \"a\"\nduration = \"1s\"\nrate = -5\n".to_string(),
+            "phases[0].rate:",
+        ),
+        (
+            "missing",
+            "[[phases]]\nname = \"a\"\n".to_string(),
+            "phases[0].duration: required key is missing",
+        ),
+        (
+            "range",
+            format!("{base}[consumers.handler]\nerror_rate = 2\n"),
+            "consumers.handler.error_rate:",
+        ),
+        (
+            "syntax",
+            "[producers\nrate = 1\n".to_string(),
+            "line 1, column",
+        ),
+        (
+            "no-phases",
+            "[producers]\nrate = 1\n".to_string(),
+            "phases: at least one",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let out = dbq(&["validate", path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.starts_with(&format!("error: {}: {want}", path.display())),
+            "{name}: {err}"
+        );
+    }
+    // A --set with a bad value is named the same way, and `run` refuses it before doing anything.
+    let out = dbq(&["run", "scenarios/smoke.toml", "--set", "consumers.count=-1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("scenarios/smoke.toml: consumers.count:")
+    );
+    // The shipped scenarios are valid.
+    let out = dbq(&[
+        "validate",
+        "scenarios/smoke.toml",
+        "scenarios/baseline.toml",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn smoke_with(provider: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dbq(&[
+        "run",
+        "scenarios/smoke.toml",
+        "--db",
+        provider,
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = summary(dir.path());
+    assert_eq!(s["schema_version"], 1);
+    assert_eq!(s["complete"], true);
+    assert_eq!(s["database"]["provider"], provider);
+    assert!(s["jobs"]["completed"].as_u64().unwrap() > 0);
+    assert_eq!(s["jobs"]["lost"], 0);
+    assert_eq!(s["accounting"]["ok"], true);
+    for f in [
+        "scenario.resolved.toml",
+        "timeline.csv",
+        "latency.hlog",
+        "report.md",
+    ] {
+        assert!(dir.path().join(f).exists(), "{f} missing");
+    }
+    // The terminal summary and the report say the same.
+    assert!(stdout.contains("accounting all"), "{stdout}");
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(report.contains("**Verdict.**") && report.contains("a few hundred per second"));
+}
+
+#[test]
+fn smoke_runs_on_a_local_cluster() {
+    smoke_with("local");
+}
+
+#[test]
+fn smoke_runs_in_a_container() {
+    smoke_with("container");
+}
+
+#[test]
+fn ctrl_c_keeps_partial_results_and_removes_the_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args([
+            "run",
+            "scenarios/smoke.toml",
+            "--db",
+            "local",
+            "--set",
+            "phases.1.duration=60s",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Provisioning takes a few seconds; interrupt during the 60 s phase.
+    std::thread::sleep(Duration::from_secs(8));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let s = summary(dir.path());
+    assert_eq!(s["complete"], false);
+    assert_eq!(s["interrupted"], true);
+    // The interrupted phase is cut where the load stopped, not counted as 60 s.
+    let steady = s["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "steady")
+        .unwrap();
+    assert!(steady["duration_s"].as_f64().unwrap() < 30.0, "{steady}");
+    assert!(s["jobs"]["completed"].as_u64().unwrap() > 0);
+    assert_eq!(s["jobs"]["lost"], 0, "{}", s["accounting"]["verdict"]);
+    // The throwaway cluster is gone.
+    let desc = s["database"]["description"].as_str().unwrap();
+    let data_dir = desc
+        .trim_start_matches("local cluster in ")
+        .split(' ')
+        .next()
+        .unwrap();
+    assert!(
+        data_dir.starts_with(std::env::temp_dir().to_str().unwrap()),
+        "{desc}"
+    );
+    assert!(!Path::new(data_dir).exists(), "{data_dir} left behind");
+}

@@ -1,0 +1,8 @@
+//! Integration tests. Every test that touches the queue talks to a real PostgreSQL: one
+//! server shared by all tests of this binary (see `support`), each run in its own schema.
+
+mod accounting;
+mod cli;
+mod providers;
+mod runs;
+mod support;

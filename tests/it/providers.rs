@@ -1,0 +1,103 @@
+//! Each provider starts a server, serves, and tears down what it started.
+
+use dbq_bench::db::provision;
+use dbq_bench::scenario::{DatabasePlan, ProviderKind};
+use sqlx::Connection;
+use sqlx::postgres::PgConnection;
+use std::time::Duration;
+
+fn db_plan(provider: ProviderKind) -> DatabasePlan {
+    DatabasePlan {
+        provider,
+        image: std::env::var("DBQ_POSTGRES_IMAGE").unwrap_or_else(|_| "postgres:17".into()),
+        url: None,
+        startup_timeout: Duration::from_secs(90),
+        settings: vec![
+            ("shared_buffers".into(), "48MB".into()),
+            ("synchronous_commit".into(), "off".into()),
+        ],
+    }
+}
+
+async fn show(conn: &mut PgConnection, setting: &str) -> String {
+    sqlx::query_scalar("SELECT current_setting($1)")
+        .bind(setting)
+        .fetch_one(conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_provider_starts_serves_and_tears_down() {
+    let server = provision(&db_plan(ProviderKind::Local))
+        .await
+        .expect("local provider");
+    assert_eq!(server.provider, ProviderKind::Local);
+    assert!(
+        server.version.starts_with("PostgreSQL"),
+        "{}",
+        server.version
+    );
+    let options = server.options().clone();
+    let mut conn = PgConnection::connect_with(&options).await.unwrap();
+    // Scenario settings reach the server as -c arguments.
+    assert_eq!(show(&mut conn, "shared_buffers").await, "48MB");
+    assert_eq!(show(&mut conn, "synchronous_commit").await, "off");
+    let data_dir = show(&mut conn, "data_directory").await;
+    assert!(std::path::Path::new(&data_dir).exists());
+    conn.close().await.ok();
+
+    server.teardown().await.unwrap();
+    assert!(
+        !std::path::Path::new(&data_dir).exists(),
+        "{data_dir} was not removed"
+    );
+    assert!(
+        PgConnection::connect_with(&options).await.is_err(),
+        "the server still answers"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn container_provider_starts_serves_and_tears_down() {
+    let plan = db_plan(ProviderKind::Container);
+    let server = provision(&plan).await.unwrap_or_else(|e| {
+        panic!("container provider with image {} (build one with docker/build-postgres-image.sh and set DBQ_POSTGRES_IMAGE): {e}", plan.image)
+    });
+    assert_eq!(server.provider, ProviderKind::Container);
+    let id = server.container_id().expect("a container").to_string();
+    let options = server.options().clone();
+    let mut conn = PgConnection::connect_with(&options).await.unwrap();
+    assert_eq!(show(&mut conn, "shared_buffers").await, "48MB");
+    conn.close().await.ok();
+
+    let docker = testcontainers::bollard::Docker::connect_with_defaults().unwrap();
+    assert!(docker.inspect_container(&id, None).await.is_ok());
+    server.teardown().await.unwrap();
+    assert!(
+        docker.inspect_container(&id, None).await.is_err(),
+        "container {id} still exists"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_says_what_it_tried_when_nothing_is_available() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["run", "scenarios/smoke.toml", "--db", "auto"])
+        .env("DBQ_PG_BINDIR", "/nonexistent")
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("tried container (") && err.contains("local (DBQ_PG_BINDIR"),
+        "{err}"
+    );
+    assert!(
+        err.contains("apt-get install postgresql") && err.contains("--database-url"),
+        "{err}"
+    );
+}

@@ -1,0 +1,106 @@
+//! Test support: the shared server and helpers to build and run plans against it.
+//!
+//! The server is `DBQ_TEST_DATABASE_URL` when set; otherwise one throwaway local cluster
+//! (made by the crate's own `local` provider, fsync off) is started on first use and
+//! stopped when the test process exits.
+
+use dbq_bench::db::local::{self, LocalCluster};
+use dbq_bench::error::Failure;
+use dbq_bench::run::{RunOptions, RunOutcome, run};
+use dbq_bench::scenario::load::{Overrides, parse};
+use dbq_bench::scenario::{EnvDefaults, Plan, ProviderKind};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+static URL: OnceLock<String> = OnceLock::new();
+static CLUSTER: Mutex<Option<LocalCluster>> = Mutex::new(None);
+
+extern "C" fn stop_cluster() {
+    if let Ok(mut guard) = CLUSTER.lock()
+        && let Some(mut cluster) = guard.take()
+    {
+        cluster.stop();
+    }
+}
+
+/// URL of the server shared by the tests.
+pub fn shared_url() -> &'static str {
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("DBQ_TEST_DATABASE_URL") {
+            return url;
+        }
+        let settings: Vec<(String, String)> = [("fsync", "off"), ("max_connections", "300")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        // Started on a runtime of its own: the calling test's runtime may be single-threaded.
+        let cluster = std::thread::spawn(move || {
+            let rt = tokio::runtime::Runtime::new().expect("runtime");
+            rt.block_on(async {
+                let (cluster, _, conn) = local::start(&settings, Duration::from_secs(60))
+                    .await
+                    .expect("starting the shared test server (set DBQ_TEST_DATABASE_URL to use your own)");
+                drop(conn);
+                cluster
+            })
+        })
+        .join()
+        .expect("shared server thread");
+        let url = format!("postgres://postgres@127.0.0.1:{}/postgres", cluster.port);
+        *CLUSTER.lock().unwrap() = Some(cluster);
+        // SAFETY: registers a plain function with no arguments; it only locks a static mutex.
+        unsafe {
+            nix::libc::atexit(stop_cluster);
+        }
+        url
+    })
+}
+
+/// A plan from scenario text, run with the url provider against the shared server.
+pub fn plan(text: &str, sets: &[&str]) -> Plan {
+    let overrides = Overrides {
+        sets: sets.iter().map(|s| s.to_string()).collect(),
+        provider: Some(ProviderKind::Url),
+        database_url: Some(shared_url().to_string()),
+        ..Default::default()
+    };
+    let scenario = parse("test.toml", text, &overrides).expect("test scenario parses");
+    Plan::build(scenario, "test.toml", "test", &EnvDefaults::default())
+        .expect("test scenario is valid")
+}
+
+/// Runs a plan into a temporary results directory.
+pub async fn run_plan(plan: &Plan, keep: bool) -> (RunOutcome, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RunOptions {
+        out_dir: Some(dir.path().to_path_buf()),
+        keep,
+        show_progress: false,
+    };
+    match run(plan, &opts, CancellationToken::new()).await {
+        Ok(o) => (o, dir),
+        Err(Failure::Run(e)) => panic!("run failed: {e:#}"),
+        Err(e) => panic!("run failed: {e}"),
+    }
+}
+
+/// A small scenario: one measured phase, short poll interval, quick backoff.
+pub const SMALL: &str = r#"
+seed = 7
+[queue]
+backoff_unit = "10ms"
+[producers]
+count = 2
+rate = 200
+[consumers]
+count = 4
+poll_interval = "20ms"
+[consumers.handler]
+duration = { fixed = "1ms" }
+[drain]
+timeout = "30s"
+[[phases]]
+name = "steady"
+duration = "2s"
+"#;
