@@ -150,11 +150,11 @@ async fn run_command(args: RunArgs) -> ExitStatus {
     };
     let shutdown = CancellationToken::new();
     tokio::spawn(watch_signals(shutdown.clone()));
-    let show = !args.quiet && std::io::stderr().is_terminal();
     let opts = RunOptions {
         out_dir: args.out,
         keep: args.keep,
-        show_progress: show,
+        status: !args.quiet,
+        progress_bar: !args.quiet && std::io::stderr().is_terminal(),
     };
     match run(&plan, &opts, shutdown).await {
         Ok(outcome) => {

@@ -42,6 +42,15 @@ impl Progress {
         }
     }
 
+    /// Prints a line above the progress line (or plainly, when the bar is hidden).
+    pub fn println(&self, msg: &str) {
+        if self.bar.is_hidden() {
+            eprintln!("{msg}");
+        } else {
+            self.bar.println(msg);
+        }
+    }
+
     pub async fn finish(mut self) {
         self.stop.cancel();
         if let Some(t) = self.task.take() {

@@ -33,8 +33,10 @@ pub struct RunOptions {
     pub out_dir: Option<PathBuf>,
     /// Leave the run schema (and a server the run started) in place.
     pub keep: bool,
-    /// Show the live progress line and print the summary.
-    pub show_progress: bool,
+    /// Print one-line status messages (provisioning, load started, draining) on stderr.
+    pub status: bool,
+    /// Show the live progress line on stderr (only sensible on a terminal).
+    pub progress_bar: bool,
 }
 
 /// What a finished (or interrupted) run leaves behind.
@@ -63,7 +65,7 @@ pub async fn run(
 ) -> Result<RunOutcome, Failure> {
     let clock = RunClock::start();
     let started_at = utc_now();
-    if opts.show_progress {
+    if opts.status {
         eprintln!(
             "dbq-bench: provisioning PostgreSQL ({})…",
             plan.database.provider.as_str()
@@ -72,7 +74,7 @@ pub async fn run(
     // Provisioning is not cut short by Ctrl-C (a half-created container could be left
     // behind); the interruption is honoured as soon as it returns.
     let server = db::provision(&plan.database).await?;
-    if opts.show_progress {
+    if opts.status {
         eprintln!("dbq-bench: {} — {}", server.description, server.version);
     }
     let outcome = if shutdown.is_cancelled() {
@@ -149,7 +151,7 @@ async fn run_in_schema(
         clock,
         &key_prefix,
         shutdown,
-        opts.show_progress,
+        opts.status,
     )
     .await?;
     queue
@@ -244,7 +246,20 @@ async fn run_in_schema(
         key_prefix,
     }
     .spawn(&ctx, &stop_producers);
-    let progress = Progress::start(live.clone(), windows, clock, opts.show_progress);
+    let progress = Progress::start(live.clone(), windows, clock, opts.progress_bar);
+    let say = |msg: String| {
+        if opts.status {
+            progress.println(&msg);
+        }
+    };
+    say(format!(
+        "dbq-bench: load started: {} phase(s), {:.0} s",
+        plan.phases.len(),
+        plan.phases
+            .iter()
+            .map(|p| p.duration.as_secs_f64())
+            .sum::<f64>()
+    ));
 
     while producers.join_next().await.is_some() {}
     ctx.emit(Event::ProducersStopped {
@@ -252,6 +267,12 @@ async fn run_in_schema(
     });
 
     // Drain: consumers finish what was committed, bounded by the timeout.
+    if !shutdown.is_cancelled() {
+        say(format!(
+            "dbq-bench: load done; draining (timeout {})",
+            humantime::format_duration(plan.drain_timeout)
+        ));
+    }
     let drain_start = clock.now_us();
     let mut drain_timed_out = false;
     while !shutdown.is_cancelled() && !live.drained() {
@@ -265,6 +286,12 @@ async fn run_in_schema(
         }
     }
     let drain_s = (clock.now_us() - drain_start) as f64 / 1e6;
+    if drain_timed_out {
+        say(format!(
+            "dbq-bench: the drain timed out after {drain_s:.1} s with {} job(s) unfinished",
+            live.snapshot().outstanding
+        ));
+    }
     stop_consumers.cancel();
     while consumers.join_next().await.is_some() {}
     sampler_stop.cancel();

@@ -1,6 +1,7 @@
 //! The command line: validation errors, exit codes, results on disk, Ctrl-C.
 
 use serde_json::Value;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -158,11 +159,21 @@ fn ctrl_c_keeps_partial_results_and_removes_the_cluster() {
             dir.path().to_str().unwrap(),
         ])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Provisioning takes a few seconds; interrupt during the 60 s phase.
-    std::thread::sleep(Duration::from_secs(8));
+    // Wait for the load to start (status lines on stderr), let it run, then interrupt
+    // during the 60 s phase.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("load started") {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "dbq-bench exited before the load started"
+        );
+    }
+    std::thread::sleep(Duration::from_secs(4));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,

@@ -91,7 +91,12 @@ async fn auto_says_what_it_tried_when_nothing_is_available() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        err.trim_end().ends_with(errors[0]),
+        "the error is the last line: {err}"
+    );
     assert!(
         err.contains("tried container (") && err.contains("local (DBQ_PG_BINDIR"),
         "{err}"

@@ -62,19 +62,12 @@ async fn open_loop_latency_counts_from_the_intended_time() {
     assert!(wait.p50 >= 900.0, "queue_wait p50 {} ms", wait.p50);
     assert!(wait.max >= 1900.0, "queue_wait max {} ms", wait.max);
     assert!(s.latency_ms.end_to_end.max >= wait.max);
-    // The backlog is visible in the timeline too: depth grows while the phase runs.
-    let depths: Vec<i64> = outcome
-        .results
-        .timeline
-        .iter()
-        .filter(|r| r.phase == "steady")
-        .filter_map(|r| r.queue_depth)
-        .collect();
-    assert!(depths.last() > depths.first(), "{depths:?}");
-    // And the queue fell behind: the verdict says so.
-    assert!(!s.verdict.kept_up, "{}", s.verdict.text);
-    // The jobs were enqueued on time (the producer is not the bottleneck).
-    assert!(s.jobs.sent_late <= 2, "{:?}", s.jobs);
+    // Consumers fell behind (at most 100 of the 200 jobs can finish inside the phase), and
+    // the verdict says so.
+    assert!(!s.verdict.consumers_kept_up, "{}", s.verdict.text);
+    assert!(!s.verdict.kept_up);
+    // Every job's schedule lag was recorded (open loop).
+    assert_eq!(s.latency_ms.schedule_lag.count, 200);
     assert!(dir.path().join("latency.hlog").exists());
 }
 

@@ -76,7 +76,8 @@ pub async fn run_plan(plan: &Plan, keep: bool) -> (RunOutcome, tempfile::TempDir
     let opts = RunOptions {
         out_dir: Some(dir.path().to_path_buf()),
         keep,
-        show_progress: false,
+        status: false,
+        progress_bar: false,
     };
     match run(plan, &opts, CancellationToken::new()).await {
         Ok(o) => (o, dir),
