@@ -11,6 +11,7 @@ use crate::fleet::consumer::ConsumerFleet;
 use crate::fleet::handler::SimulatedHandler;
 use crate::fleet::jobs::JobFactory;
 use crate::fleet::producer::{ProducerFleet, ScheduledPhase};
+use crate::fleet::reaper::StaleJobReaper;
 use crate::metrics::{
     Event, JobId, Ledger, LiveStats, PhaseWindow, QueueDepthSampler, Recorder, WindowKind,
 };
@@ -229,6 +230,13 @@ async fn run_in_schema(
     let sampler = tokio::spawn(sampler.run(schema.connect().await?, sampler_stop.clone()));
 
     let stop_consumers = CancellationToken::new();
+    let reaper = plan.reaper.map(|r| {
+        let reaper = StaleJobReaper {
+            interval: r.interval,
+            stale_after: r.stale_after,
+        };
+        tokio::spawn(reaper.run(ctx.clone(), stop_consumers.clone()))
+    });
     let mut consumers = ConsumerFleet {
         count: plan.consumers.count,
         poll_interval: plan.consumers.poll_interval,
@@ -294,6 +302,9 @@ async fn run_in_schema(
     }
     stop_consumers.cancel();
     while consumers.join_next().await.is_some() {}
+    if let Some(r) = reaper {
+        r.await.ok();
+    }
     sampler_stop.cancel();
     if let Ok(conn) = sampler.await {
         conn.close().await.ok();

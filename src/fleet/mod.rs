@@ -6,6 +6,7 @@ pub mod consumer;
 pub mod handler;
 pub mod jobs;
 pub mod producer;
+pub mod reaper;
 pub mod schedule;
 
 use crate::clock::RunClock;

@@ -75,7 +75,7 @@ impl Producer {
     ) {
         self.conn = self.ctx.connect(&stop).await;
         for phase in phases {
-            if stop.is_cancelled() {
+            if !sleep_or_stop(self.ctx.clock.until(phase.start_us), &stop).await {
                 break;
             }
             match phase.rate {

@@ -45,6 +45,8 @@ pub enum Event {
     },
     /// A worker's transaction ended in a database error and was rolled back.
     WorkerError { at_us: u64, error: String },
+    /// The reaper returned these `processing` jobs to `pending`.
+    Reaped { at_us: u64, jobs: Vec<JobId> },
     /// A queue-depth sample (`pending` rows) taken from the database.
     QueueDepth { at_us: u64, pending: i64 },
     /// Every producer has stopped; no `Enqueued` event follows.

@@ -13,6 +13,8 @@ pub struct LedgerEntry {
     pub claims: u32,
     /// `done` updates that committed.
     pub completions: u32,
+    /// Times the reaper returned this job to `pending`.
+    pub reaps: u32,
     /// Failure updates that committed.
     pub failures: u32,
     pub dead_lettered: bool,
@@ -55,6 +57,9 @@ impl Ledger {
     }
     pub fn claimed(&mut self, id: JobId) {
         self.update(id, |e| e.claims += 1);
+    }
+    pub fn reaped(&mut self, id: JobId) {
+        self.update(id, |e| e.reaps += 1);
     }
     pub fn completed(&mut self, id: JobId) {
         self.update(id, |e| e.completions += 1);

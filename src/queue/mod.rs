@@ -24,6 +24,7 @@ pub struct VariantSql {
     pub complete: &'static str,
     pub fail: &'static str,
     pub pending_count: &'static str,
+    pub reap: &'static str,
     pub ledger_check: &'static str,
     pub untracked: &'static str,
 }
@@ -38,6 +39,7 @@ pub const SEED: VariantSql = VariantSql {
     complete: include_str!("seed/complete.sql"),
     fail: include_str!("seed/fail.sql"),
     pending_count: include_str!("seed/pending_count.sql"),
+    reap: include_str!("seed/reap.sql"),
     ledger_check: include_str!("seed/ledger_check.sql"),
     untracked: include_str!("seed/untracked.sql"),
 };
@@ -222,6 +224,19 @@ impl Queue {
         } else {
             FailOutcome::Retry
         })
+    }
+
+    /// The stale-job reaper: puts jobs processing for longer than `stale_after` back to
+    /// `pending`; returns their ids.
+    pub async fn reap(
+        &self,
+        conn: &mut PgConnection,
+        stale_after: Duration,
+    ) -> sqlx::Result<Vec<i64>> {
+        sqlx::query_scalar(self.sql.reap)
+            .bind(stale_after)
+            .fetch_all(&mut *conn)
+            .await
     }
 
     /// Jobs waiting in `pending` (ready or backing off).

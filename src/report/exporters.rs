@@ -146,10 +146,10 @@ impl Exporter for Markdown {
             s.throughput.completed_per_s
         ));
 
-        md.push_str("## Jobs\n\n| enqueued | prefilled | completed | dead-lettered | failed attempts | lost | unfinished | duplicate completions | sent late | enqueue errors | worker errors |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+        md.push_str("## Jobs\n\n| enqueued | prefilled | completed | dead-lettered | failed attempts | lost | unfinished | duplicate completions | sent late | enqueue errors | worker errors | reaped |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         let j = &s.jobs;
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
             j.enqueued,
             j.prefilled,
             j.completed,
@@ -160,7 +160,8 @@ impl Exporter for Markdown {
             j.duplicate_completions,
             j.sent_late,
             j.enqueue_errors,
-            j.worker_errors
+            j.worker_errors,
+            j.reaped
         ));
 
         md.push_str("## Latency (ms, measured phases)\n\n| metric | count | p50 | p90 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|\n");

@@ -94,6 +94,8 @@ pub struct JobCounts {
     pub enqueue_errors: u64,
     pub worker_errors: u64,
     pub sent_late: u64,
+    /// Jobs the stale-job reaper returned to `pending`.
+    pub reaped: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -265,6 +267,7 @@ impl Summary {
             enqueue_errors: all.enqueue_errors,
             worker_errors: all.worker_errors,
             sent_late: all.sent_late,
+            reaped: all.reaped,
         };
         let verdict = verdict(m, &throughput, &measured_counts);
         Summary {

@@ -10,6 +10,7 @@ pub use load::Overrides;
 pub use model::{Arrival, ProviderKind, Scenario, VariantName};
 pub use plan::{
     ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, PhasePlan, Plan, ProducerPlan, QueuePlan,
+    ReaperPlan,
 };
 pub use values::{DurationDist, HumanDuration, Rate};
 

@@ -27,6 +27,8 @@ pub struct Scenario {
     #[serde(default)]
     pub consumers: ConsumersSection,
     #[serde(default)]
+    pub reaper: ReaperSection,
+    #[serde(default)]
     pub drain: DrainSection,
     #[serde(default)]
     pub verify: VerifySection,
@@ -205,6 +207,29 @@ pub struct HandlerSection {
     pub error_rate: f64,
 }
 
+/// The seed's stale-job reaper (run from cron every 1–5 minutes in the article).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReaperSection {
+    #[serde(default = "defaults::yes")]
+    pub enabled: bool,
+    #[serde(default = "defaults::reaper_interval")]
+    pub interval: HumanDuration,
+    /// Jobs `processing` for longer than this go back to `pending` (the article: 10 minutes).
+    #[serde(default = "defaults::stale_after")]
+    pub stale_after: HumanDuration,
+}
+
+impl Default for ReaperSection {
+    fn default() -> Self {
+        ReaperSection {
+            enabled: true,
+            interval: defaults::reaper_interval(),
+            stale_after: defaults::stale_after(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DrainSection {
@@ -284,6 +309,12 @@ mod defaults {
     }
     pub fn poll_interval() -> HumanDuration {
         HumanDuration::from_secs(1)
+    }
+    pub fn reaper_interval() -> HumanDuration {
+        HumanDuration::from_secs(60)
+    }
+    pub fn stale_after() -> HumanDuration {
+        HumanDuration::from_secs(600)
     }
     pub fn drain_timeout() -> HumanDuration {
         HumanDuration::from_secs(60)

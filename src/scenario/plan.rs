@@ -23,6 +23,8 @@ pub struct Plan {
     pub producers: ProducerPlan,
     pub consumers: ConsumerPlan,
     pub phases: Vec<PhasePlan>,
+    /// The stale-job reaper, when enabled.
+    pub reaper: Option<ReaperPlan>,
     pub drain_timeout: Duration,
     pub completion_audit: bool,
     /// The scenario with all defaults filled in, as saved to `scenario.resolved.toml`.
@@ -68,6 +70,12 @@ pub struct ConsumerPlan {
 pub struct HandlerPlan {
     pub duration: DurationDist,
     pub error_rate: f64,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ReaperPlan {
+    pub interval: Duration,
+    pub stale_after: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -309,6 +317,14 @@ impl Plan {
                 "at least one phase must be measured (measured = true)".into(),
             ));
         }
+        let r = &scenario.reaper;
+        if r.enabled && r.interval.0 < Duration::from_millis(10) {
+            return Err(err("reaper.interval", "must be at least 10ms".into()));
+        }
+        let reaper = r.enabled.then_some(ReaperPlan {
+            interval: r.interval.0,
+            stale_after: r.stale_after.0,
+        });
         if scenario.drain.timeout.0.is_zero() {
             return Err(err("drain.timeout", "must be more than 0s".into()));
         }
@@ -323,6 +339,7 @@ impl Plan {
             producers,
             consumers,
             phases,
+            reaper,
             drain_timeout: scenario.drain.timeout.0,
             completion_audit: scenario.verify.completion_audit,
             resolved: scenario,

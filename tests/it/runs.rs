@@ -138,3 +138,118 @@ async fn a_url_server_is_left_as_it_was() {
     );
     assert!(outcome.kept_schema.is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_enqueues_as_fast_as_inserts_commit() {
+    let p = plan(
+        SMALL,
+        &[
+            "producers.rate=max",
+            "phases.0.duration=1s",
+            "consumers.count=8",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(s.accounting.ok, "{}", s.accounting.verdict);
+    assert!(s.jobs.enqueued > 0);
+    assert_eq!(
+        s.throughput.offered_per_s, None,
+        "closed loop has no offered rate"
+    );
+    // Closed loop has no schedule, so no schedule lag and no late jobs.
+    assert_eq!(s.latency_ms.schedule_lag.count, 0);
+    assert_eq!(s.jobs.sent_late, 0);
+    assert_eq!(s.latency_ms.enqueue.count, s.jobs.enqueued);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_timeout_leaves_jobs_unfinished_not_lost() {
+    // 200 jobs of 50 ms each for one worker: about 10 s of work, with 1 s to drain after the
+    // 2 s phase. The queue cannot be empty when the drain gives up.
+    let p = plan(
+        SMALL,
+        &[
+            "producers.rate=100",
+            "consumers.count=1",
+            "consumers.handler.duration.fixed=50ms",
+            "drain.timeout=1s",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(!s.complete);
+    assert!(s.run.drain_timed_out);
+    assert!(!s.accounting.ok);
+    assert!(s.jobs.unfinished > 0, "{:?}", s.jobs);
+    assert_eq!(s.jobs.lost, 0, "{}", s.accounting.verdict);
+    assert_eq!(s.jobs.completed + s.jobs.unfinished, s.jobs.enqueued);
+    assert!(
+        s.accounting.verdict.starts_with("queue not drained"),
+        "{}",
+        s.accounting.verdict
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_worker_never_needs_the_reaper() {
+    // The reaper runs every 50 ms and takes anything processing for more than 1 ms, while
+    // each job holds its claim for 20 ms. The claim is not committed until the job is done,
+    // so the reaper never sees a job in `processing`.
+    let p = plan(
+        SMALL,
+        &[
+            "reaper.interval=50ms",
+            "reaper.stale_after=1ms",
+            "consumers.handler.duration.fixed=20ms",
+            "phases.0.duration=1s",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(s.accounting.ok, "{}", s.accounting.verdict);
+    assert_eq!(s.jobs.reaped, 0);
+    assert_eq!(s.jobs.worker_errors, 0, "{:?}", s.errors);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reaper_returns_only_stale_processing_jobs_to_pending() {
+    let server: sqlx::postgres::PgConnectOptions = shared_url().parse().unwrap();
+    let schema = dbq_bench::db::RunSchema::create(&server, "dbq_test")
+        .await
+        .unwrap();
+    let p = plan(SMALL, &[]);
+    let queue = dbq_bench::queue::Queue::new(&p.queue);
+    let mut conn = schema.connect().await.unwrap();
+    queue.install(&mut conn, false).await.unwrap();
+    let ids: Vec<i64> = sqlx::query_scalar("INSERT INTO job_queue (type, payload) SELECT 'email', '{}' FROM generate_series(1, 4) RETURNING id")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    // ids[0]: processing for 20 minutes (stale); ids[1]: processing for 1 minute;
+    // ids[2]: done long ago; ids[3]: pending.
+    sqlx::query("UPDATE job_queue SET status = 'processing', started_at = now() - interval '20 minutes' WHERE id = $1").bind(ids[0]).execute(&mut conn).await.unwrap();
+    sqlx::query("UPDATE job_queue SET status = 'processing', started_at = now() - interval '1 minute' WHERE id = $1").bind(ids[1]).execute(&mut conn).await.unwrap();
+    sqlx::query("UPDATE job_queue SET status = 'done', started_at = now() - interval '1 hour' WHERE id = $1").bind(ids[2]).execute(&mut conn).await.unwrap();
+
+    let reaped = queue
+        .reap(&mut conn, std::time::Duration::from_secs(600))
+        .await
+        .unwrap();
+    assert_eq!(reaped, vec![ids[0]]);
+    let (status, started, error): (String, Option<String>, Option<String>) =
+        sqlx::query_as("SELECT status, started_at::text, error_msg FROM job_queue WHERE id = $1")
+            .bind(ids[0])
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(
+        (status.as_str(), started, error.as_deref()),
+        ("pending", None, Some("Worker timeout"))
+    );
+    // The rescued job can be claimed again.
+    let claimed = queue.claim(&mut conn).await.unwrap().expect("a job");
+    assert!(claimed.id == ids[0] || claimed.id == ids[3]);
+    conn.close().await.ok();
+    schema.drop_schema().await.unwrap();
+}

@@ -1,0 +1,51 @@
+//! The stale-job reaper: the seed's cron job, as a loop on its own connection. Every
+//! `interval` it returns jobs that have been `processing` for longer than `stale_after` to
+//! `pending`, and reports which.
+//!
+//! With the seed's worker (claim, work and complete in one transaction) a crashed worker's
+//! claim rolls back by itself, so the reaper finds nothing; it matters when claims are
+//! committed before the work runs.
+
+use super::{FleetContext, error_kind, is_connection_error, sleep_or_stop};
+use crate::metrics::Event;
+use sqlx::Connection;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, Copy)]
+pub struct StaleJobReaper {
+    pub interval: Duration,
+    pub stale_after: Duration,
+}
+
+impl StaleJobReaper {
+    /// Reaps every `interval` (the first time one interval after the start, like cron)
+    /// until `stop` is cancelled.
+    pub async fn run(self, ctx: FleetContext, stop: CancellationToken) {
+        let mut conn = None;
+        while sleep_or_stop(self.interval, &stop).await {
+            if conn.is_none() {
+                conn = ctx.connect(&stop).await;
+            }
+            let Some(c) = conn.as_mut() else { break };
+            match ctx.queue.reap(c, self.stale_after).await {
+                Ok(jobs) => ctx.emit(Event::Reaped {
+                    at_us: ctx.clock.now_us(),
+                    jobs,
+                }),
+                Err(e) => {
+                    ctx.emit(Event::WorkerError {
+                        at_us: ctx.clock.now_us(),
+                        error: format!("reaper: {}", error_kind(&e)),
+                    });
+                    if is_connection_error(&e) {
+                        conn = None;
+                    }
+                }
+            }
+        }
+        if let Some(c) = conn {
+            c.close().await.ok();
+        }
+    }
+}
