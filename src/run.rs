@@ -76,7 +76,8 @@ pub async fn run(
     // behind); the interruption is honoured as soon as it returns.
     let server = db::provision(&plan.database).await?;
     if opts.status {
-        eprintln!("dbq-bench: {} — {}", server.description, server.version);
+        let version: Vec<&str> = server.version.split_whitespace().take(2).collect();
+        eprintln!("dbq-bench: {} — {}", server.description, version.join(" "));
     }
     let outcome = if shutdown.is_cancelled() {
         Err(Failure::Interrupted)
