@@ -109,6 +109,15 @@ fn describe(path: String, message: &str) -> (String, String) {
     } else {
         path
     };
+    // serde's words for an enum written as a table with several keys.
+    if message.starts_with("wanted exactly 1 element") {
+        return (
+            key,
+            "name exactly one kind, e.g. { fixed = \"5ms\" } (to replace the whole value with --set, \
+             give it as TOML: --set 'KEY={ fixed = \"5ms\" }')"
+                .to_string(),
+        );
+    }
     (key, message)
 }
 
@@ -246,6 +255,10 @@ mod tests {
                 "s.toml: consumers.handler.duration: unknown variant",
             ),
             ("colour = 1\n", "s.toml: colour: unknown key"),
+            (
+                "[consumers.handler]\nduration = { fixed = \"1ms\", uniform = { min = \"1ms\", max = \"2ms\" } }\n",
+                "s.toml: consumers.handler.duration: name exactly one kind",
+            ),
             ("[producers\n", "s.toml: line 1, column"),
         ];
         for (text, want) in cases {
