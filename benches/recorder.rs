@@ -39,13 +39,7 @@ fn events() -> Vec<Event> {
 }
 
 fn recorder() -> Recorder {
-    let w = |name: &str, kind, start_us, end_us, measured| PhaseWindow {
-        name: name.into(),
-        kind,
-        start_us,
-        end_us,
-        measured,
-    };
+    let w = PhaseWindow::new;
     let windows = vec![
         w("prefill", WindowKind::Prefill, 0, 1_000_000, false),
         w("steady", WindowKind::Phase, 1_000_000, 61_000_000, true),

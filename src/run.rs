@@ -171,24 +171,24 @@ async fn run_in_schema(
     // The timeline: a window before the load, one per phase, and the drain.
     let load_start_us = clock.now_us() + LOAD_LEAD.as_micros() as u64;
     let load_start_wall = SystemTime::now() + LOAD_LEAD;
-    let mut windows = vec![PhaseWindow {
-        name: "prefill".into(),
-        kind: WindowKind::Prefill,
-        start_us: 0,
-        end_us: load_start_us,
-        measured: false,
-    }];
+    let mut windows = vec![PhaseWindow::new(
+        "prefill",
+        WindowKind::Prefill,
+        0,
+        load_start_us,
+        false,
+    )];
     let mut scheduled = Vec::new();
     let mut t = load_start_us;
     for p in &plan.phases {
         let end = t + p.duration.as_micros() as u64;
-        windows.push(PhaseWindow {
-            name: p.name.clone(),
-            kind: WindowKind::Phase,
-            start_us: t,
-            end_us: end,
-            measured: p.measured,
-        });
+        windows.push(PhaseWindow::new(
+            &p.name,
+            WindowKind::Phase,
+            t,
+            end,
+            p.measured,
+        ));
         scheduled.push(ScheduledPhase {
             start_us: t,
             end_us: end,
@@ -196,13 +196,13 @@ async fn run_in_schema(
         });
         t = end;
     }
-    windows.push(PhaseWindow {
-        name: "drain".into(),
-        kind: WindowKind::Drain,
-        start_us: t,
-        end_us: u64::MAX,
-        measured: false,
-    });
+    windows.push(PhaseWindow::new(
+        "drain",
+        WindowKind::Drain,
+        t,
+        u64::MAX,
+        false,
+    ));
 
     let live = Arc::new(LiveStats::new());
     let (events, rx) = tokio::sync::mpsc::unbounded_channel();

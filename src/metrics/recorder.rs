@@ -46,6 +46,24 @@ pub struct PhaseWindow {
     pub measured: bool,
 }
 
+impl PhaseWindow {
+    pub fn new(
+        name: &str,
+        kind: WindowKind,
+        start_us: u64,
+        end_us: u64,
+        measured: bool,
+    ) -> PhaseWindow {
+        PhaseWindow {
+            name: name.to_string(),
+            kind,
+            start_us,
+            end_us,
+            measured,
+        }
+    }
+}
+
 /// Counts attributed to one window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseCounts {
@@ -474,13 +492,7 @@ mod tests {
     use super::*;
 
     fn windows() -> Vec<PhaseWindow> {
-        let w = |name: &str, kind, start_us, end_us, measured| PhaseWindow {
-            name: name.into(),
-            kind,
-            start_us,
-            end_us,
-            measured,
-        };
+        let w = PhaseWindow::new;
         vec![
             w("prefill", WindowKind::Prefill, 0, 1_000_000, false),
             w("steady", WindowKind::Phase, 1_000_000, 3_000_000, true),
