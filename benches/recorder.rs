@@ -21,6 +21,8 @@ fn events() -> Vec<Event> {
             sent_us: t + 50,
             committed_us: t + 900,
             open_loop: true,
+            poison: false,
+            crash: false,
         });
         v.push(Event::Claimed {
             job,
@@ -49,7 +51,6 @@ fn recorder() -> Recorder {
         windows,
         1_000_000,
         Duration::from_millis(5),
-        &[],
         Arc::new(LiveStats::new()),
     )
 }

@@ -6,11 +6,16 @@
 //! - the table: the rows of `job_queue`, and (with `verify.completion_audit`) the audit
 //!   table the database itself writes on every transition to `done`/`dead_letter`.
 //!
-//! Any job that is lost in either view, finished differently in the two views, or
-//! completed more than once is named by id.
+//! Outcomes the harness could not see (a worker process killed right after a commit, a
+//! connection that broke during a commit) are *in doubt*; [`settle`] asks the table how
+//! they ended, by job id or, for inserts, by the unique key in the payload. Any job that is
+//! lost in either view, finished differently in the two views, or completed more often than
+//! the claim mode allows is named by id. In outbox mode the proof also checks that no job of
+//! a rolled-back business transaction exists and that every paid order has exactly one job.
 
-use crate::metrics::{JobId, Ledger};
+use crate::metrics::{Event, JobId, Ledger};
 use crate::queue::{Queue, TableMismatch};
+use crate::scenario::ClaimMode;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sqlx::postgres::PgConnection;
@@ -18,6 +23,60 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// At most this many jobs are listed per kind of problem (counts are always complete).
 const LIST_LIMIT: usize = 100;
+
+/// Asks the table how in-doubt outcomes ended: inserts by key (found: committed), jobs by id
+/// (finished: by whom the harness cannot tell, but finished). Keys not found are reported
+/// as never committed only on the `final_pass`, when nothing can still be under way.
+pub async fn settle(
+    conn: &mut PgConnection,
+    queue: &Queue,
+    keys: &[String],
+    jobs: &[JobId],
+    at_us: u64,
+    final_pass: bool,
+) -> Result<Vec<Event>> {
+    let mut events = Vec::new();
+    if !keys.is_empty() {
+        let found = queue
+            .jobs_by_key(conn, keys)
+            .await
+            .context("settling in-doubt inserts")?;
+        let found_keys: BTreeSet<&str> = found.iter().map(|(_, k)| k.as_str()).collect();
+        let missing: Vec<String> = keys
+            .iter()
+            .filter(|k| !found_keys.contains(k.as_str()))
+            .cloned()
+            .collect();
+        for (id, key) in &found {
+            events.push(Event::Resolved {
+                at_us,
+                job: *id,
+                status: "committed".into(),
+                key: Some(key.clone()),
+            });
+        }
+        if final_pass && !missing.is_empty() {
+            events.push(Event::NeverCommitted { keys: missing });
+        }
+    }
+    if !jobs.is_empty() {
+        for (id, status) in queue
+            .job_statuses(conn, jobs)
+            .await
+            .context("settling in-doubt jobs")?
+        {
+            if status == "done" || status == "dead_letter" {
+                events.push(Event::Resolved {
+                    at_us,
+                    job: id,
+                    status,
+                    key: None,
+                });
+            }
+        }
+    }
+    Ok(events)
+}
 
 /// One job the proof could not account for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,11 +97,38 @@ pub struct ViewCounts {
     pub duplicate_completions: Option<u64>,
 }
 
+/// Jobs that ran more than once, judged against the claim mode.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Duplicates {
+    /// Claims beyond the first that no failure update explains (the job ran again).
+    pub extra_executions: u64,
+    /// Of those, the ones no crash, rollback or reap explains (must be 0).
+    pub unexplained_executions: u64,
+    /// Jobs completed more than once (either view).
+    pub completions: u64,
+    /// Of those, the ones the claim mode allows: only in `committed` mode, for a job the
+    /// reaper returned while its first worker was still working on it.
+    pub allowed_completions: u64,
+}
+
+/// The transactional outbox's promises.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutboxProof {
+    pub ok: bool,
+    pub paid_orders: i64,
+    pub rolled_back: u64,
+    /// Jobs of rolled-back transactions found in the table (must be none).
+    pub rolled_back_jobs_found: Vec<JobId>,
+    /// Orders that are paid without exactly one job, or not paid with a job: (order, status, jobs).
+    pub bad_orders: Vec<(i64, String, i64)>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccountingProof {
-    /// Every committed job finished, nothing completed twice, and both views agree.
+    /// Every committed job finished, nothing ran or completed more than allowed, both views
+    /// agree, and the outbox (if any) kept its promises.
     pub ok: bool,
-    /// Jobs the harness saw committed.
+    /// Jobs the harness saw committed (including in-doubt inserts found in the table).
     pub committed: u64,
     pub ledger: ViewCounts,
     pub table: ViewCounts,
@@ -58,26 +144,46 @@ pub struct AccountingProof {
     pub disagreements: Vec<JobProblem>,
     /// Jobs completed more than once (in either view), first 100.
     pub duplicates: Vec<JobProblem>,
+    pub executions: Duplicates,
     /// When the queue was not drained (Ctrl-C, drain timeout): jobs both views agree are
     /// still queued (`pending`/`processing`). Not lost, but not finished either.
     pub unfinished: u64,
+    /// In-doubt outcomes settled from the table: inserts found committed, and jobs found
+    /// finished without a report from their worker.
+    pub in_doubt_inserts: u64,
+    pub in_doubt_inserts_committed: u64,
+    pub finished_without_report: u64,
     /// Rows in the table that no producer saw committed, first 100, and their count.
     pub untracked: Vec<JobProblem>,
     pub untracked_count: u64,
+    pub outbox: Option<OutboxProof>,
     /// One line saying what the proof found.
     pub verdict: String,
 }
 
-/// Runs the proof against the table behind `conn` (whose `search_path` is the run schema).
-/// `drained` says whether consumers were given the chance to finish every job; when they
-/// were not, jobs that both views agree are still queued count as unfinished, not lost.
+/// What the proof needs to know about the run.
+#[derive(Debug, Clone, Copy)]
+pub struct ProofOptions {
+    /// The completion audit table exists.
+    pub audit: bool,
+    /// Consumers were given the chance to finish every job.
+    pub drained: bool,
+    pub claim_mode: ClaimMode,
+    pub outbox: bool,
+}
+
+/// Settles what is still in doubt, then runs the proof against the table behind `conn`
+/// (whose `search_path` is the run schema). The ledger is updated with the settlement.
 pub async fn prove(
     conn: &mut PgConnection,
     queue: &Queue,
-    ledger: &Ledger,
-    audit: bool,
-    drained: bool,
+    ledger: &mut Ledger,
+    opts: ProofOptions,
 ) -> Result<AccountingProof> {
+    let (keys, jobs) = ledger.unresolved();
+    for event in settle(conn, queue, &keys, &jobs, 0, true).await? {
+        ledger.settle(&event);
+    }
     let committed = ledger.committed();
     let ids: Vec<JobId> = committed.iter().map(|(id, _)| *id).collect();
     let expected: Vec<&str> = committed.iter().map(|(_, e)| e.expected_status()).collect();
@@ -90,7 +196,7 @@ pub async fn prove(
         .untracked(conn, &ids)
         .await
         .context("accounting: looking for untracked rows")?;
-    let audited: Option<BTreeMap<JobId, i64>> = if audit {
+    let audited: Option<BTreeMap<JobId, i64>> = if opts.audit {
         let rows = queue
             .audited_duplicates(conn)
             .await
@@ -99,11 +205,16 @@ pub async fn prove(
     } else {
         None
     };
+    let outbox = if opts.outbox {
+        Some(outbox_proof(conn, queue, ledger).await?)
+    } else {
+        None
+    };
+
     let table_status: BTreeMap<JobId, &str> = mismatches
         .iter()
         .map(|m| (m.id, m.table_status.as_str()))
         .collect();
-
     let ledger_view = |id: JobId| match ledger.get(id) {
         Some(e) if e.completions > 1 => format!("done x{}", e.completions),
         Some(e) => e.expected_status().to_string(),
@@ -124,7 +235,7 @@ pub async fn prove(
     let finished = |s: &str| s == "done" || s == "dead_letter";
     let queued = |s: &str| s == "pending" || s == "processing";
 
-    let unfinished: BTreeSet<JobId> = if drained {
+    let unfinished: BTreeSet<JobId> = if opts.drained {
         BTreeSet::new()
     } else {
         mismatches
@@ -159,6 +270,22 @@ pub async fn prove(
         audited.as_ref().map(|rows| rows.keys().copied().collect());
     let mut dup_ids = ledger_dups.clone();
     dup_ids.extend(table_dups.iter().flatten());
+    // A second completion is allowed only in committed mode, for a job the reaper returned.
+    let allowed = |id: &JobId| {
+        opts.claim_mode == ClaimMode::Committed && ledger.get(*id).is_some_and(|e| e.reaps > 0)
+    };
+    let executions = Duplicates {
+        extra_executions: committed
+            .iter()
+            .map(|(_, e)| e.extra_executions() as u64)
+            .sum(),
+        unexplained_executions: committed
+            .iter()
+            .map(|(_, e)| e.unexplained_executions() as u64)
+            .sum(),
+        completions: dup_ids.len() as u64,
+        allowed_completions: dup_ids.iter().filter(|id| allowed(id)).count() as u64,
+    };
     let audit_view = |id: JobId| match audited.as_ref().and_then(|a| a.get(&id)) {
         Some(n) => format!("done x{n}"),
         None => table_view(id),
@@ -197,7 +324,13 @@ pub async fn prove(
     let views_agree = ledger_lost == table_lost
         && finished_differently.is_empty()
         && table_dups.as_ref().is_none_or(|t| *t == ledger_dups);
-    let ok = lost_ids.is_empty() && dup_ids.is_empty() && views_agree && unfinished.is_empty();
+    let unexplained_dups = executions.completions - executions.allowed_completions;
+    let ok = lost_ids.is_empty()
+        && unexplained_dups == 0
+        && executions.unexplained_executions == 0
+        && views_agree
+        && unfinished.is_empty()
+        && outbox.as_ref().is_none_or(|o| o.ok);
 
     let ledger_counts = ViewCounts {
         lost: ledger_lost.len() as u64,
@@ -214,8 +347,10 @@ pub async fn prove(
         agree: views_agree,
         lost: &lost,
         duplicates: &duplicates,
+        executions: &executions,
         unfinished: unfinished.len(),
         untracked: untracked_rows.len(),
+        outbox: outbox.as_ref(),
     }
     .line();
 
@@ -230,10 +365,44 @@ pub async fn prove(
         lost,
         disagreements,
         duplicates,
+        executions,
         unfinished: unfinished.len() as u64,
+        in_doubt_inserts: ledger.in_doubt_enqueues,
+        in_doubt_inserts_committed: ledger.in_doubt_committed,
+        finished_without_report: committed
+            .iter()
+            .filter(|(_, e)| e.resolved_from_table)
+            .count() as u64,
         untracked,
         untracked_count: untracked_rows.len() as u64,
+        outbox,
         verdict,
+    })
+}
+
+async fn outbox_proof(
+    conn: &mut PgConnection,
+    queue: &Queue,
+    ledger: &Ledger,
+) -> Result<OutboxProof> {
+    let paid_orders = queue
+        .paid_orders(conn)
+        .await
+        .context("outbox: counting paid orders")?;
+    let found = queue
+        .jobs_by_key(conn, &ledger.rolled_back_keys)
+        .await
+        .context("outbox: looking for rolled-back jobs")?;
+    let bad_orders = queue
+        .outbox_problems(conn)
+        .await
+        .context("outbox: checking orders against jobs")?;
+    Ok(OutboxProof {
+        ok: found.is_empty() && bad_orders.is_empty(),
+        paid_orders,
+        rolled_back: ledger.rolled_back_keys.len() as u64,
+        rolled_back_jobs_found: found.iter().map(|(id, _)| *id).take(LIST_LIMIT).collect(),
+        bad_orders: bad_orders.into_iter().take(LIST_LIMIT).collect(),
     })
 }
 
@@ -245,8 +414,10 @@ struct Findings<'a> {
     agree: bool,
     lost: &'a [JobProblem],
     duplicates: &'a [JobProblem],
+    executions: &'a Duplicates,
     unfinished: usize,
     untracked: usize,
+    outbox: Option<&'a OutboxProof>,
 }
 
 impl Findings<'_> {
@@ -264,17 +435,19 @@ impl Findings<'_> {
             .table
             .duplicate_completions
             .map_or("not checked".to_string(), |d| d.to_string());
-        let clean = self.lost.is_empty() && self.duplicates.is_empty() && self.agree;
+        let x = self.executions;
+        let dups_ok = x.completions == x.allowed_completions && x.unexplained_executions == 0;
+        let clean = self.lost.is_empty() && dups_ok && self.agree;
         let mut parts = Vec::new();
         if clean && self.unfinished == 0 {
             parts.push(format!(
-                "all {} committed jobs finished (done or dead_letter); ledger and table agree: lost 0, duplicate completions 0 (table: {dup_table})",
-                self.committed
+                "all {} committed jobs finished (done or dead_letter); ledger and table agree: lost 0, duplicate completions {} (table: {dup_table})",
+                self.committed, x.completions
             ));
         } else if clean {
             parts.push(format!(
-                "queue not drained: {} of {} committed jobs still queued (unfinished in both views); none lost, duplicate completions 0 (table: {dup_table})",
-                self.unfinished, self.committed
+                "queue not drained: {} of {} committed jobs still queued (unfinished in both views); none lost, duplicate completions {} (table: {dup_table})",
+                self.unfinished, self.committed, x.completions
             ));
         } else {
             parts.push(format!(
@@ -290,12 +463,41 @@ impl Findings<'_> {
             if !self.duplicates.is_empty() {
                 parts.push(format!("duplicates: {}", name(self.duplicates)));
             }
+            if x.unexplained_executions > 0 {
+                parts.push(format!(
+                    "{} execution(s) that no crash, rollback or reap explains",
+                    x.unexplained_executions
+                ));
+            }
             if !self.agree {
                 parts.push("the ledger and the table disagree".into());
             }
             if self.unfinished > 0 {
                 parts.push(format!("{} job(s) still queued", self.unfinished));
             }
+        }
+        if x.allowed_completions > 0 {
+            parts.push(format!(
+                "{} duplicate completion(s) after reaps, allowed in committed mode",
+                x.allowed_completions
+            ));
+        }
+        if x.extra_executions > 0 {
+            parts.push(format!(
+                "{} job run(s) repeated after a crash, rollback or reap",
+                x.extra_executions
+            ));
+        }
+        if let Some(o) = self.outbox {
+            parts.push(if o.ok {
+                format!("outbox: {} paid orders with one job each, {} rolled-back jobs never existed", o.paid_orders, o.rolled_back)
+            } else {
+                format!(
+                    "outbox FAILED: {} rolled-back job(s) exist, {} order(s) without exactly one job",
+                    o.rolled_back_jobs_found.len(),
+                    o.bad_orders.len()
+                )
+            });
         }
         if self.untracked > 0 {
             parts.push(format!(

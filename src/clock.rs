@@ -29,6 +29,16 @@ impl RunClock {
         }
     }
 
+    /// The run clock of another process of the same run (see [`RunClock::epoch_ns`]).
+    pub fn from_epoch(epoch_ns: u64) -> Self {
+        RunClock { epoch_ns }
+    }
+
+    /// The raw `CLOCK_MONOTONIC` reading at the start of the run.
+    pub fn epoch_ns(&self) -> u64 {
+        self.epoch_ns
+    }
+
     /// Microseconds since the run started.
     pub fn now_us(&self) -> u64 {
         monotonic_ns().saturating_sub(self.epoch_ns) / 1_000
@@ -37,11 +47,6 @@ impl RunClock {
     /// How long until the run-clock reading `at_us` (zero if it has passed).
     pub fn until(&self, at_us: u64) -> Duration {
         Duration::from_micros(at_us.saturating_sub(self.now_us()))
-    }
-
-    /// The `tokio` instant that corresponds to run-clock reading `at_us`.
-    pub fn instant_at(&self, at_us: u64) -> tokio::time::Instant {
-        tokio::time::Instant::now() + self.until(at_us)
     }
 }
 

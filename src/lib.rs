@@ -11,6 +11,7 @@ pub mod accounting;
 pub mod clock;
 pub mod db;
 pub mod error;
+pub mod faults;
 pub mod fleet;
 pub mod metrics;
 pub mod progress;

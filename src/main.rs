@@ -3,6 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use dbq_bench::error::{ExitStatus, Failure};
+use dbq_bench::fleet::process;
 use dbq_bench::report::terminal;
 use dbq_bench::run::{RunOptions, run};
 use dbq_bench::scenario::{EnvDefaults, Overrides, ProviderKind, load_plan};
@@ -30,6 +31,9 @@ struct Cli {
 enum Command {
     /// Run a scenario and write results to a directory.
     Run(RunArgs),
+    /// A worker process, started by `run` when consumers.processes = true.
+    #[command(hide = true)]
+    Worker,
     /// Check scenario files without running them (one line per file).
     Validate {
         /// Scenario files (TOML).
@@ -114,6 +118,18 @@ fn main() -> ExitCode {
                 ExitStatus::RunFailed
             }
         },
+        Command::Worker => {
+            let result = tokio::runtime::Runtime::new()
+                .map_err(anyhow::Error::from)
+                .and_then(|rt| rt.block_on(process::worker_main()));
+            match result {
+                Ok(()) => ExitStatus::Ok,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitStatus::RunFailed
+                }
+            }
+        }
     };
     ExitCode::from(status as u8)
 }

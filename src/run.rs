@@ -1,24 +1,25 @@
-//! One run, start to finish: provision → schema → prefill → phases → drain → proof →
-//! results → teardown. This is the only module that knows the order of the stages; each
-//! stage lives in its own module.
+//! One run, start to finish: provision → schema → prefill → phases (with faults) → drain →
+//! proof → results → teardown. This is the only module that knows the order of the stages;
+//! each stage lives in its own module.
 
-use crate::accounting;
+use crate::accounting::{self, ProofOptions};
 use crate::clock::RunClock;
 use crate::db::{self, RunSchema, Server};
-use crate::error::Failure;
-use crate::fleet::FleetContext;
-use crate::fleet::consumer::ConsumerFleet;
-use crate::fleet::handler::SimulatedHandler;
+use crate::error::{Failure, InputError};
+use crate::faults::{self, FaultContext, PhaseFaults};
 use crate::fleet::jobs::JobFactory;
+use crate::fleet::process::{self, WorkerConfig};
 use crate::fleet::producer::{ProducerFleet, ScheduledPhase};
 use crate::fleet::reaper::StaleJobReaper;
+use crate::fleet::registry::WorkerRegistry;
+use crate::fleet::{FleetContext, consumer};
 use crate::metrics::{
-    Event, JobId, Ledger, LiveStats, PhaseWindow, QueueDepthSampler, Recorder, WindowKind,
+    Event, Ledger, LiveStats, PhaseWindow, QueueDepthSampler, Recorder, WindowKind,
 };
 use crate::progress::Progress;
-use crate::queue::{NewJob, Queue};
+use crate::queue::Queue;
 use crate::report::{self, RunFacts, RunResults, Summary};
-use crate::scenario::Plan;
+use crate::scenario::{FaultSpec, Plan};
 use anyhow::{Context, Result};
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
@@ -44,7 +45,7 @@ pub struct RunOptions {
 pub struct RunOutcome {
     pub results: RunResults,
     pub out_dir: PathBuf,
-    /// The harness's ledger, for re-checking the table afterwards.
+    /// The harness's ledger (settled), for re-checking the table afterwards.
     pub ledger: Ledger,
     /// The run schema, when `keep` left it in place.
     pub kept_schema: Option<RunSchema>,
@@ -56,6 +57,8 @@ pub struct RunOutcome {
 /// before its first scheduled job.
 const LOAD_LEAD: Duration = Duration::from_millis(200);
 const PREFILL_BATCH: usize = 5_000;
+/// How often the drain asks the table about in-doubt outcomes.
+const SETTLE_EVERY: Duration = Duration::from_millis(500);
 
 /// Runs a plan. `shutdown` (Ctrl-C) stops the load, keeps partial results and tears down
 /// what the run started.
@@ -74,7 +77,7 @@ pub async fn run(
     }
     // Provisioning is not cut short by Ctrl-C (a half-created container could be left
     // behind); the interruption is honoured as soon as it returns.
-    let server = db::provision(&plan.database).await?;
+    let server = Arc::new(db::provision(&plan.database).await?);
     if opts.status {
         let version: Vec<&str> = server.version.split_whitespace().take(2).collect();
         eprintln!("dbq-bench: {} — {}", server.description, version.join(" "));
@@ -84,13 +87,19 @@ pub async fn run(
     } else {
         run_on_server(plan, opts, &server, clock, started_at, &shutdown).await
     };
-    let kept_server = if opts.keep && server.is_owned() {
-        Some(server.leak())
-    } else {
-        if let Err(e) = server.teardown().await {
-            eprintln!("dbq-bench: warning: teardown: {e:#}");
+    // Every task that shared the server has ended with the run.
+    let kept_server = match Arc::try_unwrap(server) {
+        Ok(server) if opts.keep && server.is_owned() => Some(server.leak()),
+        Ok(server) => {
+            if let Err(e) = server.teardown().await {
+                eprintln!("dbq-bench: warning: teardown: {e:#}");
+            }
+            None
         }
-        None
+        Err(_) => {
+            eprintln!("dbq-bench: warning: the server is still in use and was not torn down");
+            None
+        }
     };
     outcome.map(|mut o| {
         o.kept_server = kept_server;
@@ -101,11 +110,12 @@ pub async fn run(
 async fn run_on_server(
     plan: &Plan,
     opts: &RunOptions,
-    server: &Server,
+    server: &Arc<Server>,
     clock: RunClock,
     started_at: String,
     shutdown: &CancellationToken,
 ) -> Result<RunOutcome, Failure> {
+    check_server_faults(plan, server)?;
     let schema = RunSchema::create(server.options(), "dbq_run").await?;
     let result = run_in_schema(plan, opts, server, &schema, clock, started_at, shutdown).await;
     // A server the run owns disappears with its schema at teardown; on a `url` server the
@@ -126,11 +136,30 @@ async fn run_on_server(
     })
 }
 
+/// `restart_server` needs a server the run started.
+fn check_server_faults(plan: &Plan, server: &Server) -> Result<(), InputError> {
+    for (i, p) in plan.phases.iter().enumerate() {
+        for (j, f) in p.faults.iter().enumerate() {
+            if matches!(f, FaultSpec::RestartServer { .. }) && !server.is_owned() {
+                return Err(InputError::new(
+                    &plan.source,
+                    format!("phases[{i}].faults[{j}]"),
+                    format!(
+                        "restart_server needs a server the run starts (provider container or local), not {}",
+                        server.provider.as_str()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn run_in_schema(
     plan: &Plan,
     opts: &RunOptions,
-    server: &Server,
+    server: &Arc<Server>,
     schema: &RunSchema,
     clock: RunClock,
     started_at: String,
@@ -142,6 +171,12 @@ async fn run_in_schema(
         .install(&mut admin, plan.completion_audit)
         .await
         .context("creating the queue table")?;
+    if let Some(outbox) = plan.producers.outbox {
+        queue
+            .install_outbox(&mut admin, outbox.orders)
+            .await
+            .context("creating the outbox's orders")?;
+    }
     let key_prefix = format!("r{:06x}", rand::random::<u32>() & 0xff_ffff);
     let factory = JobFactory::new(&plan.producers);
 
@@ -164,6 +199,7 @@ async fn run_in_schema(
         .explain_claim(&mut admin)
         .await
         .context("EXPLAIN of the claim")?;
+    admin.close().await.ok();
     if shutdown.is_cancelled() {
         return Err(Failure::Interrupted);
     }
@@ -179,6 +215,7 @@ async fn run_in_schema(
         false,
     )];
     let mut scheduled = Vec::new();
+    let mut phase_faults = Vec::new();
     let mut t = load_start_us;
     for p in &plan.phases {
         let end = t + p.duration.as_micros() as u64;
@@ -194,6 +231,12 @@ async fn run_in_schema(
             end_us: end,
             rate: p.rate,
         });
+        phase_faults.push(PhaseFaults {
+            phase: p.name.clone(),
+            start_us: t,
+            end_us: end,
+            faults: p.faults.clone(),
+        });
         t = end;
     }
     windows.push(PhaseWindow::new(
@@ -206,11 +249,13 @@ async fn run_in_schema(
 
     let live = Arc::new(LiveStats::new());
     let (events, rx) = tokio::sync::mpsc::unbounded_channel();
+    for event in prefilled.events {
+        let _ = events.send(event);
+    }
     let recorder = Recorder::new(
         windows.clone(),
         load_start_us,
         plan.producers.late_after,
-        &prefilled,
         live.clone(),
     );
     let recorder = tokio::spawn(recorder.run(rx, clock, load_start_wall));
@@ -228,23 +273,33 @@ async fn run_in_schema(
         events: ctx.events.clone(),
         interval: Duration::from_secs(1),
     };
-    let sampler = tokio::spawn(sampler.run(schema.connect().await?, sampler_stop.clone()));
+    let sampler =
+        tokio::spawn(sampler.run(schema.connect_as("sampler").await?, sampler_stop.clone()));
 
     let stop_consumers = CancellationToken::new();
+    let registry = Arc::new(WorkerRegistry::new(plan.consumers.count));
+    let mut consumers = if plan.consumers.processes {
+        let config = WorkerConfig {
+            slot: 0,
+            url: schema.url(),
+            schema: schema.name.clone(),
+            clock_epoch_ns: clock.epoch_ns(),
+            seed: plan.seed,
+            consumers: plan.consumers.clone(),
+            queue: plan.queue.clone(),
+        };
+        process::spawn_processes(&config, &ctx, &registry, &stop_consumers)
+    } else {
+        consumer::spawn_tasks(&plan.consumers, plan.seed, &ctx, &registry, &stop_consumers)
+    };
     let reaper = plan.reaper.map(|r| {
         let reaper = StaleJobReaper {
             interval: r.interval,
             stale_after: r.stale_after,
+            count_as_attempt: r.count_as_attempt,
         };
         tokio::spawn(reaper.run(ctx.clone(), stop_consumers.clone()))
     });
-    let mut consumers = ConsumerFleet {
-        count: plan.consumers.count,
-        poll_interval: plan.consumers.poll_interval,
-        handler: SimulatedHandler::new(plan.consumers.handler),
-        seed: plan.seed,
-    }
-    .spawn(&ctx, &stop_consumers);
     let stop_producers = shutdown.child_token();
     let mut producers = ProducerFleet {
         count: plan.producers.count,
@@ -253,8 +308,22 @@ async fn run_in_schema(
         phases: scheduled,
         seed: plan.seed,
         key_prefix,
+        outbox_rollback_rate: plan.producers.outbox.map(|o| o.rollback_rate),
     }
     .spawn(&ctx, &stop_producers);
+    let fault_ctx = FaultContext {
+        clock,
+        events: ctx.events.clone(),
+        schema: schema.clone(),
+        queue,
+        registry: registry.clone(),
+        server: server.clone(),
+        startup_timeout: plan.database.startup_timeout,
+        seed: plan.seed,
+    };
+    let mut fault_tasks = faults::spawn(&fault_ctx, &phase_faults, &shutdown.child_token());
+    drop(fault_ctx);
+
     let progress = Progress::start(live.clone(), windows, clock, opts.progress_bar);
     let say = |msg: String| {
         if opts.status {
@@ -271,11 +340,13 @@ async fn run_in_schema(
     ));
 
     while producers.join_next().await.is_some() {}
+    while fault_tasks.join_next().await.is_some() {}
     ctx.emit(Event::ProducersStopped {
         at_us: clock.now_us(),
     });
 
-    // Drain: consumers finish what was committed, bounded by the timeout.
+    // Drain: consumers finish what was committed, bounded by the timeout; outcomes in doubt
+    // are settled from the table as it goes.
     if !shutdown.is_cancelled() {
         say(format!(
             "dbq-bench: load done; draining (timeout {})",
@@ -284,10 +355,16 @@ async fn run_in_schema(
     }
     let drain_start = clock.now_us();
     let mut drain_timed_out = false;
+    let mut last_settle = 0;
     while !shutdown.is_cancelled() && !live.drained() {
-        if clock.now_us() - drain_start > plan.drain_timeout.as_micros() as u64 {
+        let now = clock.now_us();
+        if now - drain_start > plan.drain_timeout.as_micros() as u64 {
             drain_timed_out = true;
             break;
+        }
+        if now - last_settle > SETTLE_EVERY.as_micros() as u64 {
+            last_settle = now;
+            settle_in_doubt(&ctx, &live).await;
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(20)) => {}
@@ -316,19 +393,20 @@ async fn run_in_schema(
         .context("the recorder stopped unexpectedly")?;
     progress.finish().await;
 
+    // A new connection: the load's faults may have broken older ones.
+    let mut admin = schema.connect().await?;
     let claim_plan_end = queue
         .explain_claim(&mut admin)
         .await
         .context("EXPLAIN of the claim")?;
-    let drained = !shutdown.is_cancelled() && !drain_timed_out;
-    let proof = accounting::prove(
-        &mut admin,
-        &queue,
-        &measurements.ledger,
-        plan.completion_audit,
-        drained,
-    )
-    .await?;
+    let mut ledger = measurements.ledger.clone();
+    let proof_options = ProofOptions {
+        audit: plan.completion_audit,
+        drained: !shutdown.is_cancelled() && !drain_timed_out,
+        claim_mode: plan.consumers.claim_mode,
+        outbox: plan.producers.outbox.is_some(),
+    };
+    let proof = accounting::prove(&mut admin, &queue, &mut ledger, proof_options).await?;
     admin.close().await.ok();
 
     let facts = RunFacts {
@@ -341,13 +419,13 @@ async fn run_in_schema(
         interrupted: shutdown.is_cancelled(),
         drain_s,
         drain_timed_out,
-        prefilled: prefilled.len() as u64,
+        prefilled: prefilled.count,
         variant: queue.variant().into(),
         claim_sql: queue.claim_sql().trim().into(),
         claim_plan_start,
         claim_plan_end,
     };
-    let summary = Summary::build(plan, &measurements, proof, facts);
+    let summary = Summary::build(plan, &measurements, &ledger, proof, facts);
     let results = RunResults {
         summary,
         timeline: measurements.timeline,
@@ -362,13 +440,45 @@ async fn run_in_schema(
     Ok(RunOutcome {
         results,
         out_dir,
-        ledger: measurements.ledger,
+        ledger,
         kept_schema: None,
         kept_server: None,
     })
 }
 
-/// Bulk-inserts `producers.prefill` jobs before the load; returns their ids.
+/// Asks the table about in-doubt outcomes the recorder listed, and reports what it says.
+async fn settle_in_doubt(ctx: &FleetContext, live: &LiveStats) {
+    let (keys, jobs) = live.unresolved();
+    if keys.is_empty() && jobs.is_empty() {
+        return;
+    }
+    let Ok(mut conn) = ctx.schema.connect_as("settle").await else {
+        return;
+    };
+    if let Ok(events) = accounting::settle(
+        &mut conn,
+        &ctx.queue,
+        &keys,
+        &jobs,
+        ctx.clock.now_us(),
+        false,
+    )
+    .await
+    {
+        for e in events {
+            ctx.emit(e);
+        }
+    }
+    conn.close().await.ok();
+}
+
+/// Jobs bulk-inserted before the load, as `Enqueued` events for the recorder.
+struct Prefilled {
+    count: u64,
+    events: Vec<Event>,
+}
+
+/// Bulk-inserts `producers.prefill` jobs before the load.
 #[allow(clippy::too_many_arguments)]
 async fn prefill(
     plan: &Plan,
@@ -379,27 +489,48 @@ async fn prefill(
     key_prefix: &str,
     shutdown: &CancellationToken,
     verbose: bool,
-) -> Result<Vec<JobId>> {
+) -> Result<Prefilled> {
     let total = plan.producers.prefill as usize;
     if total > 0 && verbose {
         eprintln!("dbq-bench: prefilling {total} jobs…");
     }
     let mut rng: rand::rngs::StdRng = rand::SeedableRng::seed_from_u64(plan.seed ^ 0xF1F1);
-    let mut ids = Vec::with_capacity(total);
-    while ids.len() < total && !shutdown.is_cancelled() {
-        let n = PREFILL_BATCH.min(total - ids.len());
+    let mut events = Vec::with_capacity(total);
+    while events.len() < total && !shutdown.is_cancelled() {
+        let n = PREFILL_BATCH.min(total - events.len());
         let now = clock.now_us();
-        let jobs: Vec<NewJob> = (0..n)
-            .map(|i| factory.make(&mut rng, &format!("{key_prefix}-f-{}", ids.len() + i), now))
+        let made: Vec<_> = (0..n)
+            .map(|i| {
+                factory.make(
+                    &mut rng,
+                    format!("{key_prefix}-f-{}", events.len() + i),
+                    now,
+                    None,
+                )
+            })
             .collect();
-        ids.extend(
-            queue
-                .enqueue_batch(conn, &jobs)
-                .await
-                .context("prefilling the queue")?,
-        );
+        let jobs: Vec<_> = made.iter().map(|m| m.job.clone()).collect();
+        let ids = queue
+            .enqueue_batch(conn, &jobs)
+            .await
+            .context("prefilling the queue")?;
+        let committed_us = clock.now_us();
+        for (id, m) in ids.into_iter().zip(&made) {
+            events.push(Event::Enqueued {
+                job: id,
+                intended_us: now,
+                sent_us: now,
+                committed_us,
+                open_loop: false,
+                poison: m.poison,
+                crash: m.crash,
+            });
+        }
     }
-    Ok(ids)
+    Ok(Prefilled {
+        count: events.len() as u64,
+        events,
+    })
 }
 
 fn utc_now() -> String {

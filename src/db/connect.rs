@@ -16,17 +16,28 @@ pub fn harness_options(options: PgConnectOptions) -> PgConnectOptions {
         .disable_statement_logging()
 }
 
+/// Whether a server that does not accept connections yet can still come up (a server
+/// process that exited never will).
+pub trait Liveness {
+    fn check(&mut self) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// For servers the run does not control: nothing to check.
+pub struct Unknown;
+
+impl Liveness for Unknown {
+    async fn check(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
 /// Connects, retrying every 100 ms until `timeout` has passed. Between attempts `alive` is
-/// asked whether the server can still come up; an error from it ends the wait at once (a
-/// server process that exited will never accept connections).
-pub async fn wait_until_ready<F>(
+/// asked whether the server can still come up; an error from it ends the wait at once.
+pub async fn wait_until_ready(
     options: &PgConnectOptions,
     timeout: Duration,
-    mut alive: F,
-) -> Result<PgConnection>
-where
-    F: AsyncFnMut() -> Result<()>,
-{
+    mut alive: impl Liveness,
+) -> Result<PgConnection> {
     let deadline = Instant::now() + timeout;
     loop {
         match PgConnection::connect_with(options).await {
@@ -35,7 +46,7 @@ where
                 return Err(e).context("the server answered but refused the connection");
             }
             Err(e) => {
-                alive().await?;
+                alive.check().await?;
                 if Instant::now() >= deadline {
                     bail!(
                         "the server did not accept connections within {} (last error: {e})",
@@ -105,9 +116,45 @@ impl RunSchema {
     }
 
     pub async fn connect(&self) -> Result<PgConnection> {
-        PgConnection::connect_with(&self.options)
-            .await
-            .with_context(|| format!("connecting to schema {}", self.name))
+        self.connect_as("main").await
+    }
+
+    /// The `application_name` of this run's connections in `role`:
+    /// `dbq-bench/<schema>/<role>`, so a run's own backends can be told apart in
+    /// `pg_stat_activity` (and targeted by `kill_backends`) even on a shared server.
+    pub fn application_name(&self, role: &str) -> String {
+        format!("dbq-bench/{}/{role}", self.name)
+    }
+
+    /// Connects in `role` (see [`RunSchema::application_name`]).
+    pub async fn connect_as(&self, role: &str) -> Result<PgConnection> {
+        PgConnection::connect_with(
+            &self
+                .options
+                .clone()
+                .application_name(&self.application_name(role)),
+        )
+        .await
+        .with_context(|| format!("connecting to schema {}", self.name))
+    }
+
+    /// A URL that connects to this schema (password and session options included), for
+    /// worker processes.
+    pub fn url(&self) -> String {
+        let mut url = self.options.to_url_lossy();
+        if let Some(opts) = self.options.get_options() {
+            url.query_pairs_mut().append_pair("options", opts);
+        }
+        url.to_string()
+    }
+
+    /// The schema `name` as reached through `url` (from [`RunSchema::url`]).
+    pub fn from_url(url: &str, name: &str) -> Result<RunSchema> {
+        let options: PgConnectOptions = url.parse().context("parsing the schema URL")?;
+        Ok(RunSchema {
+            name: name.to_string(),
+            options: harness_options(options),
+        })
     }
 
     /// Drops the schema and everything in it.

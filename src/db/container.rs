@@ -4,11 +4,13 @@
 //! command whose extra `-c key=value` arguments reach the server). On machines without a
 //! registry, `docker/build-postgres-image.sh` builds such an image from Debian packages.
 
-use super::connect::{harness_options, wait_until_ready};
+use super::connect::{Liveness, harness_options, wait_until_ready};
+use crate::scenario::ShutdownMode;
 use anyhow::{Context, Result, anyhow, bail};
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use std::time::Duration;
 use testcontainers::bollard::Docker;
+use testcontainers::bollard::query_parameters::KillContainerOptionsBuilder;
 use testcontainers::core::{IntoContainerPort, WaitFor};
 use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, ContainerRequest, GenericImage, ImageExt};
@@ -24,6 +26,36 @@ impl PgContainer {
         self.container.id()
     }
 
+    /// Stops PostgreSQL in the container (`Fast`: SIGINT, `Immediate`: SIGQUIT, sent to its
+    /// main process), waits until the container has stopped, stays down `down_for`, and
+    /// starts the container again. Its host port is fixed, so the address does not change.
+    pub async fn restart(&self, mode: ShutdownMode, down_for: Duration) -> Result<()> {
+        let docker =
+            Docker::connect_with_defaults().map_err(|e| anyhow!("no Docker client: {e}"))?;
+        let signal = match mode {
+            ShutdownMode::Fast => "SIGINT",
+            ShutdownMode::Immediate => "SIGQUIT",
+        };
+        let options = KillContainerOptionsBuilder::new().signal(signal).build();
+        docker
+            .kill_container(self.id(), Some(options))
+            .await
+            .context("signalling the container")?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while self.container.is_running().await.unwrap_or(false) {
+            if tokio::time::Instant::now() > deadline {
+                bail!("the container did not stop within 30s after {signal}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(down_for).await;
+        self.container
+            .start()
+            .await
+            .context("starting the container again")?;
+        Ok(())
+    }
+
     /// Stops and removes the container.
     pub async fn remove(self) -> Result<()> {
         let id = self.container.id().to_string();
@@ -31,6 +63,22 @@ impl PgContainer {
             .rm()
             .await
             .with_context(|| format!("removing container {id}"))
+    }
+}
+
+impl Liveness for &PgContainer {
+    async fn check(&mut self) -> Result<()> {
+        (&self.container).check().await
+    }
+}
+
+impl Liveness for &ContainerAsync<GenericImage> {
+    async fn check(&mut self) -> Result<()> {
+        if self.is_running().await.unwrap_or(false) {
+            Ok(())
+        } else {
+            Err(anyhow!("the container exited"))
+        }
     }
 }
 
@@ -111,14 +159,7 @@ pub async fn start(
             .password(&password)
             .database("postgres"),
     );
-    let ready = wait_until_ready(&options, timeout, async || {
-        if container.is_running().await.unwrap_or(false) {
-            Ok(())
-        } else {
-            Err(anyhow!("the container exited"))
-        }
-    })
-    .await;
+    let ready = wait_until_ready(&options, timeout, &container).await;
     match ready {
         Ok(conn) => Ok((
             PgContainer {

@@ -1,9 +1,11 @@
 //! The `local` provider: a throwaway cluster made with this machine's `initdb`, in a
 //! temporary directory, on a free port, run as an unprivileged user when the harness runs
 //! as root (the server refuses to run as root). The directory is deleted when the cluster
-//! is stopped, including on errors and Ctrl-C.
+//! is stopped, including on errors and Ctrl-C. The postmaster is a child of the runner, so
+//! it can also be stopped and started again (the `restart_server` fault).
 
-use super::connect::{harness_options, wait_until_ready};
+use super::connect::{Liveness, harness_options, wait_until_ready};
+use crate::scenario::ShutdownMode;
 use anyhow::{Context, Result, anyhow, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Gid, Pid, Uid, User, chown};
@@ -19,6 +21,8 @@ pub struct LocalCluster {
     child: Option<Child>,
     pub port: u16,
     pub bin_dir: PathBuf,
+    settings: Vec<(String, String)>,
+    user: Option<(Uid, Gid)>,
 }
 
 impl LocalCluster {
@@ -29,24 +33,109 @@ impl LocalCluster {
             .unwrap_or_default()
     }
 
-    /// Fast shutdown (SIGINT), SIGKILL after 10 s, then removes the directory.
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let pid = Pid::from_raw(child.id() as i32);
-            let _ = kill(pid, Signal::SIGINT);
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+    fn log_path(&self) -> Option<PathBuf> {
+        self.dir.as_ref().map(|d| d.path().join("postgres.log"))
+    }
+
+    /// Starts the postmaster on the existing data directory.
+    fn spawn(&mut self) -> Result<()> {
+        let dir = self
+            .dir
+            .as_ref()
+            .context("the cluster was removed")?
+            .path()
+            .to_path_buf();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("postgres.log"))
+            .context("opening the server log")?;
+        let mut cmd = Command::new(self.bin_dir.join("postgres"));
+        cmd.arg("-D")
+            .arg(dir.join("data"))
+            .arg("-p")
+            .arg(self.port.to_string())
+            .arg("-k")
+            .arg(&dir)
+            .args(["-c", "listen_addresses=127.0.0.1"]);
+        for (k, v) in &self.settings {
+            cmd.arg("-c").arg(format!("{k}={v}"));
         }
+        cmd.current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        as_user(&mut cmd, self.user);
+        self.child = Some(cmd.spawn().context("starting postgres")?);
+        Ok(())
+    }
+
+    /// Whether the postmaster is still running (an error says how it ended).
+    pub fn check_alive(&mut self) -> Result<()> {
+        match self.child.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(None)) => Ok(()),
+            Some(Ok(Some(status))) => Err(anyhow!("postgres exited ({status})")),
+            Some(Err(e)) => Err(anyhow!("cannot watch the postgres process: {e}")),
+            None => Err(anyhow!("postgres is not running")),
+        }
+    }
+
+    /// Shuts the postmaster down (`Fast`: SIGINT, `Immediate`: SIGQUIT) and waits up to 10 s
+    /// before SIGKILL. Blocks; the data directory stays.
+    pub fn shut_down(&mut self, mode: ShutdownMode) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let signal = match mode {
+            ShutdownMode::Fast => Signal::SIGINT,
+            ShutdownMode::Immediate => Signal::SIGQUIT,
+        };
+        let _ = kill(Pid::from_raw(child.id() as i32), signal);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Starts the postmaster again after [`LocalCluster::shut_down`].
+    pub fn start_again(&mut self) -> Result<()> {
+        self.spawn()
+    }
+
+    /// Fast shutdown, then removes the directory.
+    pub fn stop(&mut self) {
+        self.shut_down(ShutdownMode::Fast);
         if let Some(dir) = self.dir.take() {
             let _ = dir.close();
         }
+    }
+
+    /// The last lines of the server log, for error messages.
+    pub fn log_tail(&self) -> String {
+        let log = self
+            .log_path()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default();
+        super::last_lines(&log, 3)
+    }
+}
+
+impl Liveness for &mut LocalCluster {
+    async fn check(&mut self) -> Result<()> {
+        self.check_alive()
+    }
+}
+
+impl Liveness for &std::sync::Mutex<LocalCluster> {
+    async fn check(&mut self) -> Result<()> {
+        self.lock()
+            .map_err(|_| anyhow!("the local cluster lock is poisoned"))?
+            .check_alive()
     }
 }
 
@@ -136,12 +225,10 @@ pub async fn start(
         chown(dir.path(), Some(uid), Some(gid))
             .context("handing the temporary directory to the server account")?;
     }
-    let data = dir.path().join("data");
-
     let init = {
         let mut cmd = Command::new(bin_dir.join("initdb"));
         cmd.arg("-D")
-            .arg(&data)
+            .arg(dir.path().join("data"))
             .args([
                 "-U",
                 "postgres",
@@ -166,53 +253,27 @@ pub async fn start(
             super::last_lines(&String::from_utf8_lossy(&init.stderr), 3)
         );
     }
-
-    let port = super::free_port()?;
-    let log_path = dir.path().join("postgres.log");
-    let log = std::fs::File::create(&log_path).context("creating the server log")?;
-    let mut cmd = Command::new(bin_dir.join("postgres"));
-    cmd.arg("-D")
-        .arg(&data)
-        .arg("-p")
-        .arg(port.to_string())
-        .arg("-k")
-        .arg(dir.path())
-        .args(["-c", "listen_addresses=127.0.0.1"]);
-    for (k, v) in settings {
-        cmd.arg("-c").arg(format!("{k}={v}"));
-    }
-    cmd.current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
-    as_user(&mut cmd, user);
-    let child = cmd.spawn().context("starting postgres")?;
     let mut cluster = LocalCluster {
         dir: Some(dir),
-        child: Some(child),
-        port,
+        child: None,
+        port: super::free_port()?,
         bin_dir,
+        settings: settings.to_vec(),
+        user,
     };
-
+    cluster.spawn()?;
     let options = harness_options(
         PgConnectOptions::new_without_pgpass()
             .host("127.0.0.1")
-            .port(port)
+            .port(cluster.port)
             .username("postgres")
             .database("postgres"),
     );
-    let child = cluster.child.as_mut().expect("just started");
-    let ready = wait_until_ready(&options, timeout, async || match child.try_wait() {
-        Ok(None) => Ok(()),
-        Ok(Some(status)) => Err(anyhow!("postgres exited ({status})")),
-        Err(e) => Err(anyhow!("cannot watch the postgres process: {e}")),
-    })
-    .await;
+    let ready = wait_until_ready(&options, timeout, &mut cluster).await;
     match ready {
         Ok(conn) => Ok((cluster, options, conn)),
         Err(e) => {
-            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            let tail = super::last_lines(&log, 3);
+            let tail = cluster.log_tail();
             cluster.stop();
             bail!("{e:#}; server log: {tail}")
         }

@@ -11,11 +11,12 @@ pub mod local;
 pub use connect::{RunSchema, harness_options};
 
 use crate::error::Failure;
-use crate::scenario::{DatabasePlan, ProviderKind};
+use crate::scenario::{DatabasePlan, ProviderKind, ShutdownMode};
 use anyhow::{Context, Result, anyhow};
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use std::str::FromStr;
+use std::time::Duration;
 
 /// A PostgreSQL server ready for the run.
 pub struct Server {
@@ -32,7 +33,7 @@ pub struct Server {
 enum Owned {
     Nothing,
     Container(Box<container::PgContainer>),
-    Local(local::LocalCluster),
+    Local(std::sync::Mutex<local::LocalCluster>),
 }
 
 impl Server {
@@ -53,13 +54,51 @@ impl Server {
         !matches!(self.owned, Owned::Nothing)
     }
 
+    /// Stops the server and starts it again (`restart_server`), then waits until it accepts
+    /// connections. Only for servers the run started.
+    pub async fn restart(
+        &self,
+        mode: ShutdownMode,
+        down_for: Duration,
+        timeout: Duration,
+    ) -> Result<()> {
+        match &self.owned {
+            Owned::Nothing => anyhow::bail!(
+                "restart_server needs a server the run started (provider container or local)"
+            ),
+            Owned::Container(c) => {
+                c.restart(mode, down_for).await?;
+                connect::wait_until_ready(&self.options, timeout, &**c)
+                    .await?
+                    .close()
+                    .await
+                    .ok();
+            }
+            Owned::Local(l) => {
+                tokio::task::block_in_place(|| l.lock().map(|mut c| c.shut_down(mode)).ok());
+                tokio::time::sleep(down_for).await;
+                l.lock()
+                    .map_err(|_| anyhow::anyhow!("the local cluster lock is poisoned"))?
+                    .start_again()?;
+                connect::wait_until_ready(&self.options, timeout, l)
+                    .await?
+                    .close()
+                    .await
+                    .ok();
+            }
+        }
+        Ok(())
+    }
+
     /// Stops and removes what the run started. A `url` server is left alone.
     pub async fn teardown(self) -> Result<()> {
         match self.owned {
             Owned::Nothing => Ok(()),
             Owned::Container(c) => c.remove().await,
-            Owned::Local(mut l) => {
-                tokio::task::spawn_blocking(move || l.stop()).await.ok();
+            Owned::Local(l) => {
+                if let Ok(mut l) = l.into_inner() {
+                    tokio::task::spawn_blocking(move || l.stop()).await.ok();
+                }
                 Ok(())
             }
         }
@@ -82,7 +121,7 @@ impl Server {
                 format!("{url} (container {id}; remove with `docker rm -f {id}`)")
             }
             Owned::Local(l) => {
-                let dir = l.data_dir();
+                let dir = l.lock().map(|l| l.data_dir()).unwrap_or_default();
                 std::mem::forget(l);
                 format!(
                     "{url} (data in {}; stop with `pg_ctl -D {} stop`)",
@@ -149,7 +188,7 @@ async fn from_url(plan: &DatabasePlan) -> Result<Server> {
     let mut conn = connect::wait_until_ready(
         &options,
         plan.startup_timeout.min(URL_READY_TIMEOUT),
-        async || Ok(()),
+        connect::Unknown,
     )
     .await
     .with_context(|| format!("connecting to {}", redact_url(url)))?;
@@ -195,7 +234,7 @@ async fn start_local(plan: &DatabasePlan) -> Result<Server> {
         ),
         version,
         options,
-        owned: Owned::Local(l),
+        owned: Owned::Local(std::sync::Mutex::new(l)),
     })
 }
 

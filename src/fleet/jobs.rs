@@ -4,9 +4,9 @@
 
 use crate::queue::NewJob;
 use crate::scenario::ProducerPlan;
-use rand::Rng;
 use rand::distr::Distribution;
 use rand::distr::weighted::WeightedIndex;
+use rand::{Rng, RngExt};
 
 #[derive(Debug, Clone)]
 pub struct JobFactory {
@@ -15,6 +15,19 @@ pub struct JobFactory {
     priorities: Vec<i32>,
     priority_weights: WeightedIndex<u32>,
     payload_bytes: usize,
+    poison_fraction: f64,
+    crash_fraction: f64,
+}
+
+/// A job ready to insert, with what the harness made it be.
+#[derive(Debug, Clone)]
+pub struct MadeJob {
+    pub job: NewJob,
+    pub key: String,
+    /// Its handler always fails.
+    pub poison: bool,
+    /// Its handler always crashes the worker.
+    pub crash: bool,
 }
 
 impl JobFactory {
@@ -30,27 +43,53 @@ impl JobFactory {
             priorities: plan.priorities.iter().map(|(p, _)| *p).collect(),
             priority_weights,
             payload_bytes: plan.payload_bytes,
+            poison_fraction: plan.poison_fraction,
+            crash_fraction: plan.crash_fraction,
         }
     }
 
-    /// A job with unique `key` scheduled for `intended_us` on the run clock.
-    pub fn make(&self, rng: &mut impl Rng, key: &str, intended_us: u64) -> NewJob {
-        NewJob {
-            job_type: self.types[self.type_weights.sample(rng)].clone(),
-            payload: payload(key, intended_us, self.payload_bytes),
-            priority: self.priorities[self.priority_weights.sample(rng)],
+    /// A job with unique `key` scheduled for `intended_us` on the run clock, paying `order`
+    /// when it is an outbox job.
+    pub fn make(
+        &self,
+        rng: &mut impl Rng,
+        key: String,
+        intended_us: u64,
+        order: Option<i64>,
+    ) -> MadeJob {
+        let draw: f64 = rng.random();
+        let poison = draw < self.poison_fraction;
+        let crash = !poison && draw < self.poison_fraction + self.crash_fraction;
+        let mut fields = format!("{{\"k\":\"{key}\",\"t\":{intended_us}");
+        if poison {
+            fields.push_str(",\"poison\":true");
+        }
+        if crash {
+            fields.push_str(",\"crash\":true");
+        }
+        if let Some(o) = order {
+            fields.push_str(&format!(",\"order\":\"{o}\""));
+        }
+        MadeJob {
+            job: NewJob {
+                job_type: self.types[self.type_weights.sample(rng)].clone(),
+                payload: pad(fields, self.payload_bytes),
+                priority: self.priorities[self.priority_weights.sample(rng)],
+            },
+            key,
+            poison,
+            crash,
         }
     }
 }
 
-/// `{"k":"<key>","t":<µs>,"pad":"xxx…"}`, padded so the JSON text is `bytes` long when
-/// that is more than the unpadded form.
-fn payload(key: &str, intended_us: u64, bytes: usize) -> String {
-    let base = format!("{{\"k\":\"{key}\",\"t\":{intended_us}");
+/// Closes the JSON object `fields` (`{"k":…` without its `}`), padded with a `"pad"` field so
+/// the text is `bytes` long when that is more than the unpadded form.
+fn pad(fields: String, bytes: usize) -> String {
     const PAD_FIELD: usize = ",\"pad\":\"\"}".len();
-    match bytes.checked_sub(base.len() + PAD_FIELD) {
-        Some(n) if n > 0 => format!("{base},\"pad\":\"{}\"}}", "x".repeat(n)),
-        _ => format!("{base}}}"),
+    match bytes.checked_sub(fields.len() + PAD_FIELD) {
+        Some(n) if n > 0 => format!("{fields},\"pad\":\"{}\"}}", "x".repeat(n)),
+        _ => format!("{fields}}}"),
     }
 }
 
@@ -62,12 +101,12 @@ mod tests {
 
     #[test]
     fn payloads_have_the_requested_size_and_parse() {
-        let p = payload("r1-p0-42", 123_456, 256);
+        let p = pad("{\"k\":\"r1-p0-42\",\"t\":123456".into(), 256);
         assert_eq!(p.len(), 256);
         let v: serde_json::Value = serde_json::from_str(&p).unwrap();
         assert_eq!(v["t"], 123_456);
         assert_eq!(v["k"], "r1-p0-42");
-        let small = payload("k", 1, 4);
+        let small = pad("{\"k\":\"k\",\"t\":1".into(), 4);
         assert_eq!(small, "{\"k\":\"k\",\"t\":1}");
     }
 
@@ -81,14 +120,28 @@ mod tests {
             job_types: vec![("email".into(), 3), ("report".into(), 1)],
             priorities: vec![(0, 1), (10, 0)],
             late_after: std::time::Duration::from_millis(5),
+            poison_fraction: 0.1,
+            crash_fraction: 0.05,
+            outbox: None,
         };
         let f = JobFactory::new(&plan);
         let mut rng = StdRng::seed_from_u64(3);
-        let jobs: Vec<NewJob> = (0..4000)
-            .map(|i| f.make(&mut rng, &i.to_string(), 0))
+        let jobs: Vec<MadeJob> = (0..4000)
+            .map(|i| f.make(&mut rng, i.to_string(), 0, Some(i)))
             .collect();
-        let emails = jobs.iter().filter(|j| j.job_type == "email").count();
+        let emails = jobs.iter().filter(|j| j.job.job_type == "email").count();
         assert!((2850..=3150).contains(&emails), "{emails}");
-        assert!(jobs.iter().all(|j| j.priority == 0));
+        assert!(jobs.iter().all(|j| j.job.priority == 0));
+        let poison = jobs.iter().filter(|j| j.poison).count();
+        let crash = jobs.iter().filter(|j| j.crash).count();
+        assert!(
+            (330..=470).contains(&poison) && (140..=260).contains(&crash),
+            "{poison} {crash}"
+        );
+        // The flags and the order are in the payload, where workers and the proof read them.
+        let v: serde_json::Value =
+            serde_json::from_str(&jobs.iter().find(|j| j.poison).unwrap().job.payload).unwrap();
+        assert_eq!(v["poison"], true);
+        assert!(v["order"].is_string());
     }
 }

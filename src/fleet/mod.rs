@@ -5,8 +5,10 @@
 pub mod consumer;
 pub mod handler;
 pub mod jobs;
+pub mod process;
 pub mod producer;
 pub mod reaper;
+pub mod registry;
 pub mod schedule;
 
 use crate::clock::RunClock;
@@ -34,15 +36,16 @@ impl FleetContext {
         let _ = self.events.send(event);
     }
 
-    /// Connects, retrying with backoff (50 ms doubling to 1 s) until it works or `stop` is
-    /// cancelled. Each fleet member owns one connection, as the seed's workers do.
-    pub async fn connect(&self, stop: &CancellationToken) -> Option<PgConnection> {
+    /// Connects as `name` (its `application_name`, which `kill_backends` targets), retrying
+    /// with backoff (50 ms doubling to 1 s) until it works or `stop` is cancelled. Each fleet
+    /// member owns one connection, as the seed's workers do.
+    pub async fn connect(&self, name: &str, stop: &CancellationToken) -> Option<PgConnection> {
         let mut delay = Duration::from_millis(50);
         loop {
             if stop.is_cancelled() {
                 return None;
             }
-            match self.schema.connect().await {
+            match self.schema.connect_as(name).await {
                 Ok(c) => return Some(c),
                 Err(_) => {
                     if !sleep_or_stop(delay, stop).await {
@@ -61,6 +64,14 @@ pub async fn sleep_or_stop(d: Duration, stop: &CancellationToken) -> bool {
         _ = tokio::time::sleep(d) => true,
         _ = stop.cancelled() => false,
     }
+}
+
+/// The connection broke while a statement was under way: it may or may not have committed.
+pub fn outcome_unknown(e: &sqlx::Error) -> bool {
+    matches!(
+        e,
+        sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed
+    )
 }
 
 /// Whether an error means the connection is unusable and must be replaced.

@@ -1,15 +1,22 @@
 //! Producers: each with its own connection, enqueueing on an open-loop schedule (or as fast
 //! as it can in closed loop) phase after phase.
+//!
+//! Under faults an insert that surely did not commit (a connection that could not be made,
+//! an error the server returned) is retried until it commits; one whose connection broke
+//! while it was under way may have committed, so it is reported in doubt with its unique key
+//! and settled from the table later. In outbox mode the insert shares a transaction with the
+//! business update (`UPDATE orders SET status = 'paid'`), and some of those roll back.
 
-use super::jobs::JobFactory;
+use super::jobs::{JobFactory, MadeJob};
 use super::schedule::ArrivalSchedule;
-use super::{FleetContext, error_kind, is_connection_error, sleep_or_stop};
-use crate::metrics::Event;
+use super::{FleetContext, error_kind, is_connection_error, outcome_unknown, sleep_or_stop};
+use crate::metrics::{Event, JobId};
 use crate::scenario::{Arrival, Rate};
-use rand::SeedableRng;
 use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
+use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -31,6 +38,8 @@ pub struct ProducerFleet {
     pub seed: u64,
     /// Prefix of every job key, unique per run.
     pub key_prefix: String,
+    /// Outbox mode: the rollback rate of business transactions.
+    pub outbox_rollback_rate: Option<f64>,
 }
 
 impl ProducerFleet {
@@ -40,16 +49,15 @@ impl ProducerFleet {
         for index in 0..self.count {
             let producer = Producer {
                 index,
+                fleet: self.clone(),
                 ctx: ctx.clone(),
-                factory: self.factory.clone(),
                 rng: StdRng::seed_from_u64(
                     self.seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1)),
                 ),
-                key_prefix: format!("{}-p{index}", self.key_prefix),
                 seq: 0,
                 conn: None,
             };
-            set.spawn(producer.run(self.phases.clone(), self.count, self.arrival, stop.clone()));
+            set.spawn(producer.run(stop.clone()));
         }
         set
     }
@@ -57,24 +65,28 @@ impl ProducerFleet {
 
 struct Producer {
     index: usize,
+    fleet: ProducerFleet,
     ctx: FleetContext,
-    factory: JobFactory,
     rng: StdRng,
-    key_prefix: String,
     seq: u64,
     conn: Option<PgConnection>,
 }
 
+/// How one try of an insert ended.
+enum Insert {
+    Committed(JobId),
+    /// The business transaction was rolled back on purpose (outbox).
+    RolledBack,
+}
+
 impl Producer {
-    async fn run(
-        mut self,
-        phases: Vec<ScheduledPhase>,
-        producers: usize,
-        arrival: Arrival,
-        stop: CancellationToken,
-    ) {
-        self.conn = self.ctx.connect(&stop).await;
-        for phase in phases {
+    fn name(&self) -> String {
+        format!("producer-{}", self.index)
+    }
+
+    async fn run(mut self, stop: CancellationToken) {
+        self.conn = self.ctx.connect(&self.name(), &stop).await;
+        for phase in self.fleet.phases.clone() {
             if !sleep_or_stop(self.ctx.clock.until(phase.start_us), &stop).await {
                 break;
             }
@@ -89,12 +101,14 @@ impl Producer {
                     sleep_or_stop(self.ctx.clock.until(phase.end_us), &stop).await;
                 }
                 Rate::PerSecond(r) => {
+                    let (index, count, arrival) =
+                        (self.index, self.fleet.count, self.fleet.arrival);
                     let mut schedule = ArrivalSchedule::new(
                         phase.start_us,
                         phase.end_us,
                         r,
-                        self.index,
-                        producers,
+                        index,
+                        count,
                         arrival,
                         &mut self.rng,
                     );
@@ -112,39 +126,117 @@ impl Producer {
         }
     }
 
-    /// Inserts one job scheduled for `intended_us`. An insert is never abandoned half-way:
-    /// `stop` is only looked at between jobs.
+    /// Enqueues one job scheduled for `intended_us`, retrying while it surely has not
+    /// committed. An insert is never abandoned half-way: `stop` is only looked at between
+    /// tries.
     async fn enqueue(&mut self, intended_us: u64, open_loop: bool, stop: &CancellationToken) {
-        if self.conn.is_none() {
-            self.conn = self.ctx.connect(stop).await;
-        }
-        let Some(conn) = self.conn.as_mut() else {
-            return;
-        };
         self.seq += 1;
-        let key = format!("{}-{}", self.key_prefix, self.seq);
-        let job = self.factory.make(&mut self.rng, &key, intended_us);
-        let sent_us = self.ctx.clock.now_us();
-        match self.ctx.queue.enqueue(conn, &job).await {
-            Ok(id) => {
-                let committed_us = self.ctx.clock.now_us();
-                self.ctx.emit(Event::Enqueued {
-                    job: id,
-                    intended_us,
-                    sent_us,
-                    committed_us,
-                    open_loop,
-                });
+        let key = format!("{}-p{}-{}", self.fleet.key_prefix, self.index, self.seq);
+        // Order ids are unique across producers: seq·count + index.
+        let order = self
+            .fleet
+            .outbox_rollback_rate
+            .map(|_| (self.seq - 1) as i64 * self.fleet.count as i64 + self.index as i64 + 1);
+        let made = self
+            .fleet
+            .factory
+            .make(&mut self.rng, key, intended_us, order);
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            if self.conn.is_none() {
+                self.conn = self.ctx.connect(&self.name(), stop).await;
             }
-            Err(e) => {
-                self.ctx.emit(Event::EnqueueFailed {
-                    at_us: self.ctx.clock.now_us(),
-                    error: error_kind(&e),
-                });
-                if is_connection_error(&e) {
+            let Some(conn) = self.conn.as_mut() else {
+                return;
+            };
+            let sent_us = self.ctx.clock.now_us();
+            let result = match (self.fleet.outbox_rollback_rate, order) {
+                (Some(rate), Some(order)) => {
+                    let roll_back = rate > 0.0 && self.rng.random_bool(rate);
+                    outbox_insert(&self.ctx, conn, &made, order, roll_back).await
+                }
+                _ => self
+                    .ctx
+                    .queue
+                    .enqueue(conn, &made.job)
+                    .await
+                    .map(Insert::Committed)
+                    .map_err(|e| (e, true)),
+            };
+            let at_us = self.ctx.clock.now_us();
+            match result {
+                Ok(Insert::Committed(id)) => {
+                    let (poison, crash) = (made.poison, made.crash);
+                    self.ctx.emit(Event::Enqueued {
+                        job: id,
+                        intended_us,
+                        sent_us,
+                        committed_us: at_us,
+                        open_loop,
+                        poison,
+                        crash,
+                    });
+                    return;
+                }
+                Ok(Insert::RolledBack) => {
+                    self.ctx.emit(Event::EnqueueRolledBack {
+                        at_us,
+                        key: made.key,
+                    });
+                    return;
+                }
+                Err((e, committing)) if committing && outcome_unknown(&e) => {
                     self.conn = None;
+                    self.ctx.emit(Event::EnqueueInDoubt {
+                        at_us,
+                        key: made.key,
+                        error: error_kind(&e),
+                    });
+                    return;
+                }
+                Err((e, _)) => {
+                    let retrying = !stop.is_cancelled();
+                    self.ctx.emit(Event::EnqueueFailed {
+                        at_us,
+                        error: error_kind(&e),
+                        retrying,
+                    });
+                    if is_connection_error(&e) {
+                        self.conn = None;
+                    }
+                    if !retrying || !sleep_or_stop(backoff, stop).await {
+                        return;
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
                 }
             }
         }
     }
+}
+
+/// The seed's outbox: the business update and the job insert in one transaction, committed
+/// or (on purpose) rolled back. The error says whether it happened while committing.
+async fn outbox_insert(
+    ctx: &FleetContext,
+    conn: &mut PgConnection,
+    made: &MadeJob,
+    order: i64,
+    roll_back: bool,
+) -> Result<Insert, (sqlx::Error, bool)> {
+    let before = |e| (e, false);
+    let mut tx = conn.begin().await.map_err(before)?;
+    if ctx.queue.pay_order(&mut tx, order).await.map_err(before)? != 1 {
+        return Err((sqlx::Error::RowNotFound, false));
+    }
+    let id = ctx
+        .queue
+        .enqueue(&mut tx, &made.job)
+        .await
+        .map_err(before)?;
+    if roll_back {
+        tx.rollback().await.map_err(before)?;
+        return Ok(Insert::RolledBack);
+    }
+    tx.commit().await.map_err(|e| (e, true))?;
+    Ok(Insert::Committed(id))
 }

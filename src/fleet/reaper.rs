@@ -16,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 pub struct StaleJobReaper {
     pub interval: Duration,
     pub stale_after: Duration,
+    /// Count each reap as a failed attempt (the fix for the seed's retry-forever hole).
+    pub count_as_attempt: bool,
 }
 
 impl StaleJobReaper {
@@ -25,10 +27,14 @@ impl StaleJobReaper {
         let mut conn = None;
         while sleep_or_stop(self.interval, &stop).await {
             if conn.is_none() {
-                conn = ctx.connect(&stop).await;
+                conn = ctx.connect("reaper", &stop).await;
             }
             let Some(c) = conn.as_mut() else { break };
-            match ctx.queue.reap(c, self.stale_after).await {
+            match ctx
+                .queue
+                .reap(c, self.stale_after, self.count_as_attempt)
+                .await
+            {
                 Ok(jobs) => ctx.emit(Event::Reaped {
                     at_us: ctx.clock.now_us(),
                     jobs,
@@ -37,6 +43,8 @@ impl StaleJobReaper {
                     ctx.emit(Event::WorkerError {
                         at_us: ctx.clock.now_us(),
                         error: format!("reaper: {}", error_kind(&e)),
+                        job: None,
+                        in_doubt: false,
                     });
                     if is_connection_error(&e) {
                         conn = None;

@@ -1,6 +1,8 @@
-//! What fleets report. Every timestamp is µs on the run clock (`clock::RunClock`); fleets
-//! only stamp and send, the recorder decides what each event means for the figures.
+//! What fleets, the reaper and fault injectors report. Every timestamp is µs on the run
+//! clock (`clock::RunClock`); they only stamp and send, the recorder decides what each event
+//! means for the figures.
 
+use crate::queue::TableStats;
 use serde::{Deserialize, Serialize};
 
 /// A job's id in `job_queue`.
@@ -16,9 +18,26 @@ pub enum Event {
         sent_us: u64,
         committed_us: u64,
         open_loop: bool,
+        /// A poison job (its handler always fails) or a crashing one.
+        poison: bool,
+        crash: bool,
     },
-    /// A producer's insert failed; no job exists for it.
-    EnqueueFailed { at_us: u64, error: String },
+    /// A producer's insert failed before it could commit; `retrying` says whether the same
+    /// job is tried again.
+    EnqueueFailed {
+        at_us: u64,
+        error: String,
+        retrying: bool,
+    },
+    /// The connection broke while an insert (or its commit) was under way: the job may or may
+    /// not exist. Resolved later by looking its key up in the table.
+    EnqueueInDoubt {
+        at_us: u64,
+        key: String,
+        error: String,
+    },
+    /// An outbox business transaction rolled back; the job with this key must never exist.
+    EnqueueRolledBack { at_us: u64, key: String },
     /// A claim returned a job. `intended_us` comes from the job's payload.
     Claimed {
         job: JobId,
@@ -43,12 +62,65 @@ pub enum Event {
         committed_us: u64,
         dead_lettered: bool,
     },
-    /// A worker's transaction ended in a database error and was rolled back.
-    WorkerError { at_us: u64, error: String },
-    /// The reaper returned these `processing` jobs to `pending`.
-    Reaped { at_us: u64, jobs: Vec<JobId> },
+    /// A worker's transaction ended in a database error; `job`, if any, was rolled back, or
+    /// its outcome is unknown when `in_doubt` (the connection broke during a commit).
+    WorkerError {
+        at_us: u64,
+        error: String,
+        job: Option<JobId>,
+        in_doubt: bool,
+    },
+    /// A worker died (an injected crash, a crashing job, or its process was killed) while
+    /// holding `job`, if any.
+    WorkerCrashed {
+        at_us: u64,
+        slot: u32,
+        job: Option<JobId>,
+        cause: String,
+    },
+    /// A worker process was stopped (SIGSTOP) while holding `job`, if any.
+    WorkerFrozen {
+        at_us: u64,
+        slot: u32,
+        job: Option<JobId>,
+    },
+    /// The reaper returned these `processing` jobs to `pending` (true: it dead-lettered them).
+    Reaped {
+        at_us: u64,
+        jobs: Vec<(JobId, bool)>,
+    },
+    /// The table showed how an in-doubt job ended (`done` or `dead_letter`), or that an
+    /// in-doubt insert committed after all (`status` = "pending" etc., with `key`).
+    Resolved {
+        at_us: u64,
+        job: JobId,
+        status: String,
+        key: Option<String>,
+    },
+    /// In-doubt inserts that the table shows never committed.
+    NeverCommitted { keys: Vec<String> },
     /// A queue-depth sample (`pending` rows) taken from the database.
     QueueDepth { at_us: u64, pending: i64 },
+    /// A fault that was injected (instant faults have `ended_us == started_us`).
+    Fault(FaultRecord),
+    /// Queue-table statistics taken by a fault (e.g. around an xmin hold).
+    TableProbe {
+        at_us: u64,
+        label: String,
+        stats: TableStats,
+    },
     /// Every producer has stopped; no `Enqueued` event follows.
     ProducersStopped { at_us: u64 },
+}
+
+/// One injected fault.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    pub kind: String,
+    pub phase: String,
+    pub started_us: u64,
+    pub ended_us: u64,
+    /// How many things it hit (processes killed, backends terminated, connections held…).
+    pub count: u64,
+    pub detail: String,
 }

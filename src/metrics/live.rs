@@ -2,6 +2,8 @@
 //! drain decision. Readers get a consistent-enough snapshot; final figures come from the
 //! recorder's `Measurements`, not from here.
 
+use super::event::JobId;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 #[derive(Debug, Default)]
@@ -14,6 +16,8 @@ pub struct LiveStats {
     queue_depth: AtomicI64,
     lag_max_us: AtomicU64,
     producers_stopped: AtomicBool,
+    /// In-doubt insert keys and in-doubt open jobs, for the drain to settle from the table.
+    unresolved: Mutex<(Vec<String>, Vec<JobId>)>,
 }
 
 /// A copy of the live counters at one moment.
@@ -50,6 +54,21 @@ impl LiveStats {
         if dead {
             self.dead_lettered.fetch_add(1, Ordering::Relaxed);
         }
+    }
+    pub(super) fn add_dead_lettered(&self) {
+        self.dead_lettered.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(super) fn set_unresolved(&self, u: (Vec<String>, Vec<JobId>)) {
+        if let Ok(mut g) = self.unresolved.lock() {
+            *g = u;
+        }
+    }
+    /// In-doubt insert keys and in-doubt open jobs, as of the recorder's last tick.
+    pub fn unresolved(&self) -> (Vec<String>, Vec<JobId>) {
+        self.unresolved
+            .lock()
+            .map(|g| g.clone())
+            .unwrap_or_default()
     }
     pub(super) fn set_outstanding(&self, n: i64) {
         self.outstanding.store(n, Ordering::Relaxed);

@@ -10,9 +10,12 @@ pub mod live;
 pub mod recorder;
 pub mod sampler;
 
-pub use event::{Event, JobId};
+pub use event::{Event, FaultRecord, JobId};
 pub use histogram::{LatencyReport, LatencySummary, Metric, MetricSet};
 pub use ledger::{Ledger, LedgerEntry};
 pub use live::{LiveSnapshot, LiveStats};
-pub use recorder::{Measurements, PhaseCounts, PhaseWindow, Recorder, TimelineRow, WindowKind};
+pub use recorder::{
+    FrozenJob, Measurements, PhaseCounts, PhaseWindow, Recorder, TableProbe, TimelineRow,
+    WindowKind,
+};
 pub use sampler::QueueDepthSampler;

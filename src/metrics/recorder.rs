@@ -12,7 +12,7 @@
 //!   to the window holding the moment they happened (commit or return);
 //! - timeline seconds and interval-log intervals hold what happened in that second.
 
-use super::event::{Event, JobId};
+use super::event::{Event, FaultRecord, JobId};
 use super::histogram::{MAX_US, Metric, MetricSet};
 use super::ledger::Ledger;
 use super::live::LiveStats;
@@ -77,8 +77,19 @@ pub struct PhaseCounts {
     pub sent_late: u64,
     pub enqueue_errors: u64,
     pub worker_errors: u64,
-    /// Jobs the stale-job reaper returned to `pending`.
+    /// Jobs the stale-job reaper returned to `pending` (or dead-lettered).
     pub reaped: u64,
+    /// Inserts tried again after a failure that left them uncommitted.
+    pub enqueue_retries: u64,
+    /// Inserts whose commit outcome was unknown when the connection broke.
+    pub in_doubt_enqueues: u64,
+    /// Outbox business transactions that rolled back (with their job insert).
+    pub rolled_back_enqueues: u64,
+    /// Workers that crashed or were killed.
+    pub worker_crashes: u64,
+    /// Poison jobs (always fail) and crashing jobs (always crash their worker) enqueued.
+    pub poison_enqueued: u64,
+    pub crash_enqueued: u64,
 }
 
 impl PhaseCounts {
@@ -93,6 +104,12 @@ impl PhaseCounts {
         self.enqueue_errors += o.enqueue_errors;
         self.worker_errors += o.worker_errors;
         self.reaped += o.reaped;
+        self.enqueue_retries += o.enqueue_retries;
+        self.in_doubt_enqueues += o.in_doubt_enqueues;
+        self.rolled_back_enqueues += o.rolled_back_enqueues;
+        self.worker_crashes += o.worker_crashes;
+        self.poison_enqueued += o.poison_enqueued;
+        self.crash_enqueued += o.crash_enqueued;
     }
 }
 
@@ -131,6 +148,29 @@ pub struct Measurements {
     pub late_samples: u64,
     /// Distinct error messages seen, with counts (first 20 kinds).
     pub errors: BTreeMap<String, u64>,
+    /// Faults injected, in order.
+    pub faults: Vec<FaultRecord>,
+    /// Jobs held by frozen workers, and when they became available again.
+    pub frozen: Vec<FrozenJob>,
+    /// Queue-table statistics taken by faults.
+    pub probes: Vec<TableProbe>,
+}
+
+/// A job whose worker was frozen while holding it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrozenJob {
+    pub job: JobId,
+    pub slot: u32,
+    pub frozen_at_us: u64,
+    /// When it was next claimed (by anyone) or finished, if ever.
+    pub released_at_us: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableProbe {
+    pub at_us: u64,
+    pub label: String,
+    pub stats: crate::queue::TableStats,
 }
 
 #[derive(Default)]
@@ -145,6 +185,7 @@ pub struct Recorder {
     counts: Vec<PhaseCounts>,
     metrics: Vec<MetricSet>,
     seconds: BTreeMap<i64, SecondBucket>,
+    before_load: SecondBucket,
     /// Seconds below this have been written out.
     next_unwritten: i64,
     timeline: Vec<TimelineRow>,
@@ -154,33 +195,32 @@ pub struct Recorder {
     late_after_us: u64,
     late_samples: u64,
     errors: BTreeMap<String, u64>,
+    faults: Vec<FaultRecord>,
+    frozen: Vec<FrozenJob>,
+    probes: Vec<TableProbe>,
+    /// Set when an event made some outcome uncertain; cleared when the live list is updated.
+    doubt_changed: bool,
 }
 
 /// How long a second stays open for events that arrive late.
 const GRACE_SECONDS: i64 = 2;
 
 impl Recorder {
-    /// `windows` must cover the run in order (prefill, phases, drain); `prefilled` are the
-    /// ids of jobs inserted before the load started.
+    /// `windows` must cover the run in order (prefill, phases, drain).
     pub fn new(
         windows: Vec<PhaseWindow>,
         load_start_us: u64,
         late_after: Duration,
-        prefilled: &[JobId],
         live: Arc<LiveStats>,
     ) -> Recorder {
-        let mut ledger = Ledger::default();
-        for id in prefilled {
-            ledger.enqueued(*id);
-            live.add_enqueued();
-        }
-        live.set_outstanding(ledger.outstanding());
+        let ledger = Ledger::default();
         let n = windows.len();
         Recorder {
             windows,
             counts: vec![PhaseCounts::default(); n],
             metrics: vec![MetricSet::default(); n],
             seconds: BTreeMap::new(),
+            before_load: SecondBucket::default(),
             next_unwritten: 0,
             timeline: Vec::new(),
             ledger,
@@ -189,6 +229,21 @@ impl Recorder {
             late_after_us: late_after.as_micros() as u64,
             late_samples: 0,
             errors: BTreeMap::new(),
+            faults: Vec::new(),
+            frozen: Vec::new(),
+            probes: Vec::new(),
+            doubt_changed: false,
+        }
+    }
+
+    /// A frozen worker's job counts as released when anyone claims or finishes it.
+    fn release_frozen(&mut self, job: JobId, at_us: u64) {
+        for f in self
+            .frozen
+            .iter_mut()
+            .filter(|f| f.job == job && f.released_at_us.is_none() && at_us >= f.frozen_at_us)
+        {
+            f.released_at_us = Some(at_us);
         }
     }
 
@@ -203,7 +258,12 @@ impl Recorder {
             })
     }
 
+    /// The timeline second of `t_us`; events before the load started (prefill, workers
+    /// polling while producers connect) go to a bucket that is never written.
     fn bucket(&mut self, t_us: u64) -> &mut SecondBucket {
+        if t_us < self.load_start_us {
+            return &mut self.before_load;
+        }
         let mut s = (t_us as i64 - self.load_start_us as i64).div_euclid(1_000_000);
         if s < self.next_unwritten {
             self.late_samples += 1;
@@ -227,6 +287,8 @@ impl Recorder {
                 sent_us,
                 committed_us,
                 open_loop,
+                poison,
+                crash,
             } => {
                 self.ledger.enqueued(job);
                 self.live.add_enqueued();
@@ -235,7 +297,10 @@ impl Recorder {
                 let late = open_loop && lag > self.late_after_us;
                 let (wi, wc) = (self.window_of(intended_us), self.window_of(committed_us));
                 self.metrics[wi].record(Metric::Enqueue, latency);
-                self.counts[wc].enqueued += 1;
+                let c = &mut self.counts[wc];
+                c.enqueued += 1;
+                c.poison_enqueued += poison as u64;
+                c.crash_enqueued += crash as u64;
                 if open_loop {
                     self.metrics[wi].record(Metric::ScheduleLag, lag);
                     self.counts[wi].sent_late += late as u64;
@@ -247,11 +312,29 @@ impl Recorder {
                     b.metrics.record(Metric::ScheduleLag, lag);
                 }
             }
-            Event::EnqueueFailed { at_us, error } => {
+            Event::EnqueueFailed {
+                at_us,
+                error,
+                retrying,
+            } => {
                 let w = self.window_of(at_us);
                 self.counts[w].enqueue_errors += 1;
+                self.counts[w].enqueue_retries += retrying as u64;
                 self.bucket(at_us).counts.enqueue_errors += 1;
                 self.note_error(format!("enqueue: {error}"));
+            }
+            Event::EnqueueInDoubt { at_us, key, error } => {
+                let w = self.window_of(at_us);
+                self.counts[w].in_doubt_enqueues += 1;
+                self.bucket(at_us).counts.enqueue_errors += 1;
+                self.ledger.enqueue_in_doubt(key);
+                self.doubt_changed = true;
+                self.note_error(format!("enqueue (outcome unknown): {error}"));
+            }
+            Event::EnqueueRolledBack { at_us, key } => {
+                let w = self.window_of(at_us);
+                self.counts[w].rolled_back_enqueues += 1;
+                self.ledger.rolled_back_keys.push(key);
             }
             Event::Claimed {
                 job,
@@ -260,6 +343,7 @@ impl Recorder {
                 claimed_us,
             } => {
                 self.ledger.claimed(job);
+                self.release_frozen(job, claimed_us);
                 let claim = claimed_us.saturating_sub(started_us);
                 let wait = intended_us.map(|t| claimed_us.saturating_sub(t));
                 let wc = self.window_of(claimed_us);
@@ -288,6 +372,7 @@ impl Recorder {
                 committed_us,
             } => {
                 self.ledger.completed(job);
+                self.release_frozen(job, committed_us);
                 self.live.add_completed();
                 let wc = self.window_of(committed_us);
                 self.counts[wc].completed += 1;
@@ -312,6 +397,7 @@ impl Recorder {
                 dead_lettered,
             } => {
                 self.ledger.failed(job, dead_lettered);
+                self.release_frozen(job, committed_us);
                 self.live.add_failed(dead_lettered);
                 let wc = self.window_of(committed_us);
                 self.counts[wc].failed += 1;
@@ -322,23 +408,75 @@ impl Recorder {
                 b.counts.dead_lettered += dead_lettered as u64;
                 b.metrics.record(Metric::Handler, handler_us);
             }
-            Event::WorkerError { at_us, error } => {
+            Event::WorkerError {
+                at_us,
+                error,
+                job,
+                in_doubt,
+            } => {
                 let w = self.window_of(at_us);
                 self.counts[w].worker_errors += 1;
                 self.bucket(at_us).counts.worker_errors += 1;
+                if let Some(job) = job {
+                    self.ledger.rolled_back(job, in_doubt);
+                    self.doubt_changed |= in_doubt;
+                }
                 self.note_error(format!("worker: {error}"));
+            }
+            Event::WorkerCrashed { at_us, job, .. } => {
+                let w = self.window_of(at_us);
+                self.counts[w].worker_crashes += 1;
+                if let Some(job) = job {
+                    self.ledger.crashed(job);
+                    self.doubt_changed = true;
+                }
+            }
+            Event::WorkerFrozen { at_us, slot, job } => {
+                if let Some(job) = job {
+                    self.frozen.push(FrozenJob {
+                        job,
+                        slot,
+                        frozen_at_us: at_us,
+                        released_at_us: None,
+                    });
+                }
             }
             Event::Reaped { at_us, jobs } => {
                 let w = self.window_of(at_us);
-                self.counts[w].reaped += jobs.len() as u64;
-                for id in jobs {
-                    self.ledger.reaped(id);
+                for (id, dead) in jobs {
+                    self.counts[w].reaped += 1;
+                    self.counts[w].dead_lettered += dead as u64;
+                    if dead {
+                        self.live.add_dead_lettered();
+                    }
+                    self.ledger.reaped(id, dead);
                 }
+            }
+            Event::Resolved { .. } | Event::NeverCommitted { .. } => {
+                if let Event::Resolved {
+                    status, key: None, ..
+                } = &event
+                    && status == "done"
+                {
+                    self.live.add_completed();
+                }
+                self.ledger.settle(&event);
+                self.doubt_changed = true;
             }
             Event::QueueDepth { at_us, pending } => {
                 self.live.set_queue_depth(pending);
                 self.bucket(at_us).depth = Some(pending);
             }
+            Event::Fault(record) => self.faults.push(record),
+            Event::TableProbe {
+                at_us,
+                label,
+                stats,
+            } => self.probes.push(TableProbe {
+                at_us,
+                label,
+                stats,
+            }),
             Event::ProducersStopped { at_us } => {
                 self.clip_phases(at_us);
                 self.live.set_producers_stopped();
@@ -467,6 +605,9 @@ impl Recorder {
                     None => break,
                 },
                 _ = tick.tick() => {
+                    if std::mem::take(&mut self.doubt_changed) {
+                        self.live.set_unresolved(self.ledger.unresolved());
+                    }
                     let now_s = (clock.now_us() as i64 - self.load_start_us as i64).div_euclid(1_000_000);
                     self.write_seconds(now_s - GRACE_SECONDS + 1, &mut log);
                 }
@@ -483,6 +624,9 @@ impl Recorder {
             ledger: self.ledger,
             late_samples: self.late_samples,
             errors: self.errors,
+            faults: self.faults,
+            frozen: self.frozen,
+            probes: self.probes,
         }
     }
 }
@@ -503,14 +647,19 @@ mod tests {
     #[tokio::test]
     async fn latency_belongs_to_the_phase_that_scheduled_the_job() {
         let live = Arc::new(LiveStats::new());
-        let rec = Recorder::new(
-            windows(),
-            1_000_000,
-            Duration::from_millis(5),
-            &[7],
-            live.clone(),
-        );
+        let rec = Recorder::new(windows(), 1_000_000, Duration::from_millis(5), live.clone());
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        // Job 7 was prefilled before the load.
+        tx.send(Event::Enqueued {
+            job: 7,
+            intended_us: 500_000,
+            sent_us: 500_000,
+            committed_us: 600_000,
+            open_loop: false,
+            poison: false,
+            crash: false,
+        })
+        .unwrap();
         // Scheduled in "steady" at 2.0 s, sent 10 ms late, completed during the drain at 4.0 s.
         tx.send(Event::Enqueued {
             job: 1,
@@ -518,6 +667,8 @@ mod tests {
             sent_us: 2_010_000,
             committed_us: 2_011_000,
             open_loop: true,
+            poison: false,
+            crash: false,
         })
         .unwrap();
         tx.send(Event::Claimed {

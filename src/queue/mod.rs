@@ -6,7 +6,7 @@
 //! claims, delete-on-complete, LISTEN/NOTIFY wake-ups, a user's SQL) slots in beside `seed`
 //! without touching them. Values are always bound parameters.
 
-use crate::scenario::{QueuePlan, VariantName};
+use crate::scenario::{BackoffPlan, Jitter, QueuePlan, VariantName};
 use serde::Deserialize;
 use sqlx::postgres::PgConnection;
 use sqlx::types::Json;
@@ -25,8 +25,10 @@ pub struct VariantSql {
     pub fail: &'static str,
     pub pending_count: &'static str,
     pub reap: &'static str,
+    pub reap_counting: &'static str,
     pub ledger_check: &'static str,
     pub untracked: &'static str,
+    pub job_status: &'static str,
 }
 
 /// The seed article's design, verbatim.
@@ -40,20 +42,44 @@ pub const SEED: VariantSql = VariantSql {
     fail: include_str!("seed/fail.sql"),
     pending_count: include_str!("seed/pending_count.sql"),
     reap: include_str!("seed/reap.sql"),
+    reap_counting: include_str!("seed/reap_counting.sql"),
     ledger_check: include_str!("seed/ledger_check.sql"),
     untracked: include_str!("seed/untracked.sql"),
+    job_status: include_str!("seed/job_status.sql"),
 };
 
 const COMPLETION_AUDIT: &str = include_str!("../../migrations/harness/0001_completion_audit.sql");
 const AUDIT_DUPLICATES: &str = include_str!("audit_duplicates.sql");
+const OUTBOX_SCHEMA: &str = include_str!("../../migrations/outbox/0001_orders.sql");
+const OUTBOX_ORDERS: &str = include_str!("outbox_orders.sql");
+const OUTBOX_PAY: &str = include_str!("outbox_pay.sql");
+const OUTBOX_CHECK: &str = include_str!("outbox_check.sql");
+const OUTBOX_PAID: &str = include_str!("outbox_paid.sql");
+const JOBS_BY_KEY: &str = include_str!("jobs_by_key.sql");
+const TABLE_STATS: &str = include_str!("table_stats.sql");
 
 /// The fields of a job payload the harness reads back. Payloads look like
-/// `{"k":"<run>-p<producer>-<seq>","t":<intended µs on the run clock>,"pad":"…"}`.
+/// `{"k":"<run>-p<producer>-<seq>","t":<intended µs on the run clock>,"pad":"…"}`, plus
+/// `"poison":true` / `"crash":true` for jobs whose handler always fails / crashes, and
+/// `"order":<id>` for outbox jobs.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct JobPayload {
     /// Intended enqueue time, µs on the run clock (see `clock`). Absent in foreign jobs.
     #[serde(default)]
     pub t: Option<u64>,
+    #[serde(default)]
+    pub poison: bool,
+    #[serde(default)]
+    pub crash: bool,
+}
+
+/// Tuple counts and sizes of the queue table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TableStats {
+    pub live_tuples: i64,
+    pub dead_tuples: i64,
+    pub table_bytes: i64,
+    pub total_bytes: i64,
 }
 
 /// A job handed to a worker by the claim statement.
@@ -96,7 +122,7 @@ pub struct TableMismatch {
 #[derive(Clone, Copy)]
 pub struct Queue {
     sql: &'static VariantSql,
-    backoff_unit: Duration,
+    backoff: BackoffPlan,
     max_retries: i32,
 }
 
@@ -107,7 +133,7 @@ impl Queue {
         };
         Queue {
             sql,
-            backoff_unit: plan.backoff_unit,
+            backoff: plan.backoff,
             max_retries: plan.max_retries,
         }
     }
@@ -132,6 +158,82 @@ impl Queue {
         if completion_audit {
             sqlx::raw_sql(COMPLETION_AUDIT).execute(&mut *conn).await?;
         }
+        Ok(())
+    }
+
+    /// Creates the outbox's `orders` table with `orders` unpaid rows.
+    pub async fn install_outbox(&self, conn: &mut PgConnection, orders: u64) -> sqlx::Result<()> {
+        sqlx::raw_sql(OUTBOX_SCHEMA).execute(&mut *conn).await?;
+        sqlx::query(OUTBOX_ORDERS)
+            .bind(orders as i64)
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
+    /// The outbox's business update (inside the enqueue transaction).
+    pub async fn pay_order(&self, conn: &mut PgConnection, order: i64) -> sqlx::Result<u64> {
+        Ok(sqlx::query(OUTBOX_PAY)
+            .bind(order)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected())
+    }
+
+    /// Orders that break the outbox promise: (order id, status, jobs).
+    pub async fn outbox_problems(
+        &self,
+        conn: &mut PgConnection,
+    ) -> sqlx::Result<Vec<(i64, String, i64)>> {
+        sqlx::query_as(OUTBOX_CHECK).fetch_all(&mut *conn).await
+    }
+
+    /// Orders whose business transaction committed.
+    pub async fn paid_orders(&self, conn: &mut PgConnection) -> sqlx::Result<i64> {
+        sqlx::query_scalar(OUTBOX_PAID).fetch_one(&mut *conn).await
+    }
+
+    /// Current status of the given jobs: (id, status); missing jobs are left out.
+    pub async fn job_statuses(
+        &self,
+        conn: &mut PgConnection,
+        ids: &[i64],
+    ) -> sqlx::Result<Vec<(i64, String)>> {
+        sqlx::query_as(self.sql.job_status)
+            .bind(ids)
+            .fetch_all(&mut *conn)
+            .await
+    }
+
+    /// Jobs whose payload key is one of `keys`: (id, key).
+    pub async fn jobs_by_key(
+        &self,
+        conn: &mut PgConnection,
+        keys: &[String],
+    ) -> sqlx::Result<Vec<(i64, String)>> {
+        sqlx::query_as(JOBS_BY_KEY)
+            .bind(keys)
+            .fetch_all(&mut *conn)
+            .await
+    }
+
+    /// Tuple counts and sizes of the queue table.
+    pub async fn table_stats(&self, conn: &mut PgConnection) -> sqlx::Result<TableStats> {
+        let (live_tuples, dead_tuples, table_bytes, total_bytes) =
+            sqlx::query_as(TABLE_STATS).fetch_one(&mut *conn).await?;
+        Ok(TableStats {
+            live_tuples,
+            dead_tuples,
+            table_bytes,
+            total_bytes,
+        })
+    }
+
+    /// `VACUUM job_queue` (outside any transaction).
+    pub async fn vacuum(&self, conn: &mut PgConnection) -> sqlx::Result<()> {
+        sqlx::raw_sql("VACUUM job_queue")
+            .execute(&mut *conn)
+            .await?;
         Ok(())
     }
 
@@ -216,7 +318,14 @@ impl Queue {
         let status: String = sqlx::query_scalar(self.sql.fail)
             .bind(id)
             .bind(error)
-            .bind(self.backoff_unit)
+            .bind(self.backoff.base)
+            .bind(self.backoff.factor)
+            .bind(self.backoff.cap)
+            .bind(match self.backoff.jitter {
+                Jitter::None => 1.0,
+                Jitter::Equal => 0.5,
+                Jitter::Full => 0.0,
+            })
             .fetch_one(&mut *conn)
             .await?;
         Ok(if status == "dead_letter" {
@@ -227,16 +336,27 @@ impl Queue {
     }
 
     /// The stale-job reaper: puts jobs processing for longer than `stale_after` back to
-    /// `pending`; returns their ids.
+    /// `pending` (with `count_as_attempt`, as a failed attempt that can dead-letter them);
+    /// returns the reaped jobs and whether each was dead-lettered.
     pub async fn reap(
         &self,
         conn: &mut PgConnection,
         stale_after: Duration,
-    ) -> sqlx::Result<Vec<i64>> {
-        sqlx::query_scalar(self.sql.reap)
+        count_as_attempt: bool,
+    ) -> sqlx::Result<Vec<(i64, bool)>> {
+        let sql = if count_as_attempt {
+            self.sql.reap_counting
+        } else {
+            self.sql.reap
+        };
+        let rows: Vec<(i64, String)> = sqlx::query_as(sql)
             .bind(stale_after)
             .fetch_all(&mut *conn)
-            .await
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, status)| (id, status == "dead_letter"))
+            .collect())
     }
 
     /// Jobs waiting in `pending` (ready or backing off).

@@ -2,6 +2,7 @@
 //! terminal summary. Exporters only read [`RunResults`]; they never touch the database.
 
 pub mod exporters;
+pub mod faults;
 pub mod summary;
 pub mod terminal;
 

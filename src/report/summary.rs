@@ -2,9 +2,10 @@
 //! Built once from the plan, the measurements and the accounting proof; every exporter and
 //! the terminal summary read this and nothing else.
 
+use super::faults::FaultSummary;
 use crate::accounting::AccountingProof;
 use crate::metrics::{
-    LatencyReport, Measurements, MetricSet, PhaseCounts, TimelineRow, WindowKind,
+    LatencyReport, Ledger, Measurements, MetricSet, PhaseCounts, TimelineRow, WindowKind,
 };
 use crate::scenario::{Plan, Rate};
 use serde::{Deserialize, Serialize};
@@ -33,6 +34,7 @@ pub struct Summary {
     pub accounting: AccountingProof,
     pub queue: QueueInfo,
     pub verdict: Verdict,
+    pub faults: FaultSummary,
     /// Database errors seen by producers and workers, by kind.
     pub errors: BTreeMap<String, u64>,
 }
@@ -187,6 +189,7 @@ impl Summary {
     pub fn build(
         plan: &Plan,
         m: &Measurements,
+        ledger: &Ledger,
         proof: AccountingProof,
         facts: RunFacts,
     ) -> Summary {
@@ -269,6 +272,7 @@ impl Summary {
             sent_late: all.sent_late,
             reaped: all.reaped,
         };
+        let faults = FaultSummary::build(m, &all, ledger, &proof, plan.consumers.claim_mode);
         let verdict = verdict(m, &throughput, &measured_counts);
         Summary {
             schema_version: SCHEMA_VERSION,
@@ -309,6 +313,7 @@ impl Summary {
                 claim_plan_end: facts.claim_plan_end,
             },
             verdict,
+            faults,
             errors: m.errors.clone(),
         }
     }

@@ -91,11 +91,14 @@ fn describe(path: String, message: &str) -> (String, String) {
     if let Some(rest) = message.strip_prefix("unknown field `") {
         let (field, expected) = rest.split_once('`').unwrap_or((rest, ""));
         let expected = expected.trim_start_matches(',').trim();
-        // serde_path_to_error already ends the path with the unknown field.
+        // serde_path_to_error usually ends the path with the unknown field already (not
+        // inside internally tagged tables such as a phase's faults).
         let key = if path.is_empty() {
             field.to_string()
-        } else {
+        } else if path.ends_with(field) {
             path
+        } else {
+            format!("{path}.{field}")
         };
         let hint = if expected.is_empty() {
             String::new()

@@ -1,16 +1,18 @@
 //! Scenario files: the TOML model (`model`), value notations (`values`), reading with
 //! overrides (`load`) and validation into a [`Plan`] (`plan`).
 
+pub mod faults;
 pub mod load;
 pub mod model;
 pub mod plan;
 pub mod values;
 
+pub use faults::{BackendTarget, CrashPoint, FaultSpec, Repeat, ShutdownMode};
 pub use load::Overrides;
-pub use model::{Arrival, ProviderKind, Scenario, VariantName};
+pub use model::{Arrival, ClaimMode, Jitter, ProviderKind, Scenario, VariantName};
 pub use plan::{
-    ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, PhasePlan, Plan, ProducerPlan, QueuePlan,
-    ReaperPlan,
+    BackoffPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan, PhasePlan, Plan,
+    ProducerPlan, QueuePlan, ReaperPlan,
 };
 pub use values::{DurationDist, HumanDuration, Rate};
 

@@ -3,6 +3,7 @@
 //! Serializing a loaded `Scenario` gives the *resolved* scenario (every default filled in),
 //! which each run saves as `scenario.resolved.toml`.
 
+use super::faults::FaultSpec;
 use super::values::{DurationDist, HumanDuration, Rate};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -104,20 +105,58 @@ pub enum VariantName {
 pub struct QueueSection {
     #[serde(default)]
     pub variant: VariantName,
-    /// Unit of the seed's backoff `POWER(2, retry_count) * unit`; the article uses 1 minute.
-    #[serde(default = "defaults::backoff_unit")]
-    pub backoff_unit: HumanDuration,
     /// Value of the `max_retries` column for every job (the table's default is 3).
     #[serde(default = "defaults::max_retries")]
     pub max_retries: i32,
+    #[serde(default)]
+    pub backoff: BackoffSection,
 }
 
 impl Default for QueueSection {
     fn default() -> Self {
         QueueSection {
             variant: VariantName::Seed,
-            backoff_unit: defaults::backoff_unit(),
             max_retries: defaults::max_retries(),
+            backoff: BackoffSection::default(),
+        }
+    }
+}
+
+/// Random spread applied to each backoff delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Jitter {
+    /// The delay as computed (the seed).
+    #[default]
+    None,
+    /// Uniform between 0 and the delay.
+    Full,
+    /// Half the delay plus uniform up to the other half.
+    Equal,
+}
+
+/// Delay before a failed job runs again: `min(base * factor^retry_count, cap)`, then jitter.
+/// The seed's formula is base 1 minute, factor 2, no cap, no jitter.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackoffSection {
+    #[serde(default = "defaults::backoff_base")]
+    pub base: HumanDuration,
+    #[serde(default = "defaults::backoff_factor")]
+    pub factor: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap: Option<HumanDuration>,
+    #[serde(default)]
+    pub jitter: Jitter,
+}
+
+impl Default for BackoffSection {
+    fn default() -> Self {
+        BackoffSection {
+            base: defaults::backoff_base(),
+            factor: defaults::backoff_factor(),
+            cap: None,
+            jitter: Jitter::None,
         }
     }
 }
@@ -158,6 +197,14 @@ pub struct ProducersSection {
     /// A job whose insert starts later than this after its intended time counts as sent late.
     #[serde(default = "defaults::late_after")]
     pub late_after: HumanDuration,
+    /// Fraction of jobs whose handler always fails (poison jobs: they end in `dead_letter`).
+    #[serde(default)]
+    pub poison_fraction: f64,
+    /// Fraction of jobs whose handler always crashes its worker.
+    #[serde(default)]
+    pub crash_fraction: f64,
+    #[serde(default)]
+    pub outbox: OutboxSection,
 }
 
 impl Default for ProducersSection {
@@ -171,6 +218,43 @@ impl Default for ProducersSection {
             job_types: defaults::job_types(),
             priorities: defaults::priorities(),
             late_after: defaults::late_after(),
+            poison_fraction: 0.0,
+            crash_fraction: 0.0,
+            outbox: OutboxSection::default(),
+        }
+    }
+}
+
+/// The seed's transactional outbox: each enqueue is part of a business transaction that
+/// marks an `orders` row paid, and some of those transactions roll back.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutboxSection {
+    #[serde(default)]
+    pub enabled: bool,
+    /// Fraction of business transactions that roll back (their job must never run).
+    #[serde(default)]
+    pub rollback_rate: f64,
+}
+
+/// When a worker's claim is committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimMode {
+    /// The seed: claim, run the handler and complete in one transaction; a crash rolls the
+    /// claim back by itself.
+    #[default]
+    InTransaction,
+    /// Commit `processing` first, run the handler outside any transaction, complete in a
+    /// second transaction; only the reaper rescues a crashed worker's job.
+    Committed,
+}
+
+impl ClaimMode {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ClaimMode::InTransaction => "in_transaction",
+            ClaimMode::Committed => "committed",
         }
     }
 }
@@ -184,6 +268,14 @@ pub struct ConsumersSection {
     #[serde(default = "defaults::poll_interval")]
     pub poll_interval: HumanDuration,
     #[serde(default)]
+    pub claim_mode: ClaimMode,
+    /// Run each worker as a child process of the runner (needed to kill or freeze workers).
+    #[serde(default)]
+    pub processes: bool,
+    /// How long a crashed or killed worker stays down before it is replaced.
+    #[serde(default = "defaults::restart_after")]
+    pub restart_after: HumanDuration,
+    #[serde(default)]
     pub handler: HandlerSection,
 }
 
@@ -192,6 +284,9 @@ impl Default for ConsumersSection {
         ConsumersSection {
             count: 1,
             poll_interval: defaults::poll_interval(),
+            claim_mode: ClaimMode::InTransaction,
+            processes: false,
+            restart_after: defaults::restart_after(),
             handler: HandlerSection::default(),
         }
     }
@@ -218,6 +313,10 @@ pub struct ReaperSection {
     /// Jobs `processing` for longer than this go back to `pending` (the article: 10 minutes).
     #[serde(default = "defaults::stale_after")]
     pub stale_after: HumanDuration,
+    /// Count a reap as a failed attempt (retry_count + 1, dead letter at max_retries). The
+    /// seed does not, so a job that always crashes its worker is retried forever.
+    #[serde(default)]
+    pub count_as_attempt: bool,
 }
 
 impl Default for ReaperSection {
@@ -226,6 +325,7 @@ impl Default for ReaperSection {
             enabled: true,
             interval: defaults::reaper_interval(),
             stale_after: defaults::stale_after(),
+            count_as_attempt: false,
         }
     }
 }
@@ -275,6 +375,9 @@ pub struct PhaseSection {
     /// Warm-up phases set this to false: their work runs but is not measured.
     #[serde(default = "defaults::yes")]
     pub measured: bool,
+    /// Faults injected during this phase.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultSpec>,
 }
 
 mod defaults {
@@ -289,8 +392,11 @@ mod defaults {
     pub fn startup_timeout() -> HumanDuration {
         HumanDuration::from_secs(60)
     }
-    pub fn backoff_unit() -> HumanDuration {
+    pub fn backoff_base() -> HumanDuration {
         HumanDuration::from_secs(1)
+    }
+    pub fn backoff_factor() -> f64 {
+        2.0
     }
     pub fn max_retries() -> i32 {
         3
@@ -308,6 +414,9 @@ mod defaults {
         HumanDuration::from_millis(5)
     }
     pub fn poll_interval() -> HumanDuration {
+        HumanDuration::from_secs(1)
+    }
+    pub fn restart_after() -> HumanDuration {
         HumanDuration::from_secs(1)
     }
     pub fn reaper_interval() -> HumanDuration {

@@ -1,9 +1,11 @@
 //! The plan: a scenario after validation, with every default and inherited value resolved.
 //! Everything downstream of `scenario` takes a `Plan`, never TOML.
 
-use super::model::{Arrival, ProviderKind, Scenario, VariantName};
+use super::faults::{FaultSpec, Repeat};
+use super::model::{Arrival, ClaimMode, Jitter, ProviderKind, Scenario, VariantName};
 use super::values::{DurationDist, Rate};
 use crate::error::InputError;
+use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -41,11 +43,20 @@ pub struct DatabasePlan {
     pub settings: Vec<(String, String)>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct QueuePlan {
     pub variant: VariantName,
-    pub backoff_unit: Duration,
     pub max_retries: i32,
+    pub backoff: BackoffPlan,
+}
+
+/// `min(base * factor^retry_count, cap)`, then jitter.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct BackoffPlan {
+    pub base: Duration,
+    pub factor: f64,
+    pub cap: Option<Duration>,
+    pub jitter: Jitter,
 }
 
 #[derive(Debug, Clone)]
@@ -57,16 +68,32 @@ pub struct ProducerPlan {
     pub job_types: Vec<(String, u32)>,
     pub priorities: Vec<(i32, u32)>,
     pub late_after: Duration,
-}
-
-#[derive(Debug, Clone)]
-pub struct ConsumerPlan {
-    pub count: usize,
-    pub poll_interval: Duration,
-    pub handler: HandlerPlan,
+    /// Fraction of jobs whose handler always fails.
+    pub poison_fraction: f64,
+    /// Fraction of jobs whose handler always crashes its worker.
+    pub crash_fraction: f64,
+    /// Enqueue inside a business transaction (the seed's outbox), when set.
+    pub outbox: Option<OutboxPlan>,
 }
 
 #[derive(Debug, Clone, Copy)]
+pub struct OutboxPlan {
+    pub rollback_rate: f64,
+    /// Rows created in `orders` before the load: at least one per job the phases schedule.
+    pub orders: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConsumerPlan {
+    pub count: usize,
+    pub poll_interval: Duration,
+    pub claim_mode: ClaimMode,
+    pub processes: bool,
+    pub restart_after: Duration,
+    pub handler: HandlerPlan,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct HandlerPlan {
     pub duration: DurationDist,
     pub error_rate: f64,
@@ -76,6 +103,7 @@ pub struct HandlerPlan {
 pub struct ReaperPlan {
     pub interval: Duration,
     pub stale_after: Duration,
+    pub count_as_attempt: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -84,6 +112,7 @@ pub struct PhasePlan {
     pub duration: Duration,
     pub rate: Rate,
     pub measured: bool,
+    pub faults: Vec<FaultSpec>,
 }
 
 /// Values the plan takes from the environment when neither the file nor a flag sets them.
@@ -188,10 +217,28 @@ impl Plan {
                 format!("must be between 0 and 1000, got {}", q.max_retries),
             ));
         }
+        let b = &q.backoff;
+        if !(b.factor.is_finite() && (1.0..=100.0).contains(&b.factor)) {
+            return Err(err(
+                "queue.backoff.factor",
+                format!("must be between 1 and 100, got {}", b.factor),
+            ));
+        }
+        if b.base.0 > 24 * HOUR || b.cap.is_some_and(|c| c.0 > 24 * HOUR) {
+            return Err(err(
+                "queue.backoff",
+                "base and cap must be at most 24h".into(),
+            ));
+        }
         let queue = QueuePlan {
             variant: q.variant,
-            backoff_unit: q.backoff_unit.0,
             max_retries: q.max_retries,
+            backoff: BackoffPlan {
+                base: b.base.0,
+                factor: b.factor,
+                cap: b.cap.map(|c| c.0),
+                jitter: b.jitter,
+            },
         };
 
         // producers
@@ -236,6 +283,29 @@ impl Plan {
         if p.late_after.0.is_zero() {
             return Err(err("producers.late_after", "must be more than 0s".into()));
         }
+        for (k, f) in [
+            ("producers.poison_fraction", p.poison_fraction),
+            ("producers.crash_fraction", p.crash_fraction),
+        ] {
+            if !(0.0..=1.0).contains(&f) {
+                return Err(err(k, format!("must be between 0.0 and 1.0, got {f}")));
+            }
+        }
+        if p.poison_fraction + p.crash_fraction > 1.0 {
+            return Err(err(
+                "producers.crash_fraction",
+                "poison_fraction + crash_fraction must be at most 1.0".into(),
+            ));
+        }
+        if !(0.0..=1.0).contains(&p.outbox.rollback_rate) {
+            return Err(err(
+                "producers.outbox.rollback_rate",
+                format!(
+                    "must be between 0.0 and 1.0, got {}",
+                    p.outbox.rollback_rate
+                ),
+            ));
+        }
         let producers = ProducerPlan {
             count: p.count as usize,
             arrival: p.arrival,
@@ -244,6 +314,9 @@ impl Plan {
             job_types: p.job_types.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             priorities,
             late_after: p.late_after.0,
+            poison_fraction: p.poison_fraction,
+            crash_fraction: p.crash_fraction,
+            outbox: None,
         };
 
         // consumers
@@ -266,6 +339,9 @@ impl Plan {
         let consumers = ConsumerPlan {
             count: c.count as usize,
             poll_interval: c.poll_interval.0,
+            claim_mode: c.claim_mode,
+            processes: c.processes,
+            restart_after: c.restart_after.0,
             handler: HandlerPlan {
                 duration: h.duration,
                 error_rate: h.error_rate,
@@ -304,11 +380,16 @@ impl Plan {
                 )
             })?;
             ph.rate = Some(rate);
+            for (j, f) in ph.faults.iter().enumerate() {
+                check_fault(f, ph.duration.0, c.processes)
+                    .map_err(|reason| err(&format!("phases[{i}].faults[{j}]"), reason))?;
+            }
             phases.push(PhasePlan {
                 name: ph.name.clone(),
                 duration: ph.duration.0,
                 rate,
                 measured: ph.measured,
+                faults: ph.faults.clone(),
             });
         }
         if !phases.iter().any(|p| p.measured) {
@@ -324,7 +405,28 @@ impl Plan {
         let reaper = r.enabled.then_some(ReaperPlan {
             interval: r.interval.0,
             stale_after: r.stale_after.0,
+            count_as_attempt: r.count_as_attempt,
         });
+        let mut producers = producers;
+        if p.outbox.enabled {
+            // One order row per job the phases can schedule (Poisson gaps get a margin).
+            let mut jobs = 0.0;
+            for (i, ph) in phases.iter().enumerate() {
+                match ph.rate {
+                    Rate::PerSecond(r) => jobs += r * ph.duration.as_secs_f64(),
+                    Rate::Max => {
+                        return Err(err(
+                            &format!("phases[{i}].rate"),
+                            "the outbox needs an offered rate (not \"max\") to size its orders table".into(),
+                        ));
+                    }
+                }
+            }
+            producers.outbox = Some(OutboxPlan {
+                rollback_rate: p.outbox.rollback_rate,
+                orders: (jobs * 1.5) as u64 + 1000 + 10 * producers.count as u64,
+            });
+        }
         if scenario.drain.timeout.0.is_zero() {
             return Err(err("drain.timeout", "must be more than 0s".into()));
         }
@@ -363,6 +465,83 @@ impl Plan {
         }
         toml::to_string_pretty(&s)
             .unwrap_or_else(|e| format!("# could not serialize the scenario: {e}\n"))
+    }
+}
+
+/// Validates one fault of a phase lasting `phase`; the error is the reason.
+fn check_fault(f: &FaultSpec, phase: Duration, processes: bool) -> Result<(), String> {
+    match f {
+        FaultSpec::CrashWorkers {
+            every, rate, count, ..
+        }
+        | FaultSpec::KillWorkers { every, rate, count }
+        | FaultSpec::KillBackends {
+            every, rate, count, ..
+        } => {
+            match f.repeat() {
+                Some(Repeat::Every(d)) if d < Duration::from_millis(10) => {
+                    return Err("every must be at least 10ms".into());
+                }
+                Some(Repeat::Rate(r)) if !(r > 0.0 && r <= 1000.0) => {
+                    return Err(format!(
+                        "rate must be above 0 and at most 1000 per second, got {r}"
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    let both = every.is_some() && rate.is_some();
+                    return Err(if both {
+                        "give every or rate, not both"
+                    } else {
+                        "give every (e.g. \"2s\") or rate (per second)"
+                    }
+                    .into());
+                }
+            }
+            if *count == 0 || *count > 1000 {
+                return Err(format!("count must be between 1 and 1000, got {count}"));
+            }
+        }
+        FaultSpec::FreezeWorkers { count, after, .. } => {
+            if *count == 0 || *count > 1000 {
+                return Err(format!("count must be between 1 and 1000, got {count}"));
+            }
+            if after.0 >= phase {
+                return Err("after must fall inside the phase".into());
+            }
+        }
+        FaultSpec::RestartServer {
+            after, down_for, ..
+        } => {
+            if after.0 >= phase {
+                return Err("after must fall inside the phase".into());
+            }
+            if down_for.0 > HOUR {
+                return Err("down_for must be at most 1h".into());
+            }
+        }
+        FaultSpec::ActiveReaders { count } if *count == 0 || *count > 1000 => {
+            return Err(format!("count must be between 1 and 1000, got {count}"));
+        }
+        FaultSpec::PoolExhaustion { connections } if *connections == 0 || *connections > 10_000 => {
+            return Err(format!(
+                "connections must be between 1 and 10000, got {connections}"
+            ));
+        }
+        _ => {}
+    }
+    match f {
+        FaultSpec::KillWorkers { .. } | FaultSpec::FreezeWorkers { .. } if !processes => {
+            Err(format!(
+                "{} needs worker processes: set consumers.processes = true",
+                f.kind()
+            ))
+        }
+        FaultSpec::CrashWorkers { .. } if processes => Err(
+            "crash_workers crashes worker tasks; with consumers.processes = true use kill_workers"
+                .into(),
+        ),
+        _ => Ok(()),
     }
 }
 

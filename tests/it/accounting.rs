@@ -1,7 +1,15 @@
 //! The accounting proof can fail: rows changed behind the harness's back are named.
 
 use crate::support::{SMALL, plan, run_plan};
-use dbq_bench::accounting::prove;
+use dbq_bench::accounting::{ProofOptions, prove};
+use dbq_bench::scenario::ClaimMode;
+
+const OPTIONS: ProofOptions = ProofOptions {
+    audit: true,
+    drained: true,
+    claim_mode: ClaimMode::InTransaction,
+    outbox: false,
+};
 use dbq_bench::queue::Queue;
 use sqlx::Connection;
 
@@ -19,7 +27,7 @@ async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_ba
     let queue = Queue::new(&p.queue);
 
     // Untouched, the proof still holds.
-    let again = prove(&mut conn, &queue, &outcome.ledger, true, true)
+    let again = prove(&mut conn, &queue, &mut outcome.ledger.clone(), OPTIONS)
         .await
         .unwrap();
     assert!(again.ok, "{}", again.verdict);
@@ -52,7 +60,7 @@ async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_ba
         .await
         .unwrap();
 
-    let proof = prove(&mut conn, &queue, &outcome.ledger, true, true)
+    let proof = prove(&mut conn, &queue, &mut outcome.ledger.clone(), OPTIONS)
         .await
         .unwrap();
     assert!(!proof.ok);
@@ -80,7 +88,7 @@ async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_ba
         .execute(&mut conn)
         .await
         .unwrap();
-    let proof = prove(&mut conn, &queue, &outcome.ledger, true, true)
+    let proof = prove(&mut conn, &queue, &mut outcome.ledger.clone(), OPTIONS)
         .await
         .unwrap();
     assert_eq!(proof.untracked_count, 1);

@@ -233,10 +233,10 @@ async fn the_reaper_returns_only_stale_processing_jobs_to_pending() {
     sqlx::query("UPDATE job_queue SET status = 'done', started_at = now() - interval '1 hour' WHERE id = $1").bind(ids[2]).execute(&mut conn).await.unwrap();
 
     let reaped = queue
-        .reap(&mut conn, std::time::Duration::from_secs(600))
+        .reap(&mut conn, std::time::Duration::from_secs(600), false)
         .await
         .unwrap();
-    assert_eq!(reaped, vec![ids[0]]);
+    assert_eq!(reaped, vec![(ids[0], false)]);
     let (status, started, error): (String, Option<String>, Option<String>) =
         sqlx::query_as("SELECT status, started_at::text, error_msg FROM job_queue WHERE id = $1")
             .bind(ids[0])

@@ -90,7 +90,7 @@ pub async fn run_plan(plan: &Plan, keep: bool) -> (RunOutcome, tempfile::TempDir
 pub const SMALL: &str = r#"
 seed = 7
 [queue]
-backoff_unit = "10ms"
+backoff = { base = "10ms" }
 [producers]
 count = 2
 rate = 200

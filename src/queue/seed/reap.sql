@@ -6,4 +6,4 @@ SET    status     = 'pending',
        error_msg  = 'Worker timeout'
 WHERE  status     = 'processing'
   AND  started_at < NOW() - $1::interval
-RETURNING id
+RETURNING id, status

@@ -1,0 +1,204 @@
+//! Faults on the database: terminated backends, a restarted server, a pinned xmin horizon,
+//! long REPEATABLE READ readers, and held connections.
+
+use super::Job;
+use crate::fleet::sleep_or_stop;
+use crate::metrics::Event;
+use crate::scenario::{BackendTarget, ShutdownMode};
+use sqlx::Connection;
+use sqlx::postgres::PgConnection;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Terminates up to $2 backends of this run whose `application_name` matches one of the
+/// patterns $1, chosen at random.
+const TERMINATE_BACKENDS: &str = "
+SELECT pg_terminate_backend(pid)
+FROM  (SELECT pid
+       FROM   pg_stat_activity
+       WHERE  datname = current_database()
+         AND  application_name LIKE ANY($1::text[])
+         AND  pid <> pg_backend_pid()
+       ORDER  BY random()
+       LIMIT  $2) AS victims";
+
+/// A scan that keeps a REPEATABLE READ snapshot busy.
+const READER_SCAN: &str = "SELECT count(*) FROM job_queue";
+
+async fn connect(job: &Job, role: &str) -> Option<PgConnection> {
+    match job.ctx.schema.connect_as(role).await {
+        Ok(c) => Some(c),
+        Err(e) => {
+            job.record(job.now(), job.now(), 0, format!("could not connect: {e:#}"));
+            None
+        }
+    }
+}
+
+pub(super) async fn kill_backends(job: &Job, target: BackendTarget, count: u32) {
+    let at = job.now();
+    let Some(mut conn) = connect(job, "fault").await else {
+        return;
+    };
+    let pattern = |role: &str| format!("{}%", job.ctx.schema.application_name(role));
+    let patterns = match target {
+        BackendTarget::Workers => vec![pattern("worker-")],
+        BackendTarget::Producers => vec![pattern("producer-")],
+        BackendTarget::All => vec![pattern("worker-"), pattern("producer-")],
+    };
+    let result: Result<Vec<bool>, _> = sqlx::query_scalar(TERMINATE_BACKENDS)
+        .bind(&patterns)
+        .bind(count as i64)
+        .fetch_all(&mut conn)
+        .await;
+    match result {
+        Ok(done) => {
+            let n = done.iter().filter(|ok| **ok).count() as u64;
+            job.record(
+                at,
+                at,
+                n,
+                format!("pg_terminate_backend on {n} {target:?} backend(s)").to_lowercase(),
+            );
+        }
+        Err(e) => job.record(at, at, 0, format!("pg_terminate_backend failed: {e}")),
+    }
+    conn.close().await.ok();
+}
+
+pub(super) async fn restart_server(job: &Job, mode: ShutdownMode, down_for: Duration) {
+    let at = job.now();
+    let result = job
+        .ctx
+        .server
+        .restart(mode, down_for, job.ctx.startup_timeout)
+        .await;
+    let detail = format!(
+        "{mode:?} shutdown, down {}",
+        humantime::format_duration(down_for)
+    )
+    .to_lowercase();
+    match result {
+        Ok(()) => job.record(
+            at,
+            job.now(),
+            1,
+            format!("{detail}; accepting connections again"),
+        ),
+        Err(e) => job.record(at, job.now(), 0, format!("{detail}; failed: {e:#}")),
+    }
+}
+
+async fn probe(job: &Job, conn: &mut PgConnection, label: &str, vacuum: bool) {
+    if vacuum && let Err(e) = job.ctx.queue.vacuum(conn).await {
+        job.record(job.now(), job.now(), 0, format!("VACUUM failed: {e}"));
+    }
+    if let Ok(stats) = job.ctx.queue.table_stats(conn).await {
+        job.emit(Event::TableProbe {
+            at_us: job.now(),
+            label: label.into(),
+            stats,
+        });
+    }
+}
+
+/// Holds a transaction with an XID open for the whole phase (pinning the xmin horizon).
+/// Probes the queue table before, at the end of the hold (after a VACUUM, which can remove
+/// nothing newer than the held XID), and after releasing it (after another VACUUM).
+pub(super) async fn hold_xmin(job: &Job, stop: &CancellationToken) {
+    let at = job.now();
+    let Some(mut probe_conn) = connect(job, "fault").await else {
+        return;
+    };
+    let Some(mut holder) = connect(job, "fault-xmin").await else {
+        return;
+    };
+    probe(job, &mut probe_conn, "before", false).await;
+    let xid: Result<i64, _> = async {
+        sqlx::raw_sql("BEGIN").execute(&mut holder).await?;
+        sqlx::query_scalar("SELECT txid_current()")
+            .fetch_one(&mut holder)
+            .await
+    }
+    .await;
+    let detail = match &xid {
+        Ok(x) => format!("xid {x} held open"),
+        Err(e) => format!("could not open the transaction: {e}"),
+    };
+    sleep_or_stop(job.ctx.clock.until(job.end_us), stop).await;
+    probe(job, &mut probe_conn, "during (VACUUM while held)", true).await;
+    sqlx::raw_sql("ROLLBACK").execute(&mut holder).await.ok();
+    holder.close().await.ok();
+    let released = job.now();
+    probe(job, &mut probe_conn, "after (VACUUM once released)", true).await;
+    probe_conn.close().await.ok();
+    job.record(at, released, xid.is_ok() as u64, detail);
+}
+
+/// `count` REPEATABLE READ transactions, each scanning the queue table every 100 ms for the
+/// whole phase on one snapshot.
+pub(super) async fn active_readers(job: &Job, count: u32, stop: &CancellationToken) {
+    let at = job.now();
+    let mut readers = tokio::task::JoinSet::new();
+    for i in 0..count {
+        let Some(mut conn) = connect(job, &format!("fault-reader-{i}")).await else {
+            continue;
+        };
+        let (stop, end_us, clock) = (stop.clone(), job.end_us, job.ctx.clock);
+        readers.spawn(async move {
+            let mut scans = 0u64;
+            if sqlx::raw_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                .execute(&mut conn)
+                .await
+                .is_ok()
+            {
+                while clock.now_us() < end_us && !stop.is_cancelled() {
+                    if sqlx::query(READER_SCAN).execute(&mut conn).await.is_err() {
+                        break;
+                    }
+                    scans += 1;
+                    sleep_or_stop(Duration::from_millis(100), &stop).await;
+                }
+                sqlx::raw_sql("COMMIT").execute(&mut conn).await.ok();
+            }
+            conn.close().await.ok();
+            scans
+        });
+    }
+    let (started, mut scans) = (readers.len() as u64, 0);
+    while let Some(r) = readers.join_next().await {
+        scans += r.unwrap_or(0);
+    }
+    job.record(
+        at,
+        job.now(),
+        started,
+        format!("{started} REPEATABLE READ reader(s), {scans} scans of job_queue"),
+    );
+}
+
+/// Opens up to `connections` idle connections and holds them for the whole phase.
+pub(super) async fn hold_connections(job: &Job, connections: u32, stop: &CancellationToken) {
+    let at = job.now();
+    let mut held = Vec::new();
+    let mut refused = None;
+    for i in 0..connections {
+        match job.ctx.schema.connect_as(&format!("fault-idle-{i}")).await {
+            Ok(c) => held.push(c),
+            Err(e) => {
+                refused = Some(format!("{e:#}"));
+                break;
+            }
+        }
+    }
+    sleep_or_stop(job.ctx.clock.until(job.end_us), stop).await;
+    let opened = held.len() as u64;
+    for c in held {
+        c.close().await.ok();
+    }
+    let detail = match refused {
+        Some(e) => format!("held {opened} of {connections} idle connection(s); then refused: {e}"),
+        None => format!("held {opened} idle connection(s)"),
+    };
+    job.record(at, job.now(), opened, detail);
+}

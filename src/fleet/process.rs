@@ -1,0 +1,229 @@
+//! Worker processes (`consumers.processes = true`): each consumer slot is a child process
+//! (`dbq-bench worker`, hidden) running one [`Worker`], so that it can be SIGKILLed or
+//! SIGSTOPped like a real worker. The child writes its events as JSON lines on stdout,
+//! flushed one by one, and the supervisor in the runner forwards them to the recorder; it
+//! also tracks which job each child holds, so that when a child dies the job is reported as
+//! in doubt. A child exits when its stdin closes (the runner is gone) or on SIGTERM.
+
+use super::consumer::{CrashAction, Worker};
+use super::registry::WorkerRegistry;
+use super::{FleetContext, sleep_or_stop};
+use crate::clock::RunClock;
+use crate::db::RunSchema;
+use crate::metrics::{Event, JobId};
+use crate::queue::Queue;
+use crate::scenario::{ConsumerPlan, QueuePlan};
+use anyhow::{Context, Result};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::process::Stdio;
+use std::sync::Arc;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// Environment variable carrying a child's [`WorkerConfig`] as JSON.
+pub const CONFIG_VAR: &str = "DBQ_BENCH_WORKER";
+
+/// Everything a worker process needs, passed from the runner.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerConfig {
+    pub slot: u32,
+    /// Connection URL with the run schema as `search_path`.
+    pub url: String,
+    pub schema: String,
+    /// The runner's run-clock epoch, so the child's timestamps share its time base.
+    pub clock_epoch_ns: u64,
+    pub seed: u64,
+    pub consumers: ConsumerPlan,
+    pub queue: QueuePlan,
+}
+
+/// One supervisor task per slot: starts the slot's process, forwards its events, restarts
+/// it `restart_after` after it dies, and stops it (SIGTERM) when `stop` is cancelled.
+pub fn spawn_processes(
+    config: &WorkerConfig,
+    ctx: &FleetContext,
+    registry: &Arc<WorkerRegistry>,
+    stop: &CancellationToken,
+) -> JoinSet<()> {
+    let mut set = JoinSet::new();
+    for slot in 0..registry.len() as u32 {
+        let config = WorkerConfig {
+            slot,
+            ..config.clone()
+        };
+        set.spawn(supervise(
+            config,
+            ctx.clone(),
+            registry.clone(),
+            stop.clone(),
+        ));
+    }
+    set
+}
+
+async fn supervise(
+    config: WorkerConfig,
+    ctx: FleetContext,
+    registry: Arc<WorkerRegistry>,
+    stop: CancellationToken,
+) {
+    let slot = config.slot;
+    let json = serde_json::to_string(&config).expect("worker config serializes");
+    let exe = std::env::current_exe().unwrap_or_else(|_| "dbq-bench".into());
+    while !stop.is_cancelled() {
+        let spawned = tokio::process::Command::new(&exe)
+            .arg("worker")
+            .env(CONFIG_VAR, &json)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn();
+        let mut child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                ctx.emit(Event::WorkerError {
+                    at_us: ctx.clock.now_us(),
+                    error: format!("cannot start a worker process: {e}"),
+                    job: None,
+                    in_doubt: false,
+                });
+                sleep_or_stop(config.consumers.restart_after, &stop).await;
+                continue;
+            }
+        };
+        let pid = child.id().unwrap_or(0) as i32;
+        registry.set_pid(slot, pid);
+        // Held open while the child runs: it exits when this closes.
+        let _stdin = child.stdin.take();
+        let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+        let mut stderr = child.stderr.take().expect("piped");
+        let mut in_flight: Option<JobId> = None;
+        let mut stopping = false;
+        loop {
+            tokio::select! {
+                line = lines.next_line() => match line {
+                    Ok(Some(line)) => {
+                        if let Ok(event) = serde_json::from_str::<Event>(&line) {
+                            track(&mut in_flight, &event);
+                            registry.set_in_flight(slot, in_flight);
+                            ctx.emit(event);
+                        }
+                    }
+                    _ => break,
+                },
+                _ = stop.cancelled(), if !stopping => {
+                    stopping = true;
+                    // A frozen child must run again to see the SIGTERM.
+                    let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+                    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+                }
+            }
+        }
+        let status = child.wait().await;
+        registry.set_pid(slot, 0);
+        registry.set_in_flight(slot, None);
+        let clean = status.as_ref().is_ok_and(|s| s.success());
+        if clean && stopping {
+            break;
+        }
+        let mut err_text = String::new();
+        let _ = stderr.read_to_string(&mut err_text).await;
+        let cause = match status {
+            Ok(s) => match s.signal() {
+                Some(sig) => Signal::try_from(sig)
+                    .map_or(format!("signal {sig}"), |s| s.as_str().to_string()),
+                None => format!("exit status {}", s.code().unwrap_or(-1)),
+            },
+            Err(e) => format!("lost: {e}"),
+        };
+        let tail = err_text
+            .lines()
+            .last()
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default();
+        ctx.emit(Event::WorkerCrashed {
+            at_us: ctx.clock.now_us(),
+            slot,
+            job: in_flight,
+            cause: format!("{cause}{tail}"),
+        });
+        sleep_or_stop(config.consumers.restart_after, &stop).await;
+    }
+}
+
+/// Which job a worker holds, from the events it sends.
+fn track(in_flight: &mut Option<JobId>, event: &Event) {
+    match event {
+        Event::Claimed { job, .. } => *in_flight = Some(*job),
+        Event::Completed { .. }
+        | Event::Failed { .. }
+        | Event::WorkerError { .. }
+        | Event::WorkerCrashed { .. } => *in_flight = None,
+        _ => {}
+    }
+}
+
+/// The child's side: `dbq-bench worker`. Reads its configuration from the environment, runs
+/// one worker, writes events to stdout. Returns when stopped.
+pub async fn worker_main() -> Result<()> {
+    let json = std::env::var(CONFIG_VAR).with_context(|| {
+        format!("{CONFIG_VAR} is not set: `worker` is started by `dbq-bench run`")
+    })?;
+    let config: WorkerConfig =
+        serde_json::from_str(&json).context("reading the worker configuration")?;
+    let schema = RunSchema::from_url(&config.url, &config.schema)?;
+    let (events, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    let ctx = FleetContext {
+        queue: Queue::new(&config.queue),
+        schema,
+        clock: RunClock::from_epoch(config.clock_epoch_ns),
+        events,
+    };
+    let stop = CancellationToken::new();
+
+    // Stop on SIGTERM, and when the runner goes away (stdin closes).
+    let on_signal = stop.clone();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::spawn(async move {
+        term.recv().await;
+        on_signal.cancel();
+    });
+    let on_eof = stop.clone();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 64];
+        let mut stdin = tokio::io::stdin();
+        while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+        on_eof.cancel();
+    });
+    // One line per event, flushed at once: work done just before a kill still reaches the runner.
+    let writer = tokio::task::spawn_blocking(move || {
+        let mut out = std::io::stdout().lock();
+        while let Some(event) = rx.blocking_recv() {
+            if serde_json::to_writer(&mut out, &event).is_err()
+                || out.write_all(b"\n").is_err()
+                || out.flush().is_err()
+            {
+                break;
+            }
+        }
+    });
+
+    let registry = Arc::new(WorkerRegistry::new(config.slot as usize + 1));
+    let worker = Worker::new(
+        &config.consumers,
+        config.seed,
+        config.slot,
+        ctx,
+        registry,
+        CrashAction::KillProcess,
+    );
+    worker.run(stop).await;
+    writer.await.ok();
+    Ok(())
+}

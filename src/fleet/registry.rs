@@ -1,0 +1,98 @@
+//! The worker registry: what fault injectors may know about and do to consumer workers
+//! without reaching into them: which process each slot runs in, which job it holds, and an
+//! armed crash for task workers.
+
+use crate::metrics::JobId;
+use crate::scenario::CrashPoint;
+use rand::Rng;
+use rand::seq::SliceRandom;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+
+#[derive(Debug, Default)]
+pub struct WorkerSlot {
+    /// Pid of the slot's worker process; 0 for task workers and while restarting.
+    pid: AtomicI32,
+    /// Job the worker holds; 0 when none (job ids start at 1).
+    in_flight: AtomicI64,
+    /// A crash armed by `crash_workers`, taken by the worker when it reaches that point.
+    crash: Mutex<Option<CrashPoint>>,
+}
+
+#[derive(Debug)]
+pub struct WorkerRegistry {
+    slots: Vec<WorkerSlot>,
+}
+
+impl WorkerRegistry {
+    pub fn new(count: usize) -> WorkerRegistry {
+        WorkerRegistry {
+            slots: (0..count).map(|_| WorkerSlot::default()).collect(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    pub fn set_pid(&self, slot: u32, pid: i32) {
+        self.slots[slot as usize].pid.store(pid, Ordering::Release);
+    }
+
+    pub fn pid(&self, slot: u32) -> i32 {
+        self.slots[slot as usize].pid.load(Ordering::Acquire)
+    }
+
+    pub fn set_in_flight(&self, slot: u32, job: Option<JobId>) {
+        self.slots[slot as usize]
+            .in_flight
+            .store(job.unwrap_or(0), Ordering::Release);
+    }
+
+    pub fn in_flight(&self, slot: u32) -> Option<JobId> {
+        Some(self.slots[slot as usize].in_flight.load(Ordering::Acquire)).filter(|j| *j != 0)
+    }
+
+    /// Arms a crash at `point` on `count` distinct task workers chosen at random.
+    pub fn arm_crashes(&self, count: usize, point: CrashPoint, rng: &mut impl Rng) -> usize {
+        let mut slots: Vec<usize> = (0..self.slots.len()).collect();
+        slots.shuffle(rng);
+        let mut armed = 0;
+        for i in slots.into_iter().take(count) {
+            if let Ok(mut c) = self.slots[i].crash.lock() {
+                *c = Some(point);
+                armed += 1;
+            }
+        }
+        armed
+    }
+
+    /// True (once) if a crash is armed for this slot at `point`.
+    pub fn take_crash(&self, slot: u32, point: CrashPoint) -> bool {
+        match self.slots[slot as usize].crash.lock() {
+            Ok(mut c) if *c == Some(point) => {
+                *c = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Running worker processes `(slot, pid)`, those holding a job first, each group in
+    /// random order.
+    pub fn processes(&self, rng: &mut impl Rng) -> Vec<(u32, i32)> {
+        let mut running: Vec<(u32, i32, bool)> = (0..self.slots.len() as u32)
+            .filter_map(|s| {
+                let pid = self.pid(s);
+                (pid > 0).then(|| (s, pid, self.in_flight(s).is_some()))
+            })
+            .collect();
+        running.shuffle(rng);
+        running.sort_by_key(|(_, _, busy)| !busy);
+        running.into_iter().map(|(s, pid, _)| (s, pid)).collect()
+    }
+}

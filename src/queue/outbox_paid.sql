@@ -1,0 +1,2 @@
+-- Orders whose business transaction committed.
+SELECT count(*) FROM orders WHERE status = 'paid'

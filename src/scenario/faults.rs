@@ -1,0 +1,158 @@
+//! Faults a phase can inject, as written in a scenario (`[[phases.faults]]`, chosen by
+//! `kind`). The `faults` module carries them out; the README's "Faults" section explains each.
+
+use super::values::HumanDuration;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FaultSpec {
+    /// A worker task dies at a chosen point of its job: its connection is dropped without
+    /// commit or rollback. Needs `consumers.processes = false`.
+    CrashWorkers {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        every: Option<HumanDuration>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rate: Option<f64>,
+        #[serde(default = "one")]
+        count: u32,
+        #[serde(default)]
+        at: CrashPoint,
+    },
+    /// SIGKILL worker processes. Needs `consumers.processes = true`.
+    KillWorkers {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        every: Option<HumanDuration>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rate: Option<f64>,
+        #[serde(default = "one")]
+        count: u32,
+    },
+    /// SIGSTOP worker processes (connection open, nothing answering), SIGCONT them later.
+    /// Needs `consumers.processes = true`.
+    FreezeWorkers {
+        #[serde(default = "one")]
+        count: u32,
+        /// Delay from the phase start.
+        #[serde(default = "zero")]
+        after: HumanDuration,
+        /// How long they stay frozen (default: until the phase ends).
+        #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+        hold: Option<HumanDuration>,
+    },
+    /// `pg_terminate_backend` on the connections of workers, producers, or both.
+    KillBackends {
+        #[serde(default)]
+        target: BackendTarget,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        every: Option<HumanDuration>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rate: Option<f64>,
+        #[serde(default = "one")]
+        count: u32,
+    },
+    /// Stop the server and start it again (providers that own the server: container, local).
+    RestartServer {
+        /// Delay from the phase start.
+        #[serde(default = "zero")]
+        after: HumanDuration,
+        /// How long the server stays down.
+        #[serde(default = "one_second")]
+        down_for: HumanDuration,
+        #[serde(default)]
+        mode: ShutdownMode,
+    },
+    /// A session holds a transaction with an XID open for the whole phase, pinning the xmin
+    /// horizon so VACUUM cannot remove dead tuples.
+    IdleInTransaction {},
+    /// REPEATABLE READ transactions scanning the queue table for the whole phase.
+    ActiveReaders {
+        #[serde(default = "one")]
+        count: u32,
+    },
+    /// Idle connections held for the whole phase.
+    PoolExhaustion { connections: u32 },
+}
+
+impl FaultSpec {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FaultSpec::CrashWorkers { .. } => "crash_workers",
+            FaultSpec::KillWorkers { .. } => "kill_workers",
+            FaultSpec::FreezeWorkers { .. } => "freeze_workers",
+            FaultSpec::KillBackends { .. } => "kill_backends",
+            FaultSpec::RestartServer { .. } => "restart_server",
+            FaultSpec::IdleInTransaction {} => "idle_in_transaction",
+            FaultSpec::ActiveReaders { .. } => "active_readers",
+            FaultSpec::PoolExhaustion { .. } => "pool_exhaustion",
+        }
+    }
+
+    /// How a repeated fault is scheduled, for the kinds that repeat.
+    pub fn repeat(&self) -> Option<Repeat> {
+        let (every, rate) = match self {
+            FaultSpec::CrashWorkers { every, rate, .. }
+            | FaultSpec::KillWorkers { every, rate, .. }
+            | FaultSpec::KillBackends { every, rate, .. } => (every, rate),
+            _ => return None,
+        };
+        match (every, rate) {
+            (Some(e), None) => Some(Repeat::Every(e.0)),
+            (None, Some(r)) => Some(Repeat::Rate(*r)),
+            _ => None,
+        }
+    }
+}
+
+/// When a repeated fault fires.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Repeat {
+    /// Periodically, the first time one period after the phase starts.
+    Every(Duration),
+    /// At random, on average this many times per second (a Poisson process).
+    Rate(f64),
+}
+
+/// Where in its job a crashing worker dies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CrashPoint {
+    /// Right after the claim returned the job.
+    AfterClaim,
+    /// Halfway through the handler.
+    #[default]
+    MidHandler,
+    /// After the handler, before the job's `done` is committed.
+    AfterHandler,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendTarget {
+    #[default]
+    Workers,
+    Producers,
+    All,
+}
+
+/// How the server is stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShutdownMode {
+    /// SIGINT: roll back open transactions, checkpoint, exit.
+    #[default]
+    Fast,
+    /// SIGQUIT: exit at once; crash recovery on the next start.
+    Immediate,
+}
+
+fn one() -> u32 {
+    1
+}
+fn zero() -> HumanDuration {
+    HumanDuration(Duration::ZERO)
+}
+fn one_second() -> HumanDuration {
+    HumanDuration::from_secs(1)
+}
