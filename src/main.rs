@@ -119,16 +119,21 @@ fn main() -> ExitCode {
             }
         },
         Command::Worker => {
-            let result = tokio::runtime::Runtime::new()
-                .map_err(anyhow::Error::from)
-                .and_then(|rt| rt.block_on(process::worker_main()));
-            match result {
-                Ok(()) => ExitStatus::Ok,
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    ExitStatus::RunFailed
-                }
+            // The runtime is never dropped: that would wait for the blocking read of stdin,
+            // which only ends when the runner closes it. The process exits instead.
+            let runtime = tokio::runtime::Runtime::new();
+            let result = match &runtime {
+                Ok(rt) => rt.block_on(process::worker_main()),
+                Err(e) => Err(anyhow::anyhow!("cannot start the async runtime: {e}")),
+            };
+            if let Err(e) = &result {
+                eprintln!("error: {e:#}");
             }
+            std::process::exit(if result.is_ok() {
+                0
+            } else {
+                ExitStatus::RunFailed as i32
+            });
         }
     };
     ExitCode::from(status as u8)
@@ -171,6 +176,7 @@ async fn run_command(args: RunArgs) -> ExitStatus {
         keep: args.keep,
         status: !args.quiet,
         progress_bar: !args.quiet && std::io::stderr().is_terminal(),
+        worker_exe: None,
     };
     match run(&plan, &opts, shutdown).await {
         Ok(outcome) => {

@@ -39,6 +39,8 @@ pub struct RunOptions {
     pub status: bool,
     /// Show the live progress line on stderr (only sensible on a terminal).
     pub progress_bar: bool,
+    /// The `dbq-bench` executable that runs worker processes (default: this executable).
+    pub worker_exe: Option<PathBuf>,
 }
 
 /// What a finished (or interrupted) run leaves behind.
@@ -269,12 +271,12 @@ async fn run_in_schema(
     let sampler_stop = CancellationToken::new();
     let sampler = QueueDepthSampler {
         queue,
+        schema: schema.clone(),
         clock,
         events: ctx.events.clone(),
         interval: Duration::from_secs(1),
     };
-    let sampler =
-        tokio::spawn(sampler.run(schema.connect_as("sampler").await?, sampler_stop.clone()));
+    let sampler = tokio::spawn(sampler.run(sampler_stop.clone()));
 
     let stop_consumers = CancellationToken::new();
     let registry = Arc::new(WorkerRegistry::new(plan.consumers.count));
@@ -288,7 +290,12 @@ async fn run_in_schema(
             consumers: plan.consumers.clone(),
             queue: plan.queue.clone(),
         };
-        process::spawn_processes(&config, &ctx, &registry, &stop_consumers)
+        let exe = opts
+            .worker_exe
+            .clone()
+            .or_else(|| std::env::current_exe().ok())
+            .unwrap_or_else(|| "dbq-bench".into());
+        process::spawn_processes(&exe, &config, &ctx, &registry, &stop_consumers)
     } else {
         consumer::spawn_tasks(&plan.consumers, plan.seed, &ctx, &registry, &stop_consumers)
     };
@@ -384,9 +391,7 @@ async fn run_in_schema(
         r.await.ok();
     }
     sampler_stop.cancel();
-    if let Ok(conn) = sampler.await {
-        conn.close().await.ok();
-    }
+    sampler.await.ok();
     drop(ctx);
     let measurements = recorder
         .await

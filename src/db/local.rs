@@ -61,10 +61,13 @@ impl LocalCluster {
         for (k, v) in &self.settings {
             cmd.arg("-c").arg(format!("{k}={v}"));
         }
+        // Its own process group: a Ctrl-C at the terminal must not shut the server down
+        // under the runner, which still needs it to write results.
         cmd.current_dir(&dir)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
-            .stderr(log);
+            .stderr(log)
+            .process_group(0);
         as_user(&mut cmd, self.user);
         self.child = Some(cmd.spawn().context("starting postgres")?);
         Ok(())

@@ -47,7 +47,8 @@ impl FleetContext {
             }
             match self.schema.connect_as(name).await {
                 Ok(c) => return Some(c),
-                Err(_) => {
+                Err(e) => {
+                    tracing::debug!("{name}: cannot connect, retrying in {delay:?}: {e:#}");
                     if !sleep_or_stop(delay, stop).await {
                         return None;
                     }

@@ -19,6 +19,7 @@ use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
@@ -44,7 +45,9 @@ pub struct WorkerConfig {
 
 /// One supervisor task per slot: starts the slot's process, forwards its events, restarts
 /// it `restart_after` after it dies, and stops it (SIGTERM) when `stop` is cancelled.
+/// `exe` is the `dbq-bench` executable to run them with.
 pub fn spawn_processes(
+    exe: &Path,
     config: &WorkerConfig,
     ctx: &FleetContext,
     registry: &Arc<WorkerRegistry>,
@@ -57,6 +60,7 @@ pub fn spawn_processes(
             ..config.clone()
         };
         set.spawn(supervise(
+            exe.to_path_buf(),
             config,
             ctx.clone(),
             registry.clone(),
@@ -67,6 +71,7 @@ pub fn spawn_processes(
 }
 
 async fn supervise(
+    exe: PathBuf,
     config: WorkerConfig,
     ctx: FleetContext,
     registry: Arc<WorkerRegistry>,
@@ -74,7 +79,6 @@ async fn supervise(
 ) {
     let slot = config.slot;
     let json = serde_json::to_string(&config).expect("worker config serializes");
-    let exe = std::env::current_exe().unwrap_or_else(|_| "dbq-bench".into());
     while !stop.is_cancelled() {
         let spawned = tokio::process::Command::new(&exe)
             .arg("worker")
@@ -83,6 +87,9 @@ async fn supervise(
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
+            // Its own process group: a Ctrl-C at the terminal reaches the runner only, which
+            // then stops its workers in order.
+            .process_group(0)
             .spawn();
         let mut child = match spawned {
             Ok(c) => c,
@@ -108,13 +115,14 @@ async fn supervise(
         loop {
             tokio::select! {
                 line = lines.next_line() => match line {
-                    Ok(Some(line)) => {
-                        if let Ok(event) = serde_json::from_str::<Event>(&line) {
+                    Ok(Some(line)) => match serde_json::from_str::<Event>(&line) {
+                        Ok(event) => {
                             track(&mut in_flight, &event);
                             registry.set_in_flight(slot, in_flight);
                             ctx.emit(event);
                         }
-                    }
+                        Err(e) => tracing::debug!("worker {slot}: unreadable event line ({e}): {line}"),
+                    },
                     _ => break,
                 },
                 _ = stop.cancelled(), if !stopping => {

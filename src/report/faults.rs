@@ -193,7 +193,8 @@ pub fn recovery(timeline: &[TimelineRow], start_s: f64, end_s: f64) -> Recovery 
         .collect();
     let depth = (!depths.is_empty()).then(|| depths.iter().sum::<f64>() / depths.len() as f64);
     let after = || timeline.iter().filter(|r| r.second >= last);
-    let since_end = |r: &TimelineRow| ((r.second + 1) as f64 - end_s).max(0.0);
+    let since_end =
+        |r: &TimelineRow| (((r.second + 1) as f64 - end_s).max(0.0) * 100.0).round() / 100.0;
     Recovery {
         baseline_completed_per_s: Some(rate),
         baseline_queue_depth: depth,

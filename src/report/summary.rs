@@ -83,8 +83,11 @@ pub struct JobCounts {
     /// Jobs whose insert committed (prefilled ones included).
     pub enqueued: u64,
     pub prefilled: u64,
-    /// `done` updates that committed.
+    /// `done` updates that committed, as workers reported them.
     pub completed: u64,
+    /// Jobs that finished (done or dead_letter) without their worker reporting it: it died
+    /// right after the commit. Settled from the table by the accounting proof.
+    pub finished_without_report: u64,
     pub dead_lettered: u64,
     /// Failure updates that committed (each retry and each dead letter).
     pub failed_attempts: u64,
@@ -262,6 +265,7 @@ impl Summary {
             enqueued: proof.committed,
             prefilled: facts.prefilled,
             completed: all.completed,
+            finished_without_report: proof.finished_without_report,
             dead_lettered: all.dead_lettered,
             failed_attempts: all.failed,
             lost: proof.lost_total,

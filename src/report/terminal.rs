@@ -28,10 +28,43 @@ pub fn render(s: &Summary) -> String {
         s.throughput.offered_per_s.map_or("max".to_string(), |r| format!("{r:.1} jobs/s"))
     ));
     let j = &s.jobs;
+    let unreported = if j.finished_without_report > 0 {
+        format!(
+            " (+{} finished without a report)",
+            j.finished_without_report
+        )
+    } else {
+        String::new()
+    };
     t.push_str(&format!(
-        "jobs       {} enqueued, {} completed, {} dead-lettered, {} failed attempts, {} lost, {} unfinished, {} duplicate completions\n",
+        "jobs       {} enqueued, {} completed{unreported}, {} dead-lettered, {} failed attempts, {} lost, {} unfinished, {} duplicate completions\n",
         j.enqueued, j.completed, j.dead_lettered, j.failed_attempts, j.lost, j.unfinished, j.duplicate_completions
     ));
+    let f = &s.faults;
+    if !f.events.is_empty()
+        || f.worker_crashes
+            + f.reaped
+            + f.handler_errors
+            + f.in_doubt_enqueues
+            + f.rolled_back_enqueues
+            > 0
+    {
+        t.push_str(&format!(
+            "faults     {} injected; {} handler errors, {} retries, {} dead-lettered, {} worker crashes, {} reaped, {} backends killed, {} server restarts, {} in-doubt inserts, {} rolled back, {} repeated runs ({})\n",
+            f.events.len(),
+            f.handler_errors,
+            f.retries,
+            f.dead_lettered,
+            f.worker_crashes,
+            f.reaped,
+            f.backends_killed,
+            f.server_restarts,
+            f.in_doubt_enqueues,
+            f.rolled_back_enqueues,
+            f.duplicate_executions,
+            f.claim_mode
+        ));
+    }
     t.push_str("latency ms       count      p50      p90      p99    p99.9      max\n");
     for (name, l) in s.latency_ms.rows() {
         t.push_str(&format!(

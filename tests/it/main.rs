@@ -3,6 +3,7 @@
 
 mod accounting;
 mod cli;
+mod faults;
 mod providers;
 mod runs;
 mod support;

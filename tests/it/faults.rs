@@ -1,0 +1,434 @@
+//! One test per fault kind: the fault really happened (its counter and its effect are
+//! visible) and no job was lost. Runs are short; nothing is asserted about speed.
+
+use crate::support::{SMALL, plan, run_plan, shared_url};
+use dbq_bench::error::Failure;
+use dbq_bench::report::Summary;
+use dbq_bench::run::{RunOptions, run};
+use dbq_bench::scenario::load::{Overrides, parse};
+use dbq_bench::scenario::{EnvDefaults, Plan, ProviderKind};
+use tokio_util::sync::CancellationToken;
+
+fn assert_nothing_lost(s: &Summary) {
+    assert_eq!(s.jobs.lost, 0, "{}", s.accounting.verdict);
+    assert!(s.accounting.ok, "{}", s.accounting.verdict);
+    assert!(
+        s.faults.duplicates_within_claim_mode,
+        "{:?}",
+        s.accounting.executions
+    );
+}
+
+fn events<'a>(s: &'a Summary, kind: &str) -> Vec<&'a dbq_bench::report::faults::FaultEvent> {
+    s.faults.events.iter().filter(|e| e.kind == kind).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crashed_worker_tasks_roll_back_in_transaction_mode_and_need_no_reaper() {
+    let p = plan(
+        SMALL,
+        &[
+            "phases.0.duration=3s",
+            "consumers.handler.duration.fixed=10ms",
+            "consumers.restart_after=100ms",
+            "reaper.interval=100ms",
+            "reaper.stale_after=1ms",
+            "phases.0.faults=[{ kind = \"crash_workers\", every = \"200ms\", at = \"mid_handler\" }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(s.faults.worker_crashes > 0, "{:?}", s.faults);
+    assert!(!events(s, "crash_workers").is_empty());
+    // A crash rolls the claim back by itself: the reaper, eager as it is, finds nothing.
+    assert_eq!(s.faults.reaped, 0);
+    assert!(s.faults.duplicate_executions > 0, "crashed jobs ran again");
+    assert_nothing_lost(s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crashed_worker_tasks_in_committed_mode_are_rescued_by_the_reaper() {
+    let p = plan(
+        SMALL,
+        &[
+            "phases.0.duration=3s",
+            "consumers.claim_mode=committed",
+            "consumers.handler.duration.fixed=10ms",
+            "consumers.restart_after=100ms",
+            "reaper.interval=100ms",
+            "reaper.stale_after=300ms",
+            "phases.0.faults=[{ kind = \"crash_workers\", every = \"250ms\", at = \"after_handler\" }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(s.faults.worker_crashes > 0);
+    assert!(
+        s.faults.reaped > 0,
+        "committed claims of crashed workers wait for the reaper"
+    );
+    assert_nothing_lost(s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_worker_processes_are_really_killed_and_replaced() {
+    let p = plan(
+        SMALL,
+        &[
+            "phases.0.duration=4s",
+            "consumers.processes=true",
+            "consumers.claim_mode=committed",
+            // Workers are busy about 80% of the time, so a kill almost always finds one
+            // holding a job (busy workers are chosen first).
+            "producers.rate=80",
+            "consumers.handler.duration.fixed=40ms",
+            "consumers.restart_after=200ms",
+            "reaper.interval=200ms",
+            "reaper.stale_after=500ms",
+            "phases.0.faults=[{ kind = \"kill_workers\", every = \"700ms\" }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    let kills = events(s, "kill_workers");
+    assert!(
+        !kills.is_empty() && s.faults.worker_crashes > 0,
+        "{:?}",
+        s.faults
+    );
+    // Every pid the fault killed is gone.
+    let pids: Vec<i32> = kills
+        .iter()
+        .flat_map(|e| {
+            e.detail
+                .split("pid ")
+                .skip(1)
+                .filter_map(|p| p.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        })
+        .collect();
+    assert!(!pids.is_empty(), "{kills:?}");
+    for pid in pids {
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+        assert!(!alive, "killed worker process {pid} still exists");
+    }
+    assert!(s.faults.reaped > 0);
+    assert_nothing_lost(s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_worker_holds_its_job_until_thawed_or_until_the_server_times_it_out() {
+    let frozen = |timeout: &str| {
+        let sets = [
+            "phases.0.duration=5s".to_string(),
+            // Busy about 87% of the time: the freeze almost always catches a job in hand.
+            "producers.rate=35".into(),
+            "consumers.processes=true".into(),
+            "consumers.count=4".into(),
+            "consumers.handler.duration.fixed=100ms".into(),
+            format!("database.settings.idle_in_transaction_session_timeout={timeout}"),
+            "phases.0.faults=[{ kind = \"freeze_workers\", after = \"1s\", for = \"3s\" }]".into(),
+        ];
+        plan(SMALL, &sets.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    // Without a server timeout, the frozen worker's transaction keeps its job locked.
+    let (outcome, _dir) = run_plan(&frozen("0"), false).await;
+    let s = &outcome.results.summary;
+    assert_eq!(events(s, "freeze_workers")[0].count, 1);
+    let job = &s.faults.frozen_jobs[0];
+    assert!(job.unavailable_for_s.is_some(), "{job:?}");
+    assert!(!s.errors.keys().any(|e| e.contains("idle-in-transaction")));
+    assert_nothing_lost(s);
+    // With idle_in_transaction_session_timeout the server ends the frozen session: its
+    // transaction rolls back and another worker takes the job.
+    let (outcome, _dir) = run_plan(&frozen("500ms"), false).await;
+    let s = &outcome.results.summary;
+    assert!(
+        s.errors
+            .keys()
+            .any(|e| e.contains("idle-in-transaction timeout")),
+        "{:?}",
+        s.errors
+    );
+    assert!(s.faults.duplicate_executions > 0);
+    assert_nothing_lost(s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminated_backends_are_counted_and_their_work_is_redone() {
+    let p = plan(
+        SMALL,
+        &[
+            "phases.0.duration=3s",
+            "phases.0.faults=[{ kind = \"kill_backends\", target = \"all\", every = \"300ms\", count = 2 }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(s.faults.backends_killed > 0, "{:?}", s.faults.events);
+    assert!(
+        s.errors.keys().any(|e| e.contains("administrator command")),
+        "{:?}",
+        s.errors
+    );
+    assert_nothing_lost(s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_xmin_hold_keeps_vacuum_from_removing_dead_tuples() {
+    let p = plan(
+        SMALL,
+        &[
+            "producers.rate=300",
+            "consumers.handler.duration.fixed=0ms",
+            "phases.0.faults=[{ kind = \"idle_in_transaction\" }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert_eq!(events(s, "idle_in_transaction")[0].count, 1);
+    let probe = |label: &str| {
+        s.faults
+            .table_probes
+            .iter()
+            .find(|p| p.label.starts_with(label))
+            .unwrap()
+            .clone()
+    };
+    let (during, after) = (probe("during"), probe("after"));
+    // Every claim and completion left a dead row version that VACUUM could not remove while
+    // the XID was held; once released, VACUUM removes them.
+    assert!(during.dead_tuples > 100, "{during:?}");
+    assert!(
+        after.dead_tuples < during.dead_tuples / 10,
+        "{during:?} then {after:?}"
+    );
+    assert_nothing_lost(s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_and_held_connections_run_for_the_phase() {
+    let p = plan(
+        SMALL,
+        &[
+            "phases.0.faults=[{ kind = \"active_readers\", count = 2 }, { kind = \"pool_exhaustion\", connections = 10 }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    let readers = events(s, "active_readers")[0];
+    assert_eq!(readers.count, 2);
+    let scans: u64 = readers
+        .detail
+        .split(", ")
+        .nth(1)
+        .and_then(|d| d.split(' ').next()?.parse().ok())
+        .unwrap_or(0);
+    assert!(scans > 0, "{}", readers.detail);
+    assert_eq!(events(s, "pool_exhaustion")[0].count, 10);
+    assert_nothing_lost(s);
+}
+
+fn local_plan(text: &str, sets: &[&str]) -> Plan {
+    let overrides = Overrides {
+        sets: sets.iter().map(|s| s.to_string()).collect(),
+        provider: Some(ProviderKind::Local),
+        ..Default::default()
+    };
+    let scenario = parse("test.toml", text, &overrides).unwrap();
+    Plan::build(scenario, "test.toml", "test", &EnvDefaults::default()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_is_reconnected_to_without_losing_jobs() {
+    let p = local_plan(
+        SMALL,
+        &[
+            "phases.0.duration=6s",
+            "database.settings.fsync=off",
+            "phases.0.faults=[{ kind = \"restart_server\", after = \"2s\", down_for = \"1s\", mode = \"immediate\" }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert_eq!(s.faults.server_restarts, 1, "{:?}", s.faults.events);
+    assert!(
+        s.jobs.worker_errors + s.jobs.enqueue_errors > 0,
+        "the restart was felt"
+    );
+    // Work went on after the restart.
+    assert!(
+        outcome
+            .results
+            .timeline
+            .iter()
+            .any(|r| r.second > 4 && r.completed > 0)
+    );
+    assert_nothing_lost(s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_server_is_refused_on_a_server_the_run_does_not_own() {
+    let p = plan(
+        SMALL,
+        &["phases.0.faults=[{ kind = \"restart_server\", after = \"1s\" }]"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RunOptions {
+        out_dir: Some(dir.path().into()),
+        ..Default::default()
+    };
+    match run(&p, &opts, CancellationToken::new()).await {
+        Err(Failure::Input(e)) => {
+            assert_eq!(e.key.as_deref(), Some("phases[0].faults[0]"));
+            assert!(e.reason.contains("container or local"), "{e}");
+        }
+        Err(other) => panic!("unexpected: {other}"),
+        Ok(_) => panic!("a url server was restarted"),
+    }
+    let _ = shared_url();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poison_jobs_dead_letter_and_crashing_jobs_need_the_reaper_fix() {
+    let sets = |fix: bool| {
+        vec![
+            "phases.0.duration=2s".to_string(),
+            "producers.rate=100".into(),
+            "producers.poison_fraction=0.05".into(),
+            "producers.crash_fraction=0.03".into(),
+            "queue.max_retries=2".into(),
+            "consumers.claim_mode=committed".into(),
+            "consumers.restart_after=50ms".into(),
+            "reaper.interval=100ms".into(),
+            "reaper.stale_after=300ms".into(),
+            format!("reaper.count_as_attempt={fix}"),
+            "drain.timeout=4s".into(),
+        ]
+    };
+    let with = |fix: bool| {
+        plan(
+            SMALL,
+            &sets(fix).iter().map(String::as_str).collect::<Vec<_>>(),
+        )
+    };
+    // With the fix, poison and crashing jobs both end in dead_letter.
+    let (outcome, _dir) = run_plan(&with(true), false).await;
+    let s = &outcome.results.summary;
+    assert!(
+        s.faults.poison > 0 && s.faults.crashing_jobs > 0,
+        "{:?}",
+        s.faults
+    );
+    assert!(s.faults.worker_crashes > 0 && s.faults.reaped > 0);
+    assert_eq!(
+        s.faults.dead_lettered,
+        s.faults.poison + s.faults.crashing_jobs
+    );
+    assert_eq!(
+        s.faults.attempts.keys().max(),
+        Some(&2),
+        "at most max_retries attempts: {:?}",
+        s.faults.attempts
+    );
+    assert_nothing_lost(s);
+    // The seed's reaper does not count attempts: a crashing job is retried until the drain
+    // gives up, and it is reported unfinished (not lost).
+    let (outcome, _dir) = run_plan(&with(false), false).await;
+    let s = &outcome.results.summary;
+    assert!(s.run.drain_timed_out);
+    assert!(s.jobs.unfinished > 0 && s.jobs.lost == 0, "{:?}", s.jobs);
+    assert!(
+        s.faults.attempts.keys().max() > Some(&2),
+        "{:?}",
+        s.faults.attempts
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backoff_respects_its_cap_and_jitter_spreads_retries() {
+    let server: sqlx::postgres::PgConnectOptions = shared_url().parse().unwrap();
+    let schema = dbq_bench::db::RunSchema::create(&server, "dbq_test")
+        .await
+        .unwrap();
+    let p = plan(
+        SMALL,
+        &[
+            "queue.backoff={ base = \"1h\", factor = 2.0, cap = \"2s\", jitter = \"full\" }",
+            "queue.max_retries=100",
+        ],
+    );
+    let queue = dbq_bench::queue::Queue::new(&p.queue);
+    let mut conn = schema.connect().await.unwrap();
+    queue.install(&mut conn, false).await.unwrap();
+    sqlx::query(
+        "INSERT INTO job_queue (type, payload) SELECT 'email', '{}' FROM generate_series(1, 40)",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM job_queue")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    for id in &ids {
+        queue.fail(&mut conn, *id, "test").await.unwrap();
+    }
+    // 1 h · 2^0 is capped at 2 s, then full jitter draws a delay in [0, 2 s).
+    let delays: Vec<f64> =
+        sqlx::query_scalar("SELECT extract(epoch FROM next_run_at - now())::float8 FROM job_queue")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    assert!(delays.iter().all(|d| *d <= 2.0), "{delays:?}");
+    let distinct: std::collections::BTreeSet<i64> =
+        delays.iter().map(|d| (d * 1000.0) as i64).collect();
+    assert!(
+        distinct.len() > 20,
+        "full jitter spreads the delays: {delays:?}"
+    );
+    schema.drop_schema().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outbox_never_runs_a_rolled_back_job_and_pays_each_order_once() {
+    let p = plan(
+        SMALL,
+        &["producers.outbox={ enabled = true, rollback_rate = 0.2 }"],
+    );
+    let (outcome, _dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    let o = s.accounting.outbox.clone().expect("outbox proof");
+    assert!(o.ok, "{o:?}");
+    assert!(o.rolled_back > 0 && o.rolled_back_jobs_found.is_empty());
+    assert_eq!(o.paid_orders as u64, s.jobs.enqueued);
+    assert_eq!(s.faults.rolled_back_enqueues, o.rolled_back);
+    assert_nothing_lost(s);
+
+    // The proof can fail: a job inserted for an unpaid order breaks the outbox promise.
+    let schema = outcome.kept_schema.expect("kept");
+    let mut conn = schema.connect().await.unwrap();
+    sqlx::query("INSERT INTO job_queue (type, payload) VALUES ('email', '{\"k\":\"forged\",\"order\":\"999999\"}')")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO orders (id, status) VALUES (999999, 'new')")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let queue = dbq_bench::queue::Queue::new(&p.queue);
+    let opts = dbq_bench::accounting::ProofOptions {
+        audit: true,
+        drained: true,
+        claim_mode: dbq_bench::scenario::ClaimMode::InTransaction,
+        outbox: true,
+    };
+    let proof = dbq_bench::accounting::prove(&mut conn, &queue, &mut outcome.ledger.clone(), opts)
+        .await
+        .unwrap();
+    let o = proof.outbox.unwrap();
+    assert!(
+        !o.ok && o.bad_orders.iter().any(|(id, _, _)| *id == 999_999),
+        "{o:?}"
+    );
+    schema.drop_schema().await.unwrap();
+}
