@@ -1,6 +1,7 @@
 //! The three ways a command can fail, and the exit code each one maps to.
 //!
-//! Exit codes (documented in README): 0 ok, 1 the run failed, 2 bad input, 130 interrupted.
+//! Exit codes (documented in README): 0 ok, 1 the run failed, 2 bad input, 99 a threshold
+//! failed, 130 interrupted.
 
 use std::fmt;
 
@@ -10,6 +11,8 @@ pub enum ExitStatus {
     Ok = 0,
     RunFailed = 1,
     BadInput = 2,
+    /// A threshold failed (as k6 does).
+    ThresholdFailed = 99,
     Interrupted = 130,
 }
 

@@ -4,7 +4,7 @@
 use clap::{Args, Parser, Subcommand};
 use dbq_bench::error::{ExitStatus, Failure};
 use dbq_bench::fleet::process;
-use dbq_bench::report::terminal;
+use dbq_bench::report::{RunResults, Summary, terminal, write_all};
 use dbq_bench::run::{RunOptions, run};
 use dbq_bench::scenario::{EnvDefaults, Overrides, ProviderKind, load_plan};
 use std::io::IsTerminal;
@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 
 const EXIT_CODES: &str = "Exit codes: 0 ok; 1 the run failed (database error, lost or duplicated jobs, drain timed out); \
-2 bad input (scenario, flag or URL); 130 interrupted (partial results written).";
+2 bad input (scenario, flag, URL or results directory); 99 a threshold failed; 130 interrupted (partial results written).";
 
 /// Load-test and benchmark a job queue built inside PostgreSQL (SELECT … FOR UPDATE SKIP LOCKED).
 ///
@@ -34,6 +34,14 @@ enum Command {
     /// A worker process, started by `run` when consumers.processes = true.
     #[command(hide = true)]
     Worker,
+    /// Render every report format again from a results directory's saved data.
+    Report {
+        /// A results directory written by `run`.
+        dir: PathBuf,
+        /// No summary on the terminal.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Check scenario files without running them (one line per file).
     Validate {
         /// Scenario files (TOML).
@@ -57,6 +65,12 @@ struct RunArgs {
     /// No progress line and no summary on the terminal (results are still written).
     #[arg(long, short)]
     quiet: bool,
+    /// Print summary.json on stdout instead of the terminal summary (for scripts).
+    #[arg(long)]
+    json: bool,
+    /// Stop the load as soon as a threshold fails (judged after each phase); exit 99.
+    #[arg(long)]
+    abort_on_fail: bool,
     #[command(flatten)]
     overrides: OverrideArgs,
 }
@@ -111,6 +125,7 @@ fn main() -> ExitCode {
             scenarios,
             overrides,
         } => validate(&scenarios, &overrides.overrides()),
+        Command::Report { dir, quiet } => report_command(&dir, quiet),
         Command::Run(args) => match tokio::runtime::Runtime::new() {
             Ok(rt) => rt.block_on(run_command(args)),
             Err(e) => {
@@ -177,11 +192,14 @@ async fn run_command(args: RunArgs) -> ExitStatus {
         status: !args.quiet,
         progress_bar: !args.quiet && std::io::stderr().is_terminal(),
         worker_exe: None,
+        abort_on_fail: args.abort_on_fail,
     };
     match run(&plan, &opts, shutdown).await {
         Ok(outcome) => {
             let s = &outcome.results.summary;
-            if !args.quiet {
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(s).unwrap_or_default());
+            } else if !args.quiet {
                 println!("{}", terminal::render(s));
                 println!("results    {}", outcome.out_dir.display());
                 if let Some(schema) = &outcome.kept_schema {
@@ -191,13 +209,8 @@ async fn run_command(args: RunArgs) -> ExitStatus {
                     println!("kept       server {server}");
                 }
             }
-            if s.interrupted {
-                ExitStatus::Interrupted
-            } else if !s.accounting.ok || !s.complete {
-                ExitStatus::RunFailed
-            } else {
-                ExitStatus::Ok
-            }
+            append_step_summary(&outcome.out_dir);
+            exit_status(s)
         }
         Err(f) => {
             match &f {
@@ -209,6 +222,60 @@ async fn run_command(args: RunArgs) -> ExitStatus {
             f.exit_status()
         }
     }
+}
+
+/// 130 interrupted; 99 a threshold failed (or stopped the run early); 1 the run failed
+/// (accounting, drain timeout); 0 otherwise.
+fn exit_status(s: &Summary) -> ExitStatus {
+    if s.interrupted {
+        ExitStatus::Interrupted
+    } else if s.aborted_by_threshold.is_some() {
+        ExitStatus::ThresholdFailed
+    } else if !s.accounting.ok || !s.complete {
+        ExitStatus::RunFailed
+    } else if !s.thresholds_passed {
+        ExitStatus::ThresholdFailed
+    } else {
+        ExitStatus::Ok
+    }
+}
+
+/// In GitHub Actions (`GITHUB_STEP_SUMMARY` set), appends report.md to the job summary.
+fn append_step_summary(dir: &std::path::Path) {
+    let Some(target) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
+        return;
+    };
+    let appended = std::fs::read(dir.join("report.md")).and_then(|md| {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&target)?
+            .write_all(&md)
+    });
+    if let Err(e) = appended {
+        eprintln!("dbq-bench: warning: could not append to GITHUB_STEP_SUMMARY: {e}");
+    }
+}
+
+/// `report DIR`: reads the saved data and writes every format again.
+fn report_command(dir: &std::path::Path, quiet: bool) -> ExitStatus {
+    let results = match RunResults::load(dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitStatus::BadInput;
+        }
+    };
+    if let Err(e) = write_all(dir, &results) {
+        eprintln!("error: {e:#}");
+        return ExitStatus::RunFailed;
+    }
+    if !quiet {
+        println!("{}", terminal::render(&results.summary));
+        println!("results    {} (rendered again)", dir.display());
+    }
+    exit_status(&results.summary)
 }
 
 /// First Ctrl-C (or SIGTERM): stop the load, keep partial results, tear down. Second: leave

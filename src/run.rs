@@ -14,7 +14,7 @@ use crate::fleet::reaper::StaleJobReaper;
 use crate::fleet::registry::WorkerRegistry;
 use crate::fleet::{FleetContext, consumer};
 use crate::metrics::{
-    Event, Ledger, LiveStats, PhaseWindow, QueueDepthSampler, Recorder, WindowKind,
+    DbSampler, Event, Ledger, LiveStats, PhaseWindow, Recorder, SnapshotRequest, WindowKind,
 };
 use crate::progress::Progress;
 use crate::queue::Queue;
@@ -41,6 +41,8 @@ pub struct RunOptions {
     pub progress_bar: bool,
     /// The `dbq-bench` executable that runs worker processes (default: this executable).
     pub worker_exe: Option<PathBuf>,
+    /// Stop the load as soon as a threshold fails (judged after each phase).
+    pub abort_on_fail: bool,
 }
 
 /// What a finished (or interrupted) run leaves behind.
@@ -169,6 +171,9 @@ async fn run_in_schema(
 ) -> Result<RunOutcome, Failure> {
     let queue = Queue::new(&plan.queue);
     let mut admin = schema.connect().await?;
+    let server_settings = db::server_settings(&mut admin)
+        .await
+        .context("reading server settings")?;
     queue
         .install(&mut admin, plan.completion_audit)
         .await
@@ -260,7 +265,8 @@ async fn run_in_schema(
         plan.producers.late_after,
         live.clone(),
     );
-    let recorder = tokio::spawn(recorder.run(rx, clock, load_start_wall));
+    let (snapshot_requests, snapshots) = tokio::sync::mpsc::unbounded_channel();
+    let recorder = tokio::spawn(recorder.run(rx, snapshots, clock, load_start_wall));
     let ctx = FleetContext {
         queue,
         schema: schema.clone(),
@@ -269,12 +275,19 @@ async fn run_in_schema(
     };
 
     let sampler_stop = CancellationToken::new();
-    let sampler = QueueDepthSampler {
+    let mut probes: Vec<(u64, String)> = windows
+        .iter()
+        .filter(|w| w.kind == WindowKind::Phase)
+        .map(|w| (w.start_us, format!("start of {}", w.name)))
+        .collect();
+    probes.push((t, "end of the last phase".into()));
+    let sampler = DbSampler {
         queue,
         schema: schema.clone(),
         clock,
         events: ctx.events.clone(),
-        interval: Duration::from_secs(1),
+        interval: plan.sampler_interval,
+        probes,
     };
     let sampler = tokio::spawn(sampler.run(sampler_stop.clone()));
 
@@ -307,7 +320,18 @@ async fn run_in_schema(
         };
         tokio::spawn(reaper.run(ctx.clone(), stop_consumers.clone()))
     });
-    let stop_producers = shutdown.child_token();
+    // Stopped by Ctrl-C, or by --abort-on-fail when a threshold fails during the run.
+    let stop_load = shutdown.child_token();
+    let watcher = (opts.abort_on_fail && !plan.thresholds.is_empty()).then(|| {
+        tokio::spawn(watch_thresholds(
+            plan.thresholds.clone(),
+            windows.clone(),
+            clock,
+            snapshot_requests.clone(),
+            stop_load.clone(),
+        ))
+    });
+    drop(snapshot_requests);
     let mut producers = ProducerFleet {
         count: plan.producers.count,
         arrival: plan.producers.arrival,
@@ -317,7 +341,7 @@ async fn run_in_schema(
         key_prefix,
         outbox_rollback_rate: plan.producers.outbox.map(|o| o.rollback_rate),
     }
-    .spawn(&ctx, &stop_producers);
+    .spawn(&ctx, &stop_load);
     let fault_ctx = FaultContext {
         clock,
         events: ctx.events.clone(),
@@ -328,7 +352,7 @@ async fn run_in_schema(
         startup_timeout: plan.database.startup_timeout,
         seed: plan.seed,
     };
-    let mut fault_tasks = faults::spawn(&fault_ctx, &phase_faults, &shutdown.child_token());
+    let mut fault_tasks = faults::spawn(&fault_ctx, &phase_faults, &stop_load);
     drop(fault_ctx);
 
     let progress = Progress::start(live.clone(), windows, clock, opts.progress_bar);
@@ -348,13 +372,23 @@ async fn run_in_schema(
 
     while producers.join_next().await.is_some() {}
     while fault_tasks.join_next().await.is_some() {}
+    let aborted_by_threshold = match watcher {
+        Some(w) => {
+            w.abort();
+            w.await.ok().flatten()
+        }
+        None => None,
+    };
+    if let Some(t) = &aborted_by_threshold {
+        say(format!("dbq-bench: stopped early by --abort-on-fail: {t}"));
+    }
     ctx.emit(Event::ProducersStopped {
         at_us: clock.now_us(),
     });
 
     // Drain: consumers finish what was committed, bounded by the timeout; outcomes in doubt
     // are settled from the table as it goes.
-    if !shutdown.is_cancelled() {
+    if !stop_load.is_cancelled() {
         say(format!(
             "dbq-bench: load done; draining (timeout {})",
             humantime::format_duration(plan.drain_timeout)
@@ -363,7 +397,7 @@ async fn run_in_schema(
     let drain_start = clock.now_us();
     let mut drain_timed_out = false;
     let mut last_settle = 0;
-    while !shutdown.is_cancelled() && !live.drained() {
+    while !stop_load.is_cancelled() && !live.drained() {
         let now = clock.now_us();
         if now - drain_start > plan.drain_timeout.as_micros() as u64 {
             drain_timed_out = true;
@@ -392,14 +426,21 @@ async fn run_in_schema(
     }
     sampler_stop.cancel();
     sampler.await.ok();
+    // A new connection: the load's faults may have broken older ones.
+    let mut admin = schema.connect().await?;
+    if let Ok(probe) = queue.probe_claim(&mut admin).await {
+        ctx.emit(Event::ClaimProbe {
+            at_us: clock.now_us(),
+            label: "after the drain".into(),
+            probe,
+        });
+    }
     drop(ctx);
     let measurements = recorder
         .await
         .context("the recorder stopped unexpectedly")?;
     progress.finish().await;
 
-    // A new connection: the load's faults may have broken older ones.
-    let mut admin = schema.connect().await?;
     let claim_plan_end = queue
         .explain_claim(&mut admin)
         .await
@@ -407,7 +448,7 @@ async fn run_in_schema(
     let mut ledger = measurements.ledger.clone();
     let proof_options = ProofOptions {
         audit: plan.completion_audit,
-        drained: !shutdown.is_cancelled() && !drain_timed_out,
+        drained: !stop_load.is_cancelled() && !drain_timed_out,
         claim_mode: plan.consumers.claim_mode,
         outbox: plan.producers.outbox.is_some(),
     };
@@ -429,10 +470,14 @@ async fn run_in_schema(
         claim_sql: queue.claim_sql().trim().into(),
         claim_plan_start,
         claim_plan_end,
+        server_settings,
+        aborted_by_threshold,
     };
-    let summary = Summary::build(plan, &measurements, &ledger, proof, facts);
+    let mut summary = Summary::build(plan, &measurements, &ledger, proof, facts);
+    summary.judge_thresholds(&plan.thresholds);
     let results = RunResults {
         summary,
+        db_stats: report::dbstats::rows(&measurements),
         timeline: measurements.timeline,
         hlog: measurements.hlog,
         resolved_scenario: plan.resolved_toml(),
@@ -449,6 +494,45 @@ async fn run_in_schema(
         kept_schema: None,
         kept_server: None,
     })
+}
+
+/// `--abort-on-fail`: after each phase (and a second's grace for its last jobs) judges the
+/// thresholds that can be judged so far; the first failure stops the load. Returns it.
+async fn watch_thresholds(
+    thresholds: Vec<crate::scenario::Threshold>,
+    windows: Vec<PhaseWindow>,
+    clock: RunClock,
+    requests: tokio::sync::mpsc::UnboundedSender<SnapshotRequest>,
+    stop_load: CancellationToken,
+) -> Option<String> {
+    let phases: Vec<&PhaseWindow> = windows
+        .iter()
+        .filter(|w| w.kind == WindowKind::Phase)
+        .collect();
+    for (i, phase) in phases.iter().enumerate() {
+        if !crate::fleet::sleep_or_stop(clock.until(phase.end_us + 1_000_000), &stop_load).await {
+            return None;
+        }
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        requests.send(reply).ok()?;
+        let snapshot = answer.await.ok()?;
+        let ended: Vec<String> = phases[..=i].iter().map(|w| w.name.clone()).collect();
+        let results = report::thresholds::judge_so_far(&thresholds, &snapshot, &ended);
+        if let Some(failed) = results.iter().find(|r| !r.passed) {
+            stop_load.cancel();
+            let scope = failed
+                .phase
+                .as_deref()
+                .map_or("the run so far".to_string(), |p| format!("phase {p}"));
+            return Some(format!(
+                "{} {} failed on {scope} (actual {})",
+                failed.metric,
+                failed.condition,
+                failed.actual.map_or("n/a".into(), |a| format!("{a:.3}"))
+            ));
+        }
+    }
+    None
 }
 
 /// Asks the table about in-doubt outcomes the recorder listed, and reports what it says.

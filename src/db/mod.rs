@@ -238,6 +238,23 @@ async fn start_local(plan: &DatabasePlan) -> Result<Server> {
     })
 }
 
+/// Settings that shape a benchmark's results, recorded with every run.
+const KEY_SETTINGS: &str = "
+SELECT name, setting || COALESCE(unit, '')
+FROM   pg_settings
+WHERE  name IN ('shared_buffers', 'synchronous_commit', 'fsync', 'wal_level', 'max_connections', 'work_mem',
+                'autovacuum', 'autovacuum_naptime', 'autovacuum_vacuum_scale_factor', 'autovacuum_vacuum_threshold',
+                'autovacuum_vacuum_cost_limit', 'idle_in_transaction_session_timeout', 'checkpoint_timeout', 'max_wal_size')
+ORDER  BY name";
+
+/// The server's values of the settings that shape results (`meta.postgres_settings`).
+pub async fn server_settings(
+    conn: &mut PgConnection,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let rows: Vec<(String, String)> = sqlx::query_as(KEY_SETTINGS).fetch_all(&mut *conn).await?;
+    Ok(rows.into_iter().collect())
+}
+
 /// The URL with any password replaced by `***`, for messages and saved files.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {

@@ -2,7 +2,7 @@
 //! clock (`clock::RunClock`); they only stamp and send, the recorder decides what each event
 //! means for the figures.
 
-use crate::queue::TableStats;
+use crate::queue::{ClaimProbe, DbSample, TableStats};
 use serde::{Deserialize, Serialize};
 
 /// A job's id in `job_queue`.
@@ -99,8 +99,14 @@ pub enum Event {
     },
     /// In-doubt inserts that the table shows never committed.
     NeverCommitted { keys: Vec<String> },
-    /// A queue-depth sample (`pending` rows) taken from the database.
-    QueueDepth { at_us: u64, pending: i64 },
+    /// A sample of database statistics (its `pending` count is the queue depth).
+    DbSample { at_us: u64, sample: Box<DbSample> },
+    /// The claim, run once under `EXPLAIN (ANALYZE, BUFFERS)` and rolled back.
+    ClaimProbe {
+        at_us: u64,
+        label: String,
+        probe: ClaimProbe,
+    },
     /// A fault that was injected (instant faults have `ended_us == started_us`).
     Fault(FaultRecord),
     /// Queue-table statistics taken by a fault (e.g. around an xmin hold).

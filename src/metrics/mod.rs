@@ -1,7 +1,7 @@
 //! Measurements: the events fleets send (`event`), HDR histograms per metric
 //! (`histogram`), the harness's job ledger (`ledger`), the recorder that turns events into
 //! figures (`recorder`), live counters for progress and drain (`live`), and the
-//! queue-depth sampler (`sampler`).
+//! database sampler (`sampler`).
 
 pub mod event;
 pub mod histogram;
@@ -15,7 +15,7 @@ pub use histogram::{LatencyReport, LatencySummary, Metric, MetricSet};
 pub use ledger::{Ledger, LedgerEntry};
 pub use live::{LiveSnapshot, LiveStats};
 pub use recorder::{
-    FrozenJob, Measurements, PhaseCounts, PhaseWindow, Recorder, TableProbe, TimelineRow,
-    WindowKind,
+    ClaimProbeRecord, FrozenJob, Measurements, PhaseCounts, PhaseWindow, Recorder, Snapshot,
+    SnapshotRequest, TableProbe, TimelineRow, WindowKind,
 };
-pub use sampler::QueueDepthSampler;
+pub use sampler::DbSampler;

@@ -16,6 +16,7 @@ use super::event::{Event, FaultRecord, JobId};
 use super::histogram::{MAX_US, Metric, MetricSet};
 use super::ledger::Ledger;
 use super::live::LiveStats;
+use crate::queue::{ClaimProbe, DbSample};
 use hdrhistogram::serialization::V2Serializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriter, IntervalLogWriterBuilder, Tag};
 use serde::{Deserialize, Serialize};
@@ -154,7 +155,29 @@ pub struct Measurements {
     pub frozen: Vec<FrozenJob>,
     /// Queue-table statistics taken by faults.
     pub probes: Vec<TableProbe>,
+    /// Database statistics sampled during the run: (run-clock µs, sample).
+    pub db_samples: Vec<(u64, DbSample)>,
+    /// The claim measured under `EXPLAIN (ANALYZE, BUFFERS)` at phase boundaries.
+    pub claim_probes: Vec<ClaimProbeRecord>,
 }
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimProbeRecord {
+    pub at_us: u64,
+    pub label: String,
+    pub probe: ClaimProbe,
+}
+
+/// The figures so far, for judging thresholds while the run goes on.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub windows: Vec<PhaseWindow>,
+    pub counts: Vec<PhaseCounts>,
+    pub metrics: Vec<MetricSet>,
+}
+
+/// A request for a [`Snapshot`], answered on the enclosed channel.
+pub type SnapshotRequest = tokio::sync::oneshot::Sender<Snapshot>;
 
 /// A job whose worker was frozen while holding it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -198,6 +221,8 @@ pub struct Recorder {
     faults: Vec<FaultRecord>,
     frozen: Vec<FrozenJob>,
     probes: Vec<TableProbe>,
+    db_samples: Vec<(u64, DbSample)>,
+    claim_probes: Vec<ClaimProbeRecord>,
     /// Set when an event made some outcome uncertain; cleared when the live list is updated.
     doubt_changed: bool,
 }
@@ -232,6 +257,8 @@ impl Recorder {
             faults: Vec::new(),
             frozen: Vec::new(),
             probes: Vec::new(),
+            db_samples: Vec::new(),
+            claim_probes: Vec::new(),
             doubt_changed: false,
         }
     }
@@ -463,10 +490,20 @@ impl Recorder {
                 self.ledger.settle(&event);
                 self.doubt_changed = true;
             }
-            Event::QueueDepth { at_us, pending } => {
-                self.live.set_queue_depth(pending);
-                self.bucket(at_us).depth = Some(pending);
+            Event::DbSample { at_us, sample } => {
+                self.live.set_queue_depth(sample.pending);
+                self.bucket(at_us).depth = Some(sample.pending);
+                self.db_samples.push((at_us, *sample));
             }
+            Event::ClaimProbe {
+                at_us,
+                label,
+                probe,
+            } => self.claim_probes.push(ClaimProbeRecord {
+                at_us,
+                label,
+                probe,
+            }),
             Event::Fault(record) => self.faults.push(record),
             Event::TableProbe {
                 at_us,
@@ -579,9 +616,11 @@ impl Recorder {
 
     /// Consumes events until every sender is gone, writing finished seconds as it goes.
     /// `clock_now_us` reads the run clock; `load_start_wall` labels the interval log.
+    /// `snapshots` answers requests for the figures so far (it may be closed at once).
     pub async fn run(
         mut self,
         mut rx: UnboundedReceiver<Event>,
+        mut snapshots: UnboundedReceiver<SnapshotRequest>,
         clock: crate::clock::RunClock,
         load_start_wall: SystemTime,
     ) -> Measurements {
@@ -604,6 +643,9 @@ impl Recorder {
                     Some(e) => self.handle(e),
                     None => break,
                 },
+                Some(reply) = snapshots.recv() => {
+                    let _ = reply.send(Snapshot { windows: self.windows.clone(), counts: self.counts.clone(), metrics: self.metrics.clone() });
+                }
                 _ = tick.tick() => {
                     if std::mem::take(&mut self.doubt_changed) {
                         self.live.set_unresolved(self.ledger.unresolved());
@@ -627,6 +669,8 @@ impl Recorder {
             faults: self.faults,
             frozen: self.frozen,
             probes: self.probes,
+            db_samples: self.db_samples,
+            claim_probes: self.claim_probes,
         }
     }
 }
@@ -693,8 +737,14 @@ mod tests {
         })
         .unwrap();
         drop(tx);
+        let (_, snapshots) = tokio::sync::mpsc::unbounded_channel();
         let m = rec
-            .run(rx, crate::clock::RunClock::start(), SystemTime::now())
+            .run(
+                rx,
+                snapshots,
+                crate::clock::RunClock::start(),
+                SystemTime::now(),
+            )
             .await;
 
         let steady = &m.metrics[1];

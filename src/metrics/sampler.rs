@@ -1,6 +1,11 @@
-//! The queue-depth sampler: once a second, on its own connection, counts `pending` rows and
-//! reports them as an event. Its query uses the variant's partial index, so it adds one
-//! cheap index scan per second to the load.
+//! The database sampler: on its own connection, once per interval, a sample of what the
+//! database says about the queue (jobs by status, tuples, sizes, vacuum counters, commits,
+//! WAL, the xmin horizon, the run's wait events), and at the start of every phase the claim's
+//! measured plan (`EXPLAIN (ANALYZE, BUFFERS)`, rolled back).
+//!
+//! Its queries add load of their own: a scan of the queue table per sample (jobs by status)
+//! and one claim per phase. A failed sample is skipped, never retried at once; a broken
+//! connection is replaced at the next tick.
 
 use super::event::Event;
 use crate::clock::RunClock;
@@ -12,37 +17,59 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-pub struct QueueDepthSampler {
+pub struct DbSampler {
     pub queue: Queue,
     pub schema: RunSchema,
     pub clock: RunClock,
     pub events: UnboundedSender<Event>,
     pub interval: Duration,
+    /// When to probe the claim (run-clock µs) and what to call the probe, in time order.
+    pub probes: Vec<(u64, String)>,
 }
 
-impl QueueDepthSampler {
-    /// Samples until `stop` is cancelled. A failed sample is skipped (the timeline shows no
-    /// depth for that second), never retried at once: the sampler must not add load of its
-    /// own during a fault. A broken connection is replaced at the next tick.
-    pub async fn run(self, stop: CancellationToken) {
+impl DbSampler {
+    /// Samples until `stop` is cancelled.
+    pub async fn run(mut self, stop: CancellationToken) {
         let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let sessions = format!("{}%", self.schema.application_name(""));
         let mut conn: Option<PgConnection> = None;
+        self.probes.reverse();
         loop {
+            let next_probe = self.probes.last().map(|(at, _)| self.clock.until(*at));
             tokio::select! {
                 _ = stop.cancelled() => break,
                 _ = tick.tick() => {}
+                _ = tokio::time::sleep(next_probe.unwrap_or(Duration::MAX)), if next_probe.is_some() => {}
             }
             if conn.is_none() {
                 conn = self.schema.connect_as("sampler").await.ok();
             }
             let Some(c) = conn.as_mut() else { continue };
-            match self.queue.pending_count(c).await {
-                Ok(pending) => {
-                    let _ = self.events.send(Event::QueueDepth {
+            let result = match self.probes.last() {
+                Some((at, _)) if self.clock.now_us() >= *at => {
+                    let (_, label) = self.probes.pop().expect("just looked");
+                    self.queue
+                        .probe_claim(c)
+                        .await
+                        .map(|probe| Event::ClaimProbe {
+                            at_us: self.clock.now_us(),
+                            label,
+                            probe,
+                        })
+                }
+                _ => self
+                    .queue
+                    .sample(c, &sessions)
+                    .await
+                    .map(|s| Event::DbSample {
                         at_us: self.clock.now_us(),
-                        pending,
-                    });
+                        sample: Box::new(s),
+                    }),
+            };
+            match result {
+                Ok(event) => {
+                    let _ = self.events.send(event);
                 }
                 Err(e) if crate::fleet::is_connection_error(&e) => conn = None,
                 Err(_) => {}

@@ -6,6 +6,10 @@
 //! claims, delete-on-complete, LISTEN/NOTIFY wake-ups, a user's SQL) slots in beside `seed`
 //! without touching them. Values are always bound parameters.
 
+mod stats;
+
+pub use stats::{ClaimProbe, DbSample};
+
 use crate::scenario::{BackoffPlan, Jitter, QueuePlan, VariantName};
 use serde::Deserialize;
 use sqlx::postgres::PgConnection;

@@ -49,6 +49,31 @@ impl Exporter for TimelineCsv {
     }
 }
 
+/// `db_stats.csv`: one row per database sample.
+pub struct DbStatsCsv;
+
+impl Exporter for DbStatsCsv {
+    fn file_name(&self) -> &'static str {
+        "db_stats.csv"
+    }
+    fn export(&self, r: &RunResults, out: &mut dyn Write) -> Result<()> {
+        super::dbstats::write_csv(&r.db_stats, out)
+    }
+}
+
+/// `report.html`: the report with charts, self-contained.
+pub struct Html;
+
+impl Exporter for Html {
+    fn file_name(&self) -> &'static str {
+        "report.html"
+    }
+    fn export(&self, r: &RunResults, out: &mut dyn Write) -> Result<()> {
+        out.write_all(super::html::render(r).as_bytes())?;
+        Ok(())
+    }
+}
+
 /// `latency.hlog`: HdrHistogram interval log, one tag per metric, one interval per second.
 pub struct Hlog;
 
@@ -110,6 +135,23 @@ impl Exporter for Markdown {
         }
         md.push_str(&format!("**Verdict.** {}\n\n", s.verdict.text));
         md.push_str(&format!("**Accounting.** {}\n\n", s.accounting.verdict));
+        if !s.thresholds.is_empty() {
+            md.push_str("## Thresholds\n\n| metric | judged on | condition | actual | result |\n|---|---|---|---|---|\n");
+            for t in &s.thresholds {
+                md.push_str(&format!(
+                    "| `{}` | {} | {} | {} | {} |\n",
+                    t.metric,
+                    t.phase.as_deref().unwrap_or("the run"),
+                    t.condition,
+                    t.actual.map_or("n/a".into(), super::html::number),
+                    if t.passed { "passed" } else { "**FAILED**" }
+                ));
+            }
+            md.push('\n');
+        }
+        if let Some(t) = &s.aborted_by_threshold {
+            md.push_str(&format!("> Stopped early by --abort-on-fail: {t}\n\n"));
+        }
         if !s.scenario.description.is_empty() {
             md.push_str(&format!("{}\n\n", s.scenario.description.trim()));
         }
@@ -194,6 +236,35 @@ impl Exporter for Markdown {
         }
         md.push('\n');
 
+        if !s.claim_probes.is_empty() {
+            md.push_str("## The claim's cost\n\n| when | at s | shared buffers | execution ms | rows |\n|---|---|---|---|---|\n");
+            for c in &s.claim_probes {
+                md.push_str(&format!(
+                    "| {} | {:.1} | {} | {:.3} | {} |\n",
+                    c.label, c.at_s, c.buffers, c.probe.execution_ms, c.probe.rows
+                ));
+            }
+            md.push_str(&format!("\n{}\n\n", super::html::claim_explanation(s)));
+        }
+        if !s.db_stats.per_phase.is_empty() {
+            md.push_str("## The database, phase by phase\n\n| phase | commits | rollbacks | deadlocks | WAL MB | autovacuums | dead tuples | size MB |\n|---|---|---|---|---|---|---|---|\n");
+            for p in &s.db_stats.per_phase {
+                md.push_str(&format!(
+                    "| {} | {} | {} | {} | {:.1} | {} | {} → {} | {:.1} → {:.1} |\n",
+                    p.phase,
+                    p.commits,
+                    p.rollbacks,
+                    p.deadlocks,
+                    p.wal_bytes as f64 / 1_048_576.0,
+                    p.autovacuums,
+                    p.dead_tuples_start,
+                    p.dead_tuples_end,
+                    p.total_bytes_start as f64 / 1_048_576.0,
+                    p.total_bytes_end as f64 / 1_048_576.0
+                ));
+            }
+            md.push('\n');
+        }
         md.push_str("## Claim plan\n\nBefore the first phase:\n\n```\n");
         md.push_str(&s.queue.claim_plan_start.join("\n"));
         md.push_str("\n```\n\nAfter the drain:\n\n```\n");

@@ -1,15 +1,21 @@
 //! Reports: the run's results as files, one exporter per format behind one trait, plus the
-//! terminal summary. Exporters only read [`RunResults`]; they never touch the database.
+//! terminal summary. Exporters only read [`RunResults`]; they never touch the database, so
+//! `dbq-bench report DIR` can render every format again from the saved files.
 
+pub mod dbstats;
 pub mod exporters;
 pub mod faults;
+pub mod html;
 pub mod summary;
+pub mod svg;
 pub mod terminal;
+pub mod thresholds;
 
 pub use summary::{RunFacts, Summary};
 
 use crate::metrics::TimelineRow;
 use anyhow::{Context, Result};
+use dbstats::DbStatsRow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -18,6 +24,8 @@ use std::path::{Path, PathBuf};
 pub struct RunResults {
     pub summary: Summary,
     pub timeline: Vec<TimelineRow>,
+    /// Database statistics, one row per sample.
+    pub db_stats: Vec<DbStatsRow>,
     /// HdrHistogram interval log text.
     pub hlog: Vec<u8>,
     /// The scenario with every default filled in (TOML).
@@ -37,8 +45,10 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(exporters::ResolvedScenario),
         Box::new(exporters::Json),
         Box::new(exporters::TimelineCsv),
+        Box::new(exporters::DbStatsCsv),
         Box::new(exporters::Hlog),
         Box::new(exporters::Markdown),
+        Box::new(exporters::Html),
     ]
 }
 
@@ -58,4 +68,36 @@ pub fn write_all(dir: &Path, results: &RunResults) -> Result<Vec<PathBuf>> {
         written.push(path);
     }
     Ok(written)
+}
+
+impl RunResults {
+    /// Reads a results directory written by [`write_all`].
+    pub fn load(dir: &Path) -> Result<RunResults> {
+        let path = |name: &str| dir.join(name);
+        let read = |name: &str| {
+            std::fs::read(path(name)).with_context(|| format!("reading {}", path(name).display()))
+        };
+        let summary: Summary = serde_json::from_slice(&read("summary.json")?)
+            .with_context(|| format!("parsing {}", path("summary.json").display()))?;
+        if summary.schema_version != summary::SCHEMA_VERSION {
+            anyhow::bail!(
+                "{} has schema_version {}; this dbq-bench reads {}",
+                path("summary.json").display(),
+                summary.schema_version,
+                summary::SCHEMA_VERSION
+            );
+        }
+        let timeline = csv::Reader::from_reader(read("timeline.csv")?.as_slice())
+            .deserialize()
+            .collect::<Result<Vec<TimelineRow>, _>>()
+            .with_context(|| format!("parsing {}", path("timeline.csv").display()))?;
+        Ok(RunResults {
+            summary,
+            timeline,
+            db_stats: dbstats::read_csv(read("db_stats.csv")?.as_slice())?,
+            hlog: read("latency.hlog")?,
+            resolved_scenario: String::from_utf8_lossy(&read("scenario.resolved.toml")?)
+                .into_owned(),
+        })
+    }
 }

@@ -2,11 +2,15 @@
 //! Built once from the plan, the measurements and the accounting proof; every exporter and
 //! the terminal summary read this and nothing else.
 
+use super::dbstats::{self, DbStatsSummary};
 use super::faults::FaultSummary;
+use super::thresholds::ThresholdResult;
 use crate::accounting::AccountingProof;
 use crate::metrics::{
-    LatencyReport, Ledger, Measurements, MetricSet, PhaseCounts, TimelineRow, WindowKind,
+    LatencyReport, Ledger, Measurements, Metric, MetricSet, PhaseCounts, TimelineRow, WindowKind,
 };
+use crate::queue::ClaimProbe;
+use crate::scenario::Threshold;
 use crate::scenario::{Plan, Rate};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -35,8 +39,48 @@ pub struct Summary {
     pub queue: QueueInfo,
     pub verdict: Verdict,
     pub faults: FaultSummary,
+    /// What the database reported during the run (sampled once per `sampler.interval`).
+    pub db_stats: DbStatsSummary,
+    /// The claim run once under `EXPLAIN (ANALYZE, BUFFERS)` (rolled back) at the start of
+    /// every phase and after the drain.
+    pub claim_probes: Vec<ClaimProbeSummary>,
+    /// Latency by percentile over the measured phases: (percentile, ms) per metric.
+    pub latency_spectrum_ms: BTreeMap<String, Vec<(f64, f64)>>,
+    pub thresholds: Vec<ThresholdResult>,
+    /// Every threshold passed (true when there are none).
+    pub thresholds_passed: bool,
+    /// Set when `--abort-on-fail` stopped the run: the threshold that failed.
+    pub aborted_by_threshold: Option<String>,
+    pub meta: Metadata,
     /// Database errors seen by producers and workers, by kind.
     pub errors: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimProbeSummary {
+    pub label: String,
+    /// Seconds since the load started.
+    pub at_s: f64,
+    /// Shared buffers the claim touched (hit + read).
+    pub buffers: i64,
+    pub probe: ClaimProbe,
+}
+
+/// What it takes to reproduce or compare the run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Metadata {
+    /// SHA-256 of scenario.resolved.toml.
+    pub scenario_sha256: String,
+    pub seed: u64,
+    pub tool_version: String,
+    pub git_commit: String,
+    pub postgres_version: String,
+    /// Key server settings as the server reported them.
+    pub postgres_settings: BTreeMap<String, String>,
+    pub cores: usize,
+    pub memory_bytes: u64,
+    pub started_at: String,
+    pub ended_at: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,12 +163,17 @@ pub struct PhaseSummary {
     pub name: String,
     pub kind: WindowKind,
     pub measured: bool,
+    /// Seconds since the load started (negative for prefill).
+    pub start_s: f64,
     pub duration_s: f64,
     /// Offered jobs/s, or "max"; none for prefill and drain.
     pub offered: Option<String>,
     pub jobs: PhaseCounts,
     pub throughput: Throughput,
     pub latency_ms: LatencyReport,
+    /// For measured open-loop phases: producers kept their schedule and consumers kept up
+    /// (the same rules as the verdict, applied to this phase).
+    pub kept_up: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -174,6 +223,8 @@ pub struct RunFacts {
     pub claim_sql: String,
     pub claim_plan_start: Vec<String>,
     pub claim_plan_end: Vec<String>,
+    pub server_settings: BTreeMap<String, String>,
+    pub aborted_by_threshold: Option<String>,
 }
 
 fn secs(us: u64) -> f64 {
@@ -203,6 +254,11 @@ impl Summary {
         let mut offered_jobs = 0.0;
         let mut closed_loop = false;
         let mut phase_plans = plan.phases.iter();
+        let load_start_us = m
+            .windows
+            .iter()
+            .find(|w| w.kind == WindowKind::Phase)
+            .map_or(0, |w| w.start_us);
         for (i, w) in m.windows.iter().enumerate() {
             if w.kind == WindowKind::Prefill && facts.prefilled == 0 {
                 continue;
@@ -238,6 +294,7 @@ impl Summary {
                 name: w.name.clone(),
                 kind: w.kind,
                 measured: w.measured,
+                start_s: (w.start_us as f64 - load_start_us as f64) / 1e6,
                 duration_s,
                 offered,
                 jobs: counts,
@@ -248,6 +305,7 @@ impl Summary {
                     window_s: duration_s,
                 },
                 latency_ms: LatencyReport::of(&m.metrics[i]),
+                kept_up: (w.measured && offered_per_s.is_some()).then(|| phase_kept_up(&counts)),
             });
         }
         let all = m.counts.iter().fold(PhaseCounts::default(), |mut a, c| {
@@ -277,10 +335,47 @@ impl Summary {
             reaped: all.reaped,
         };
         let faults = FaultSummary::build(m, &all, ledger, &proof, plan.consumers.claim_mode);
-        let verdict = verdict(m, &throughput, &measured_counts);
+        let mut verdict = verdict(m, &throughput, &measured_counts);
+        if let Some(p) = phases.iter().find(|p| p.kept_up == Some(false)) {
+            verdict.text.push_str(&format!(
+                " The first phase that fell behind: \"{}\" at {} jobs/s offered ({:.0} completed/s).",
+                p.name,
+                p.offered.as_deref().unwrap_or("?"),
+                p.throughput.completed_per_s
+            ));
+        }
+        let rows = dbstats::rows(m);
+        let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
+        let load_start = m
+            .windows
+            .iter()
+            .find(|w| w.kind == WindowKind::Phase)
+            .map_or(0, |w| w.start_us);
+        let claim_probes = m
+            .claim_probes
+            .iter()
+            .map(|c| ClaimProbeSummary {
+                label: c.label.clone(),
+                at_s: (c.at_us as f64 - load_start as f64) / 1e6,
+                buffers: c.probe.buffers_hit + c.probe.buffers_read,
+                probe: c.probe.clone(),
+            })
+            .collect();
+        let meta = Metadata {
+            scenario_sha256: sha256_hex(plan.resolved_toml().as_bytes()),
+            seed: plan.seed,
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: env!("DBQ_BENCH_GIT_COMMIT").into(),
+            postgres_version: facts.server_version.clone(),
+            postgres_settings: facts.server_settings.clone(),
+            cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            memory_bytes: memory_bytes(),
+            started_at: facts.started_at.clone(),
+            ended_at: facts.ended_at.clone(),
+        };
         Summary {
             schema_version: SCHEMA_VERSION,
-            complete: !facts.interrupted && !facts.drain_timed_out,
+            complete: !facts.interrupted && !facts.drain_timed_out && facts.aborted_by_threshold.is_none(),
             interrupted: facts.interrupted,
             tool: ToolInfo { name: "dbq-bench".into(), version: env!("CARGO_PKG_VERSION").into() },
             scenario: ScenarioInfo {
@@ -318,9 +413,75 @@ impl Summary {
             },
             verdict,
             faults,
+            db_stats: dbstats::summarize(&rows, &phase_names),
+            claim_probes,
+            latency_spectrum_ms: spectrum(&measured_metrics),
+            thresholds: Vec::new(),
+            thresholds_passed: true,
+            aborted_by_threshold: facts.aborted_by_threshold,
+            meta,
             errors: m.errors.clone(),
         }
     }
+
+    /// Judges the plan's thresholds on this summary and records the results.
+    pub fn judge_thresholds(&mut self, thresholds: &[Threshold]) {
+        let json = serde_json::to_value(&*self).unwrap_or_default();
+        self.thresholds = super::thresholds::judge(thresholds, &json);
+        self.thresholds_passed =
+            self.thresholds.iter().all(|t| t.passed) && self.aborted_by_threshold.is_none();
+    }
+}
+
+/// The same rules as the verdict, for one phase.
+fn phase_kept_up(c: &PhaseCounts) -> bool {
+    let tolerance = ((c.enqueued as f64 * 0.02) as i64).max(10);
+    let gap = c.enqueued as i64 - (c.completed + c.dead_lettered) as i64;
+    c.sent_late as f64 <= 0.01 * c.enqueued.max(1) as f64 && gap <= tolerance
+}
+
+/// Percentiles at which the spectrum is read.
+const SPECTRUM: [f64; 16] = [
+    0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999,
+    99.9995, 100.0,
+];
+
+fn spectrum(set: &MetricSet) -> BTreeMap<String, Vec<(f64, f64)>> {
+    Metric::ALL
+        .iter()
+        .filter(|m| !set.get(**m).is_empty())
+        .map(|m| {
+            let h = set.get(*m);
+            let points = SPECTRUM
+                .iter()
+                .map(|p| (*p, h.value_at_quantile(p / 100.0) as f64 / 1000.0))
+                .collect();
+            (m.name().to_string(), points)
+        })
+        .collect()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Total memory from /proc/meminfo (0 when unknown).
+fn memory_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<u64>()
+                .ok()
+        })
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// Queue depth in the first and last timeline second of the measured phases.

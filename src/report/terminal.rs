@@ -72,6 +72,38 @@ pub fn render(s: &Summary) -> String {
             l.count, l.p50, l.p90, l.p99, l.p999, l.max
         ));
     }
+    if !s.thresholds.is_empty() {
+        let failed: Vec<String> = s
+            .thresholds
+            .iter()
+            .filter(|t| !t.passed)
+            .map(|t| {
+                let on = t
+                    .phase
+                    .as_deref()
+                    .map_or(String::new(), |p| format!(" in {p}"));
+                format!(
+                    "{} {}{on} (actual {})",
+                    t.metric,
+                    t.condition,
+                    t.actual.map_or("n/a".into(), super::html::number)
+                )
+            })
+            .collect();
+        let n = s.thresholds.len();
+        t.push_str(&if failed.is_empty() {
+            format!("thresholds all {n} passed\n")
+        } else {
+            format!(
+                "thresholds {} of {n} FAILED: {}\n",
+                failed.len(),
+                failed.join("; ")
+            )
+        });
+    }
+    if let Some(a) = &s.aborted_by_threshold {
+        t.push_str(&format!("aborted    {a}\n"));
+    }
     t.push_str(&format!("verdict    {}\n", s.verdict.text));
     t.push_str(&format!("accounting {}\n", s.accounting.verdict));
     t

@@ -5,6 +5,7 @@ pub mod faults;
 pub mod load;
 pub mod model;
 pub mod plan;
+pub mod thresholds;
 pub mod values;
 
 pub use faults::{BackendTarget, CrashPoint, FaultSpec, Repeat, ShutdownMode};
@@ -14,6 +15,7 @@ pub use plan::{
     BackoffPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan, PhasePlan, Plan,
     ProducerPlan, QueuePlan, ReaperPlan,
 };
+pub use thresholds::Threshold;
 pub use values::{DurationDist, HumanDuration, Rate};
 
 use crate::error::InputError;

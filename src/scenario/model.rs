@@ -34,6 +34,11 @@ pub struct Scenario {
     #[serde(default)]
     pub verify: VerifySection,
     #[serde(default)]
+    pub sampler: SamplerSection,
+    /// Pass/fail conditions on the whole run's figures: `"metric" = "condition"`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub thresholds: BTreeMap<String, String>,
+    #[serde(default)]
     pub phases: Vec<PhaseSection>,
 }
 
@@ -364,6 +369,23 @@ impl Default for VerifySection {
     }
 }
 
+/// The database sampler (see `metrics::sampler`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplerSection {
+    /// How often database statistics are sampled (each sample scans the queue table once).
+    #[serde(default = "defaults::sampler_interval")]
+    pub interval: HumanDuration,
+}
+
+impl Default for SamplerSection {
+    fn default() -> Self {
+        SamplerSection {
+            interval: defaults::sampler_interval(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseSection {
@@ -378,6 +400,9 @@ pub struct PhaseSection {
     /// Faults injected during this phase.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSpec>,
+    /// Pass/fail conditions on this phase's figures.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub thresholds: BTreeMap<String, String>,
 }
 
 mod defaults {
@@ -424,6 +449,9 @@ mod defaults {
     }
     pub fn stale_after() -> HumanDuration {
         HumanDuration::from_secs(600)
+    }
+    pub fn sampler_interval() -> HumanDuration {
+        HumanDuration::from_secs(1)
     }
     pub fn drain_timeout() -> HumanDuration {
         HumanDuration::from_secs(60)

@@ -3,6 +3,7 @@
 
 use super::faults::{FaultSpec, Repeat};
 use super::model::{Arrival, ClaimMode, Jitter, ProviderKind, Scenario, VariantName};
+use super::thresholds::{self, Threshold};
 use super::values::{DurationDist, Rate};
 use crate::error::InputError;
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,9 @@ pub struct Plan {
     pub reaper: Option<ReaperPlan>,
     pub drain_timeout: Duration,
     pub completion_audit: bool,
+    pub sampler_interval: Duration,
+    /// Thresholds on the whole run and on phases.
+    pub thresholds: Vec<Threshold>,
     /// The scenario with all defaults filled in, as saved to `scenario.resolved.toml`.
     pub resolved: Scenario,
 }
@@ -427,6 +431,23 @@ impl Plan {
                 orders: (jobs * 1.5) as u64 + 1000 + 10 * producers.count as u64,
             });
         }
+        let mut thresholds = Vec::new();
+        for (metric, condition) in &scenario.thresholds {
+            thresholds.push(
+                thresholds::parse(metric, condition, None)
+                    .map_err(|r| err(&format!("thresholds[\"{metric}\"]"), r))?,
+            );
+        }
+        for (i, ph) in scenario.phases.iter().enumerate() {
+            for (metric, condition) in &ph.thresholds {
+                let t = thresholds::parse(metric, condition, Some(&ph.name));
+                thresholds
+                    .push(t.map_err(|r| err(&format!("phases[{i}].thresholds[\"{metric}\"]"), r))?);
+            }
+        }
+        if scenario.sampler.interval.0 < Duration::from_millis(100) {
+            return Err(err("sampler.interval", "must be at least 100ms".into()));
+        }
         if scenario.drain.timeout.0.is_zero() {
             return Err(err("drain.timeout", "must be more than 0s".into()));
         }
@@ -443,6 +464,8 @@ impl Plan {
             phases,
             reaper,
             drain_timeout: scenario.drain.timeout.0,
+            sampler_interval: scenario.sampler.interval.0,
+            thresholds,
             completion_audit: scenario.verify.completion_audit,
             resolved: scenario,
         })

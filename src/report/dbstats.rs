@@ -1,0 +1,252 @@
+//! Database statistics in the results: `db_stats.csv` (one row per sample) and, in
+//! summary.json, what changed in each phase and what the run's sessions waited on.
+
+use crate::metrics::{Measurements, WindowKind};
+use crate::queue::DbSample;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+/// One sample, placed on the run's time axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DbStatsRow {
+    /// Seconds since the load started.
+    pub t_s: f64,
+    pub phase: String,
+    pub sample: DbSample,
+}
+
+/// What changed in one phase, from its first sample to its last.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PhaseDbStats {
+    pub phase: String,
+    pub samples: usize,
+    pub commits: i64,
+    pub rollbacks: i64,
+    pub deadlocks: i64,
+    pub wal_bytes: i64,
+    pub autovacuums: i64,
+    pub autoanalyzes: i64,
+    pub dead_tuples_start: i64,
+    pub dead_tuples_end: i64,
+    pub total_bytes_start: i64,
+    pub total_bytes_end: i64,
+    pub max_xmin_age_xids: i64,
+    /// Sessions of the run seen waiting, by wait event, summed over the phase's samples.
+    pub wait_events: BTreeMap<String, i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DbStatsSummary {
+    pub samples: usize,
+    pub per_phase: Vec<PhaseDbStats>,
+    /// Sessions of the run seen waiting, by wait event, summed over all samples.
+    pub wait_events: BTreeMap<String, i64>,
+}
+
+/// Places every sample on the time axis and in its phase.
+pub fn rows(m: &Measurements) -> Vec<DbStatsRow> {
+    let load_start = m
+        .windows
+        .iter()
+        .find(|w| w.kind == WindowKind::Phase)
+        .map_or(0, |w| w.start_us);
+    m.db_samples
+        .iter()
+        .map(|(at, sample)| DbStatsRow {
+            t_s: (*at as f64 - load_start as f64) / 1e6,
+            phase: m
+                .windows
+                .iter()
+                .find(|w| *at >= w.start_us && *at < w.end_us)
+                .map_or("drain".into(), |w| w.name.clone()),
+            sample: sample.clone(),
+        })
+        .collect()
+}
+
+pub fn summarize(rows: &[DbStatsRow], phases: &[String]) -> DbStatsSummary {
+    let mut wait_events = BTreeMap::new();
+    for r in rows {
+        for (k, v) in &r.sample.wait_events {
+            *wait_events.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    let per_phase = phases
+        .iter()
+        .filter_map(|phase| {
+            let in_phase: Vec<&DbSample> = rows
+                .iter()
+                .filter(|r| &r.phase == phase)
+                .map(|r| &r.sample)
+                .collect();
+            let (first, last) = (in_phase.first()?, in_phase.last()?);
+            let mut waits = BTreeMap::new();
+            for s in &in_phase {
+                for (k, v) in &s.wait_events {
+                    *waits.entry(k.clone()).or_insert(0) += v;
+                }
+            }
+            Some(PhaseDbStats {
+                phase: phase.clone(),
+                samples: in_phase.len(),
+                commits: last.xact_commit - first.xact_commit,
+                rollbacks: last.xact_rollback - first.xact_rollback,
+                deadlocks: last.deadlocks - first.deadlocks,
+                wal_bytes: last.wal_bytes - first.wal_bytes,
+                autovacuums: last.autovacuums - first.autovacuums,
+                autoanalyzes: last.autoanalyzes - first.autoanalyzes,
+                dead_tuples_start: first.dead_tuples,
+                dead_tuples_end: last.dead_tuples,
+                total_bytes_start: first.total_bytes,
+                total_bytes_end: last.total_bytes,
+                max_xmin_age_xids: in_phase.iter().map(|s| s.xmin_age_xids).max().unwrap_or(0),
+                wait_events: waits,
+            })
+        })
+        .collect();
+    DbStatsSummary {
+        samples: rows.len(),
+        per_phase,
+        wait_events,
+    }
+}
+
+const COLUMNS: [&str; 22] = [
+    "t_s",
+    "phase",
+    "pending",
+    "processing",
+    "done",
+    "dead_letter",
+    "live_tuples",
+    "dead_tuples",
+    "table_bytes",
+    "total_bytes",
+    "vacuums",
+    "autovacuums",
+    "analyzes",
+    "autoanalyzes",
+    "xact_commit",
+    "xact_rollback",
+    "deadlocks",
+    "wal_bytes",
+    "xmin_age_xids",
+    "oldest_xact_s",
+    "notify_queue_usage",
+    "waiting_sessions",
+];
+
+/// Writes `db_stats.csv`: the columns above, then one `index_bytes:<name>` per index.
+pub fn write_csv(rows: &[DbStatsRow], out: &mut dyn Write) -> Result<()> {
+    let indexes: Vec<String> = rows
+        .iter()
+        .flat_map(|r| r.sample.index_bytes.keys().cloned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut w = csv::Writer::from_writer(out);
+    let mut header: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
+    header.extend(indexes.iter().map(|i| format!("index_bytes:{i}")));
+    w.write_record(&header)?;
+    for r in rows {
+        let s = &r.sample;
+        let mut rec = vec![format!("{:.3}", r.t_s), r.phase.clone()];
+        rec.extend(
+            [
+                s.pending,
+                s.processing,
+                s.done,
+                s.dead_letter,
+                s.live_tuples,
+                s.dead_tuples,
+                s.table_bytes,
+                s.total_bytes,
+                s.vacuums,
+                s.autovacuums,
+                s.analyzes,
+                s.autoanalyzes,
+                s.xact_commit,
+                s.xact_rollback,
+                s.deadlocks,
+                s.wal_bytes,
+                s.xmin_age_xids,
+            ]
+            .iter()
+            .map(|v| v.to_string()),
+        );
+        rec.push(format!("{:.3}", s.oldest_xact_s));
+        rec.push(format!("{}", s.notify_queue_usage));
+        rec.push(s.wait_events.values().sum::<i64>().to_string());
+        rec.extend(indexes.iter().map(|i| {
+            s.index_bytes
+                .get(i)
+                .map_or(String::new(), |b| b.to_string())
+        }));
+        w.write_record(&rec)?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// Reads `db_stats.csv` back (wait events per sample are not in the file, only their total).
+pub fn read_csv(input: impl Read) -> Result<Vec<DbStatsRow>> {
+    let mut r = csv::Reader::from_reader(input);
+    let header = r.headers()?.clone();
+    let col = |name: &str| header.iter().position(|h| h == name);
+    let mut rows = Vec::new();
+    for (n, record) in r.records().enumerate() {
+        let record = record?;
+        let get = |name: &str| col(name).and_then(|i| record.get(i)).unwrap_or("");
+        let int = |name: &str| {
+            get(name)
+                .parse::<i64>()
+                .with_context(|| format!("db_stats.csv row {}: column {name}", n + 1))
+        };
+        let float = |name: &str| {
+            get(name)
+                .parse::<f64>()
+                .with_context(|| format!("db_stats.csv row {}: column {name}", n + 1))
+        };
+        let sample = DbSample {
+            pending: int("pending")?,
+            processing: int("processing")?,
+            done: int("done")?,
+            dead_letter: int("dead_letter")?,
+            live_tuples: int("live_tuples")?,
+            dead_tuples: int("dead_tuples")?,
+            vacuums: int("vacuums")?,
+            autovacuums: int("autovacuums")?,
+            analyzes: int("analyzes")?,
+            autoanalyzes: int("autoanalyzes")?,
+            table_bytes: int("table_bytes")?,
+            total_bytes: int("total_bytes")?,
+            index_bytes: header
+                .iter()
+                .enumerate()
+                .filter_map(|(i, h)| {
+                    Some((
+                        h.strip_prefix("index_bytes:")?.to_string(),
+                        record.get(i)?.parse().ok()?,
+                    ))
+                })
+                .collect(),
+            xact_commit: int("xact_commit")?,
+            xact_rollback: int("xact_rollback")?,
+            deadlocks: int("deadlocks")?,
+            wal_bytes: int("wal_bytes")?,
+            xmin_age_xids: int("xmin_age_xids")?,
+            oldest_xact_s: float("oldest_xact_s")?,
+            notify_queue_usage: float("notify_queue_usage")?,
+            // Only the total is in the file (waiting_sessions); the breakdown is in summary.json.
+            wait_events: BTreeMap::new(),
+        };
+        rows.push(DbStatsRow {
+            t_s: float("t_s")?,
+            phase: get("phase").to_string(),
+            sample,
+        });
+    }
+    Ok(rows)
+}

@@ -1,0 +1,483 @@
+//! `report.html`: one self-contained page (inline CSS and SVG, no scripts, no links) with
+//! the verdict, the accounting proof, thresholds, charts and tables.
+
+use super::RunResults;
+use super::summary::Summary;
+use super::svg::{Band, Marker, Series, SpectrumChart, TimeChart, bars, escape};
+use crate::metrics::WindowKind;
+use std::fmt::Write;
+
+const STYLE: &str = "body{font-family:sans-serif;margin:24px auto;max-width:960px;color:#222;line-height:1.4}\
+h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd;padding-bottom:3px}\
+.sub{color:#666;font-size:13px}.box{padding:10px 14px;border-radius:4px;margin:10px 0}\
+.ok{background:#e8f5e9;border-left:5px solid #2e7d32}.bad{background:#fdecea;border-left:5px solid #c62828}\
+.warn{background:#fff8e1;border-left:5px solid #f9a825}table{border-collapse:collapse;font-size:13px;margin:8px 0}\
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f5f5f5}td.l,th.l{text-align:left}\
+.pass{color:#2e7d32;font-weight:bold}.fail{color:#c62828;font-weight:bold}code{background:#f5f5f5;padding:1px 3px}\
+p.note{font-size:13px;color:#444}svg{display:block;margin:6px 0}";
+
+fn ms(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// A figure as written in tables: whole numbers without decimals.
+pub fn number(x: f64) -> String {
+    if x == x.trunc() && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn mb(bytes: i64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1_048_576.0)
+}
+
+pub fn render(r: &RunResults) -> String {
+    let s = &r.summary;
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>dbq-bench: {n}</title><style>{STYLE}</style></head><body>\
+         <h1>dbq-bench: {n}</h1><p class=\"sub\">{file} · seed {seed} · {provider}: {version} · {start} → {end} (UTC)</p>",
+        n = escape(&s.scenario.name),
+        file = escape(&s.scenario.file),
+        seed = s.scenario.seed,
+        provider = escape(&s.database.provider),
+        version = escape(s.database.server_version.split(" on ").next().unwrap_or("")),
+        start = s.run.started_at,
+        end = s.run.ended_at
+    );
+    if !s.scenario.description.is_empty() {
+        let _ = write!(h, "<p>{}</p>", escape(&s.scenario.description));
+    }
+    if !s.complete {
+        let why = if let Some(t) = &s.aborted_by_threshold {
+            format!("stopped early by --abort-on-fail: {t}")
+        } else if s.interrupted {
+            "interrupted".into()
+        } else {
+            "the drain timed out".into()
+        };
+        let _ = write!(
+            h,
+            "<div class=\"box warn\"><b>Incomplete run</b> ({}): the figures cover what happened before it stopped.</div>",
+            escape(&why)
+        );
+    }
+    let class = |ok: bool| if ok { "ok" } else { "bad" };
+    let _ = write!(
+        h,
+        "<div class=\"box {}\"><b>Verdict.</b> {}</div>",
+        class(s.verdict.kept_up),
+        escape(&s.verdict.text)
+    );
+    let _ = write!(
+        h,
+        "<div class=\"box {}\"><b>Accounting.</b> {}</div>",
+        class(s.accounting.ok),
+        escape(&s.accounting.verdict)
+    );
+    thresholds(&mut h, s);
+    key_figures(&mut h, s);
+    charts(&mut h, r);
+    phases(&mut h, s);
+    claim_probes(&mut h, s);
+    faults(&mut h, s);
+    database(&mut h, s);
+    measurement(&mut h, s);
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn thresholds(h: &mut String, s: &Summary) {
+    if s.thresholds.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Thresholds</h2><table><tr><th class=\"l\">metric</th><th class=\"l\">judged on</th><th class=\"l\">condition</th><th>actual</th><th>result</th></tr>");
+    for t in &s.thresholds {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"{}\">{}</td></tr>",
+            escape(&t.metric),
+            escape(
+                t.phase
+                    .as_deref()
+                    .map_or("the run (measured phases)", |p| p)
+            ),
+            escape(&t.condition),
+            t.actual.map_or("n/a".into(), number),
+            if t.passed { "pass" } else { "fail" },
+            if t.passed { "passed" } else { "FAILED" }
+        );
+    }
+    h.push_str("</table>");
+}
+
+fn key_figures(h: &mut String, s: &Summary) {
+    let e = &s.latency_ms.end_to_end;
+    let j = &s.jobs;
+    let _ = write!(
+        h,
+        "<h2>Key figures</h2><table><tr><th>offered</th><th>enqueued/s</th><th>completed/s</th><th>e2e p50 ms</th><th>e2e p99 ms</th><th>e2e max ms</th>\
+         <th>enqueued</th><th>completed</th><th>dead-lettered</th><th>lost</th><th>unfinished</th><th>duplicate completions</th></tr>\
+         <tr><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>\
+         <p class=\"note\">Over the measured phases ({:.1} s). Throughput counts committed work only; latencies start at each job's intended enqueue time.</p>",
+        s.throughput
+            .offered_per_s
+            .map_or("max".into(), |r| format!("{r:.0}/s")),
+        s.throughput.enqueued_per_s,
+        s.throughput.completed_per_s,
+        ms(e.p50),
+        ms(e.p99),
+        ms(e.max),
+        j.enqueued,
+        j.completed + j.finished_without_report,
+        j.dead_lettered,
+        j.lost,
+        j.unfinished,
+        j.duplicate_completions,
+        s.throughput.window_s
+    );
+}
+
+fn charts(h: &mut String, r: &RunResults) {
+    let s = &r.summary;
+    let bands: Vec<Band> = s
+        .phases
+        .iter()
+        .filter(|p| p.kind != WindowKind::Prefill)
+        .map(|p| Band {
+            from: p.start_s,
+            to: p.start_s + p.duration_s,
+            label: p.name.clone(),
+        })
+        .collect();
+    let markers: Vec<Marker> = s
+        .faults
+        .events
+        .iter()
+        .map(|e| Marker {
+            at: e.at_s,
+            label: e.kind.clone(),
+        })
+        .collect();
+    let line = |name: &str, f: &dyn Fn(&crate::metrics::TimelineRow) -> Option<f64>| Series {
+        name: name.into(),
+        points: r
+            .timeline
+            .iter()
+            .filter_map(|row| Some((row.second as f64 + 0.5, f(row)?)))
+            .collect(),
+    };
+    let db = |name: &str, f: &dyn Fn(&crate::queue::DbSample) -> f64| Series {
+        name: name.into(),
+        points: r
+            .db_stats
+            .iter()
+            .map(|row| (row.t_s, f(&row.sample)))
+            .collect(),
+    };
+    // Every time chart spans the load and the drain.
+    let end = s
+        .phases
+        .iter()
+        .map(|p| p.start_s + p.duration_s)
+        .fold(1.0, f64::max);
+    let time = |title: &str, y: &str, series: Vec<Series>| {
+        TimeChart {
+            title,
+            y_label: y,
+            series,
+            bands: &bands,
+            markers: &markers,
+            x_range: (0.0, end),
+        }
+        .render()
+    };
+
+    h.push_str("<h2>Throughput</h2>");
+    h.push_str(&time(
+        "Jobs enqueued and completed per second",
+        "jobs per second",
+        vec![
+            line("enqueued", &|r| Some(r.enqueued as f64)),
+            line("completed", &|r| Some(r.completed as f64)),
+            line("failed", &|r| Some(r.failed as f64)),
+        ],
+    ));
+    h.push_str("<h2>Queue depth</h2>");
+    h.push_str(&time(
+        "Jobs waiting (pending) and being worked on (processing, as committed)",
+        "jobs",
+        vec![
+            db("pending", &|d| d.pending as f64),
+            db("processing", &|d| d.processing as f64),
+        ],
+    ));
+    h.push_str("<h2>End-to-end latency over time</h2>");
+    h.push_str(&time(
+        "End-to-end latency of the jobs completed in each second",
+        "ms",
+        vec![
+            line("p50", &|r| r.e2e_p50_ms),
+            line("p99", &|r| r.e2e_p99_ms),
+            line("max", &|r| r.e2e_max_ms),
+        ],
+    ));
+    h.push_str("<h2>Latency percentile spectrum</h2>");
+    let spectrum: Vec<Series> = ["end_to_end", "queue_wait", "enqueue", "claim", "handler"]
+        .iter()
+        .filter_map(|m| {
+            Some(Series {
+                name: m.to_string(),
+                points: s.latency_spectrum_ms.get(*m)?.clone(),
+            })
+        })
+        .collect();
+    h.push_str(
+        &SpectrumChart {
+            title: "Latency by percentile, measured phases (log scales)",
+            series: spectrum,
+        }
+        .render(),
+    );
+    h.push_str("<h2>Dead tuples and table size</h2>");
+    h.push_str(&time(
+        "Row versions in the queue table",
+        "tuples",
+        vec![
+            db("dead tuples", &|d| d.dead_tuples as f64),
+            db("live tuples", &|d| d.live_tuples as f64),
+        ],
+    ));
+    h.push_str(&time(
+        "Size of the queue table",
+        "MB",
+        vec![
+            db("table + indexes", &|d| d.total_bytes as f64 / 1_048_576.0),
+            db("table", &|d| d.table_bytes as f64 / 1_048_576.0),
+        ],
+    ));
+    h.push_str("<h2>Wait events</h2>");
+    let mut waits: Vec<(String, f64)> = s
+        .db_stats
+        .wait_events
+        .iter()
+        .map(|(k, v)| (k.clone(), *v as f64))
+        .collect();
+    waits.sort_by(|a, b| b.1.total_cmp(&a.1));
+    waits.truncate(12);
+    h.push_str(&bars(
+        "What the run's busy sessions were waiting on (sessions × samples)",
+        &waits,
+    ));
+    h.push_str(
+        "<p class=\"note\"><code>Client:ClientRead</code> on a worker session is time the server waited for the worker, \
+         e.g. a seed worker's handler running inside its open transaction; <code>Lock:*</code> is waiting for another session's lock; \
+         <code>IO:*</code> and <code>LWLock:*</code> are the server's own contention.</p>",
+    );
+}
+
+fn phases(h: &mut String, s: &Summary) {
+    h.push_str("<h2>Phases</h2><table><tr><th class=\"l\">phase</th><th>measured</th><th>duration s</th><th>offered</th><th>enqueued/s</th><th>completed/s</th><th>failed</th><th>e2e p50</th><th>e2e p99</th><th>e2e max</th><th>queue_wait p99</th><th>claim p99</th><th>kept up</th></tr>");
+    for p in &s.phases {
+        let l = &p.latency_ms;
+        let v = |x: &crate::metrics::LatencySummary,
+                 f: fn(&crate::metrics::LatencySummary) -> f64| {
+            if x.count > 0 { ms(f(x)) } else { "–".into() }
+        };
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&p.name),
+            if p.measured { "yes" } else { "no" },
+            p.duration_s,
+            escape(p.offered.as_deref().unwrap_or("–")),
+            p.throughput.enqueued_per_s,
+            p.throughput.completed_per_s,
+            p.jobs.failed,
+            v(&l.end_to_end, |x| x.p50),
+            v(&l.end_to_end, |x| x.p99),
+            v(&l.end_to_end, |x| x.max),
+            v(&l.queue_wait, |x| x.p99),
+            v(&l.claim, |x| x.p99),
+            p.kept_up.map_or("–", |k| if k { "yes" } else { "no" })
+        );
+    }
+    h.push_str("</table><p class=\"note\">Latencies that start at a job's intended enqueue time belong to the phase that scheduled the job; counts belong to the phase in which they happened.</p>");
+}
+
+fn claim_probes(h: &mut String, s: &Summary) {
+    if s.claim_probes.is_empty() {
+        return;
+    }
+    h.push_str("<h2>The claim's cost</h2><table><tr><th class=\"l\">when</th><th>at s</th><th>shared buffers</th><th>read from disk</th><th>execution ms</th><th>rows</th><th class=\"l\">plan</th></tr>");
+    for c in &s.claim_probes {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            escape(&c.label),
+            c.at_s,
+            c.buffers,
+            c.probe.buffers_read,
+            c.probe.execution_ms,
+            c.probe.rows,
+            escape(&c.probe.plan.join(" → "))
+        );
+    }
+    h.push_str("</table>");
+    let _ = write!(h, "<p class=\"note\">{}</p>", escape(&claim_explanation(s)));
+}
+
+/// Says how the claim's cost changed over the run, and why it usually grows.
+pub fn claim_explanation(s: &Summary) -> String {
+    // Compare claims that found a job: on an empty queue the claim has nothing to walk past.
+    let found: Vec<&super::summary::ClaimProbeSummary> =
+        s.claim_probes.iter().filter(|c| c.probe.rows > 0).collect();
+    let (Some(first), Some(last)) = (found.first(), found.last()) else {
+        return "No probe found a job ready to claim, so there is nothing to compare.".into();
+    };
+    let autovacuums: i64 = s.db_stats.per_phase.iter().map(|p| p.autovacuums).sum();
+    let method = "Each claim runs the seed's CTE once under EXPLAIN (ANALYZE, BUFFERS) inside a transaction that is rolled back.";
+    if last.buffers > 2 * first.buffers.max(1) {
+        format!(
+            "{method} It touched {} shared buffers at \"{}\" and {} at \"{}\". Every job the queue claims or finishes leaves a row version behind, \
+             and its old entry in idx_job_queue_pending stays until VACUUM removes it; each claim walks the index in order and visits those entries \
+             (and their heap pages) before it reaches a live pending job. Autovacuum ran {autovacuums} time(s) on the table during the measured phases; \
+             until it catches up, the claim gets more expensive with every job done.",
+            first.buffers, first.label, last.buffers, last.label
+        )
+    } else {
+        format!(
+            "{method} Its cost stayed flat: {} shared buffers at \"{}\", {} at \"{}\" (autovacuum ran {autovacuums} time(s) during the measured phases).",
+            first.buffers, first.label, last.buffers, last.label
+        )
+    }
+}
+
+fn faults(h: &mut String, s: &Summary) {
+    let f = &s.faults;
+    if f.events.is_empty()
+        && f.worker_crashes
+            + f.reaped
+            + f.handler_errors
+            + f.in_doubt_enqueues
+            + f.rolled_back_enqueues
+            == 0
+    {
+        return;
+    }
+    let _ = write!(
+        h,
+        "<h2>Faults</h2><p>Claim mode <code>{}</code>: {} handler errors, {} retries, {} dead-lettered, {} worker crashes, {} reaped, {} backends killed, \
+         {} server restarts, {} in-doubt inserts ({} committed), {} rolled-back inserts, {} repeated job runs, {} duplicate completions ({}).</p>",
+        escape(&f.claim_mode),
+        f.handler_errors,
+        f.retries,
+        f.dead_lettered,
+        f.worker_crashes,
+        f.reaped,
+        f.backends_killed,
+        f.server_restarts,
+        f.in_doubt_enqueues,
+        f.in_doubt_enqueues_committed,
+        f.rolled_back_enqueues,
+        f.duplicate_executions,
+        f.duplicate_completions,
+        if f.duplicates_within_claim_mode {
+            "all allowed by the claim mode"
+        } else {
+            "NOT all allowed by the claim mode"
+        }
+    );
+    if !f.events.is_empty() {
+        h.push_str("<table><tr><th class=\"l\">fault</th><th class=\"l\">phase</th><th>from s</th><th>to s</th><th>hit</th><th>rate back after s</th><th>backlog back after s</th><th class=\"l\">detail</th></tr>");
+        let opt = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.1}"));
+        for e in &f.events {
+            let _ = write!(
+                h,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+                escape(&e.kind),
+                escape(&e.phase),
+                e.at_s,
+                e.until_s,
+                e.count,
+                opt(e.recovery.rate_recovered_after_s),
+                opt(e.recovery.backlog_recovered_after_s),
+                escape(&e.detail)
+            );
+        }
+        h.push_str("</table><p class=\"note\">Recovery is read off the per-second timeline: the time from the end of the fault until completions reach 90% of their rate in the five seconds before it, and until the backlog is back to its size then. – means not before the run ended.</p>");
+    }
+    for p in &f.table_probes {
+        let _ = write!(
+            h,
+            "<p class=\"note\">Queue table {}: {} dead / {} live tuples, {} with indexes.</p>",
+            escape(&p.label),
+            p.dead_tuples,
+            p.live_tuples,
+            mb(p.total_bytes)
+        );
+    }
+}
+
+fn database(h: &mut String, s: &Summary) {
+    if s.db_stats.per_phase.is_empty() {
+        return;
+    }
+    h.push_str("<h2>The database, phase by phase</h2><table><tr><th class=\"l\">phase</th><th>commits</th><th>rollbacks</th><th>deadlocks</th><th>WAL</th><th>autovacuums</th><th>dead tuples</th><th>size</th><th>oldest snapshot (xids)</th></tr>");
+    for p in &s.db_stats.per_phase {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} → {}</td><td>{} → {}</td><td>{}</td></tr>",
+            escape(&p.phase),
+            p.commits,
+            p.rollbacks,
+            p.deadlocks,
+            mb(p.wal_bytes),
+            p.autovacuums,
+            p.dead_tuples_start,
+            p.dead_tuples_end,
+            mb(p.total_bytes_start),
+            mb(p.total_bytes_end),
+            p.max_xmin_age_xids
+        );
+    }
+    h.push_str("</table>");
+}
+
+fn measurement(h: &mut String, s: &Summary) {
+    let m = &s.meta;
+    let settings: Vec<String> = m
+        .postgres_settings
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let _ = write!(
+        h,
+        "<h2>How this was measured</h2><p class=\"note\">{}. Database statistics were sampled {} time(s) on a connection of their own. \
+         Percentiles come from HDR histograms (µs, 3 significant digits).</p><table>\
+         <tr><th class=\"l\">scenario sha256</th><td class=\"l\"><code>{}</code></td></tr><tr><th class=\"l\">seed</th><td class=\"l\">{}</td></tr>\
+         <tr><th class=\"l\">dbq-bench</th><td class=\"l\">{} ({})</td></tr><tr><th class=\"l\">server</th><td class=\"l\">{}</td></tr>\
+         <tr><th class=\"l\">settings</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">machine</th><td class=\"l\">{} cores, {}</td></tr>\
+         <tr><th class=\"l\">schema</th><td class=\"l\">{}</td></tr></table>",
+        escape(&s.run.clock),
+        s.db_stats.samples,
+        m.scenario_sha256,
+        m.seed,
+        escape(&m.tool_version),
+        escape(&m.git_commit),
+        escape(&m.postgres_version),
+        escape(&settings.join(", ")),
+        m.cores,
+        mb(m.memory_bytes as i64),
+        escape(&s.database.schema)
+    );
+}
