@@ -336,8 +336,41 @@ fn claim_probes(h: &mut String, s: &Summary) {
     let _ = write!(h, "<p class=\"note\">{}</p>", escape(&claim_explanation(s)));
 }
 
-/// Says how the claim's cost changed over the run, and why it usually grows.
+/// The node that finds the job: the scan under the claim's LockRows.
+fn scan(plan: &[String]) -> &str {
+    plan.iter()
+        .find(|n| n.contains("Scan") && !n.starts_with("CTE"))
+        .map_or("?", String::as_str)
+}
+
+/// Says how the claim's cost changed over the run (and why it usually grows), and when its
+/// plan changed.
 pub fn claim_explanation(s: &Summary) -> String {
+    let mut text = cost_explanation(s);
+    let changes: Vec<String> = s
+        .claim_probes
+        .windows(2)
+        .filter(|w| scan(&w[0].probe.plan) != scan(&w[1].probe.plan))
+        .map(|w| {
+            format!(
+                "from \"{}\" to \"{}\" between \"{}\" and \"{}\"",
+                scan(&w[0].probe.plan),
+                scan(&w[1].probe.plan),
+                w[0].label,
+                w[1].label
+            )
+        })
+        .collect();
+    if !changes.is_empty() {
+        text.push_str(&format!(
+            " The claim's plan changed {}: a claim planned while the table was nearly empty uses a sequential scan and a sort until ANALYZE (or autoanalyze) gives the planner real statistics; workers keep their prepared plan until then.",
+            changes.join(", then ")
+        ));
+    }
+    text
+}
+
+fn cost_explanation(s: &Summary) -> String {
     // Compare claims that found a job: on an empty queue the claim has nothing to walk past.
     let found: Vec<&super::summary::ClaimProbeSummary> =
         s.claim_probes.iter().filter(|c| c.probe.rows > 0).collect();

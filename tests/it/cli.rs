@@ -63,6 +63,16 @@ fn every_validation_error_is_one_line_naming_file_and_key() {
             "[producers]\nrate = 1\n".to_string(),
             "phases: at least one",
         ),
+        (
+            "bad-threshold",
+            format!("{base}[thresholds]\n\"end_to_end.p98\" = \"< 1s\"\n"),
+            "thresholds[\"end_to_end.p98\"]: unknown metric",
+        ),
+        (
+            "bad-fault",
+            format!("{base}[[phases.faults]]\nkind = \"kill_workers\"\nevry = \"1s\"\n"),
+            "phases[0].faults[0].evry: unknown key",
+        ),
     ];
     for (name, text, want) in cases {
         let path = dir.path().join(format!("{name}.toml"));

@@ -5,5 +5,6 @@ mod accounting;
 mod cli;
 mod faults;
 mod providers;
+mod reports;
 mod runs;
 mod support;
