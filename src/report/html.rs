@@ -374,25 +374,23 @@ fn cost_explanation(s: &Summary) -> String {
     // Compare claims that found a job: on an empty queue the claim has nothing to walk past.
     let found: Vec<&super::summary::ClaimProbeSummary> =
         s.claim_probes.iter().filter(|c| c.probe.rows > 0).collect();
-    let (Some(first), Some(last)) = (found.first(), found.last()) else {
+    let (Some(first), Some(last), Some(most)) = (
+        found.first(),
+        found.last(),
+        found.iter().max_by_key(|c| c.buffers),
+    ) else {
         return "No probe found a job ready to claim, so there is nothing to compare.".into();
     };
     let autovacuums: i64 = s.db_stats.per_phase.iter().map(|p| p.autovacuums).sum();
-    let method = "Each claim runs the seed's CTE once under EXPLAIN (ANALYZE, BUFFERS) inside a transaction that is rolled back.";
-    if last.buffers > 2 * first.buffers.max(1) {
-        format!(
-            "{method} It touched {} shared buffers at \"{}\" and {} at \"{}\". Every job the queue claims or finishes leaves a row version behind, \
-             and its old entry in idx_job_queue_pending stays until VACUUM removes it; each claim walks the index in order and visits those entries \
-             (and their heap pages) before it reaches a live pending job. Autovacuum ran {autovacuums} time(s) on the table during the measured phases; \
-             until it catches up, the claim gets more expensive with every job done.",
-            first.buffers, first.label, last.buffers, last.label
-        )
-    } else {
-        format!(
-            "{method} Its cost stayed flat: {} shared buffers at \"{}\", {} at \"{}\" (autovacuum ran {autovacuums} time(s) during the measured phases).",
-            first.buffers, first.label, last.buffers, last.label
-        )
-    }
+    format!(
+        "Each probe runs the seed's claim once under EXPLAIN (ANALYZE, BUFFERS) inside a transaction that is rolled back. \
+         When it found a job, it touched {} shared buffers at \"{}\", {} at \"{}\", and {} at most (\"{}\"). \
+         A claim walks idx_job_queue_pending in order and visits every entry it meets, including those of jobs already \
+         claimed or finished whose row versions are dead but not yet removed by VACUUM, before it reaches a live pending job: \
+         its cost grows with the dead tuples left since the last vacuum and drops when VACUUM clears them \
+         (autovacuum ran {autovacuums} time(s) on the table during the run; see the dead tuples chart).",
+        first.buffers, first.label, last.buffers, last.label, most.buffers, most.label
+    )
 }
 
 fn faults(h: &mut String, s: &Summary) {

@@ -338,7 +338,7 @@ impl Summary {
         let mut verdict = verdict(m, &throughput, &measured_counts);
         if let Some(p) = phases.iter().find(|p| p.kept_up == Some(false)) {
             verdict.text.push_str(&format!(
-                " The first phase that fell behind: \"{}\" at {} jobs/s offered ({:.0} completed/s).",
+                " The first phase that did not keep up: \"{}\" at {} jobs/s offered ({:.0} completed/s).",
                 p.name,
                 p.offered.as_deref().unwrap_or("?"),
                 p.throughput.completed_per_s
