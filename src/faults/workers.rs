@@ -11,13 +11,7 @@ use tokio_util::sync::CancellationToken;
 /// supervisors report the deaths and restart them.
 pub(super) async fn kill(job: &mut Job, count: usize) {
     let at = job.now();
-    let victims: Vec<(u32, i32)> = job
-        .ctx
-        .registry
-        .processes(&mut job.rng)
-        .into_iter()
-        .take(count)
-        .collect();
+    let victims = job.ctx.registry.pick_processes(count, &mut job.rng);
     let mut killed = Vec::new();
     for (slot, pid) in &victims {
         if signal(Pid::from_raw(*pid), Signal::SIGKILL).is_ok() {
@@ -36,13 +30,7 @@ pub(super) async fn kill(job: &mut Job, count: usize) {
 /// (or until the run is stopped), then SIGCONTs them.
 pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &CancellationToken) {
     let at = job.now();
-    let victims: Vec<(u32, i32)> = job
-        .ctx
-        .registry
-        .processes(&mut job.rng)
-        .into_iter()
-        .take(count)
-        .collect();
+    let victims = job.ctx.registry.pick_processes(count, &mut job.rng);
     let mut frozen = Vec::new();
     for (slot, pid) in victims {
         if signal(Pid::from_raw(pid), Signal::SIGSTOP).is_ok() {

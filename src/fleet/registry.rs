@@ -82,9 +82,9 @@ impl WorkerRegistry {
         }
     }
 
-    /// Running worker processes `(slot, pid)`, those holding a job first, each group in
-    /// random order.
-    pub fn processes(&self, rng: &mut impl Rng) -> Vec<(u32, i32)> {
+    /// Up to `count` running worker processes `(slot, pid)`, chosen at random among those
+    /// holding a job first.
+    pub fn pick_processes(&self, count: usize, rng: &mut impl Rng) -> Vec<(u32, i32)> {
         let mut running: Vec<(u32, i32, bool)> = (0..self.slots.len() as u32)
             .filter_map(|s| {
                 let pid = self.pid(s);
@@ -93,6 +93,10 @@ impl WorkerRegistry {
             .collect();
         running.shuffle(rng);
         running.sort_by_key(|(_, _, busy)| !busy);
-        running.into_iter().map(|(s, pid, _)| (s, pid)).collect()
+        running
+            .into_iter()
+            .take(count)
+            .map(|(s, pid, _)| (s, pid))
+            .collect()
     }
 }

@@ -1,6 +1,6 @@
 //! The output formats. Each is small and independent; all read the same `RunResults`.
 
-use super::{Exporter, RunResults};
+use super::{Exporter, RunResults, ms};
 use crate::metrics::LatencySummary;
 use anyhow::Result;
 use std::io::Write;
@@ -90,16 +90,6 @@ impl Exporter for Hlog {
 /// `report.md`: the summary for people.
 pub struct Markdown;
 
-fn ms(x: f64) -> String {
-    if x >= 100.0 {
-        format!("{x:.0}")
-    } else if x >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
-    }
-}
-
 fn latency_row(name: &str, s: &LatencySummary) -> String {
     if s.count == 0 {
         return format!("| {name} | 0 | – | – | – | – | – |\n");
@@ -143,7 +133,7 @@ impl Exporter for Markdown {
                     t.metric,
                     t.phase.as_deref().unwrap_or("the run"),
                     t.condition,
-                    t.actual.map_or("n/a".into(), super::html::number),
+                    t.actual.map_or("n/a".into(), super::number),
                     if t.passed { "passed" } else { "**FAILED**" }
                 ));
             }

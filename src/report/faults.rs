@@ -174,6 +174,35 @@ impl FaultSummary {
     }
 }
 
+impl FaultSummary {
+    /// The counts in one sentence, for the terminal and the reports.
+    pub fn counts_line(&self) -> String {
+        format!(
+            "{} handler errors, {} retries, {} dead-lettered, {} worker crashes, {} reaped, {} backends killed, {} server restarts, \
+             {} in-doubt inserts ({} committed), {} rolled-back inserts, {} repeated job runs, {} duplicate completions \
+             (claim mode {}: {})",
+            self.handler_errors,
+            self.retries,
+            self.dead_lettered,
+            self.worker_crashes,
+            self.reaped,
+            self.backends_killed,
+            self.server_restarts,
+            self.in_doubt_enqueues,
+            self.in_doubt_enqueues_committed,
+            self.rolled_back_enqueues,
+            self.duplicate_executions,
+            self.duplicate_completions,
+            self.claim_mode,
+            if self.duplicates_within_claim_mode {
+                "all repeats allowed"
+            } else {
+                "NOT all repeats allowed"
+            }
+        )
+    }
+}
+
 /// Time to recover after a fault that lasted from `start_s` to `end_s` (seconds since the
 /// load started), read off the timeline. See the module documentation.
 pub fn recovery(timeline: &[TimelineRow], start_s: f64, end_s: f64) -> Recovery {

@@ -1,9 +1,9 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no scripts, no links) with
 //! the verdict, the accounting proof, thresholds, charts and tables.
 
-use super::RunResults;
 use super::summary::Summary;
 use super::svg::{Band, Marker, Series, SpectrumChart, TimeChart, bars, escape};
+use super::{RunResults, ms, number};
 use crate::metrics::WindowKind;
 use std::fmt::Write;
 
@@ -15,25 +15,6 @@ h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;border-bot
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f5f5f5}td.l,th.l{text-align:left}\
 .pass{color:#2e7d32;font-weight:bold}.fail{color:#c62828;font-weight:bold}code{background:#f5f5f5;padding:1px 3px}\
 p.note{font-size:13px;color:#444}svg{display:block;margin:6px 0}";
-
-fn ms(x: f64) -> String {
-    if x >= 100.0 {
-        format!("{x:.0}")
-    } else if x >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
-    }
-}
-
-/// A figure as written in tables: whole numbers without decimals.
-pub fn number(x: f64) -> String {
-    if x == x.trunc() && x.abs() < 1e15 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.3}")
-    }
-}
 
 fn mb(bytes: i64) -> String {
     format!("{:.1} MB", bytes as f64 / 1_048_576.0)
@@ -405,29 +386,7 @@ fn faults(h: &mut String, s: &Summary) {
     {
         return;
     }
-    let _ = write!(
-        h,
-        "<h2>Faults</h2><p>Claim mode <code>{}</code>: {} handler errors, {} retries, {} dead-lettered, {} worker crashes, {} reaped, {} backends killed, \
-         {} server restarts, {} in-doubt inserts ({} committed), {} rolled-back inserts, {} repeated job runs, {} duplicate completions ({}).</p>",
-        escape(&f.claim_mode),
-        f.handler_errors,
-        f.retries,
-        f.dead_lettered,
-        f.worker_crashes,
-        f.reaped,
-        f.backends_killed,
-        f.server_restarts,
-        f.in_doubt_enqueues,
-        f.in_doubt_enqueues_committed,
-        f.rolled_back_enqueues,
-        f.duplicate_executions,
-        f.duplicate_completions,
-        if f.duplicates_within_claim_mode {
-            "all allowed by the claim mode"
-        } else {
-            "NOT all allowed by the claim mode"
-        }
-    );
+    let _ = write!(h, "<h2>Faults</h2><p>{}.</p>", escape(&f.counts_line()));
     if !f.events.is_empty() {
         h.push_str("<table><tr><th class=\"l\">fault</th><th class=\"l\">phase</th><th>from s</th><th>to s</th><th>hit</th><th>rate back after s</th><th>backlog back after s</th><th class=\"l\">detail</th></tr>");
         let opt = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.1}"));

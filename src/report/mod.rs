@@ -32,6 +32,26 @@ pub struct RunResults {
     pub resolved_scenario: String,
 }
 
+/// A latency in ms as tables show it: three significant figures or so.
+pub fn ms(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// A figure as tables show it: whole numbers without decimals.
+pub fn number(x: f64) -> String {
+    if x == x.trunc() && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
 /// Writes one output format.
 pub trait Exporter {
     /// File name inside the results directory.

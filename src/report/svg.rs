@@ -103,6 +103,21 @@ fn legend(svg: &mut String, names: &[&str]) {
     }
 }
 
+/// Frames the plot area, adds the legend and closes the element.
+fn finish(mut svg: String, series: &[Series]) -> String {
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let _ = write!(
+        svg,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>"##
+    );
+    legend(
+        &mut svg,
+        &series.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+    );
+    svg.push_str("</svg>");
+    svg
+}
+
 /// A time chart: x in seconds since the load started, y linear from 0.
 pub struct TimeChart<'a> {
     pub title: &'a str,
@@ -206,20 +221,7 @@ impl TimeChart<'_> {
                 escape(&m.label)
             );
         }
-        let _ = write!(
-            svg,
-            r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>"##
-        );
-        legend(
-            &mut svg,
-            &self
-                .series
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>(),
-        );
-        svg.push_str("</svg>");
-        svg
+        finish(svg, &self.series)
     }
 }
 
@@ -302,20 +304,7 @@ impl SpectrumChart<'_> {
                 pts.join(" ")
             );
         }
-        let _ = write!(
-            svg,
-            r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>"##
-        );
-        legend(
-            &mut svg,
-            &self
-                .series
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>(),
-        );
-        svg.push_str("</svg>");
-        svg
+        finish(svg, &self.series)
     }
 }
 

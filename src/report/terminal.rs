@@ -50,19 +50,9 @@ pub fn render(s: &Summary) -> String {
             > 0
     {
         t.push_str(&format!(
-            "faults     {} injected; {} handler errors, {} retries, {} dead-lettered, {} worker crashes, {} reaped, {} backends killed, {} server restarts, {} in-doubt inserts, {} rolled back, {} repeated runs ({})\n",
+            "faults     {} injected; {}\n",
             f.events.len(),
-            f.handler_errors,
-            f.retries,
-            f.dead_lettered,
-            f.worker_crashes,
-            f.reaped,
-            f.backends_killed,
-            f.server_restarts,
-            f.in_doubt_enqueues,
-            f.rolled_back_enqueues,
-            f.duplicate_executions,
-            f.claim_mode
+            f.counts_line()
         ));
     }
     t.push_str("latency ms       count      p50      p90      p99    p99.9      max\n");
@@ -86,7 +76,7 @@ pub fn render(s: &Summary) -> String {
                     "{} {}{on} (actual {})",
                     t.metric,
                     t.condition,
-                    t.actual.map_or("n/a".into(), super::html::number)
+                    t.actual.map_or("n/a".into(), super::number)
                 )
             })
             .collect();
