@@ -103,6 +103,16 @@ fn legend(svg: &mut String, names: &[&str]) {
     }
 }
 
+/// Draws series `i` through the given "x,y" points, in its palette colour.
+fn polyline(svg: &mut String, i: usize, points: &[String]) {
+    let _ = write!(
+        svg,
+        r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
+        PALETTE[i % PALETTE.len()],
+        points.join(" ")
+    );
+}
+
 /// Frames the plot area, adds the legend and closes the element.
 fn finish(mut svg: String, series: &[Series]) -> String {
     let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
@@ -203,12 +213,7 @@ impl TimeChart<'_> {
                 .filter(inside)
                 .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
                 .collect();
-            let _ = write!(
-                svg,
-                r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
-                PALETTE[i % PALETTE.len()],
-                pts.join(" ")
-            );
+            polyline(&mut svg, i, &pts);
         }
         for m in self.markers {
             let x = sx(m.at);
@@ -297,12 +302,7 @@ impl SpectrumChart<'_> {
                 .filter(|p| p.1 > 0.0)
                 .map(|(p, v)| format!("{:.1},{:.1}", sx(*p), sy(*v)))
                 .collect();
-            let _ = write!(
-                svg,
-                r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
-                PALETTE[i % PALETTE.len()],
-                pts.join(" ")
-            );
+            polyline(&mut svg, i, &pts);
         }
         finish(svg, &self.series)
     }
