@@ -17,7 +17,7 @@ use super::histogram::{MAX_US, Metric, MetricSet};
 use super::ledger::Ledger;
 use super::live::LiveStats;
 use crate::queue::{ClaimProbe, DbSample};
-use hdrhistogram::serialization::V2Serializer;
+use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriter, IntervalLogWriterBuilder, Tag};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -551,7 +551,7 @@ impl Recorder {
     fn write_seconds<W: std::io::Write>(
         &mut self,
         until: i64,
-        log: &mut IntervalLogWriter<'_, '_, W, V2Serializer>,
+        log: &mut IntervalLogWriter<'_, '_, W, V2DeflateSerializer>,
     ) {
         while let Some((&s, _)) = self.seconds.first_key_value() {
             if s >= until {
@@ -567,7 +567,7 @@ impl Recorder {
         &mut self,
         s: i64,
         b: SecondBucket,
-        log: &mut IntervalLogWriter<'_, '_, W, V2Serializer>,
+        log: &mut IntervalLogWriter<'_, '_, W, V2DeflateSerializer>,
     ) {
         // Keep the timeline contiguous: a second without events is a row of zeros.
         if let Some(last) = self.timeline.last().map(|r| r.second) {
@@ -625,7 +625,7 @@ impl Recorder {
         load_start_wall: SystemTime,
     ) -> Measurements {
         let mut hlog = Vec::new();
-        let mut serializer = V2Serializer::new();
+        let mut serializer = V2DeflateSerializer::new();
         let mut builder = IntervalLogWriterBuilder::new();
         builder
             .add_comment("dbq-bench latency log: one interval per second, values in microseconds")

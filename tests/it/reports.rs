@@ -45,6 +45,28 @@ async fn every_format_round_trips_and_renders_again_from_saved_data() {
     }
     assert_eq!(e2e, outcome.results.summary.jobs.completed);
 
+    // An independent reader (HdrHistogram's Python implementation) decodes every interval,
+    // and its merged counts and percentiles match summary.json.
+    let python = crate::support::require_python_hdrh();
+    let out = Command::new(python)
+        .arg("scripts/check-hlog.py")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "scripts/check-hlog.py rejected latency.hlog: {}{said}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for metric in ["end_to_end", "queue_wait", "enqueue"] {
+        assert!(
+            said.lines()
+                .any(|l| l.starts_with(&format!("{metric}:")) && l.ends_with("(= summary.json)")),
+            "expected the Python reader to match summary.json's {metric}; it said: {said}"
+        );
+    }
+
     // `dbq-bench report DIR` writes every format again from those files.
     // (summary.json, timeline.csv, db_stats.csv and latency.hlog are the saved data.)
     for f in ["report.html", "report.md"] {
