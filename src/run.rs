@@ -83,6 +83,9 @@ pub async fn run(
     // behind); the interruption is honoured as soon as it returns.
     let server = Arc::new(db::provision(&plan.database).await?);
     if opts.status {
+        for line in &server.skipped {
+            eprintln!("dbq-bench: {line}");
+        }
         let version: Vec<&str> = server.version.split_whitespace().take(2).collect();
         eprintln!("dbq-bench: {} — {}", server.description, version.join(" "));
     }
@@ -351,6 +354,7 @@ async fn run_in_schema(
         server: server.clone(),
         startup_timeout: plan.database.startup_timeout,
         seed: plan.seed,
+        claim_mode: plan.consumers.claim_mode,
     };
     let mut fault_tasks = faults::spawn(&fault_ctx, &phase_faults, &stop_load);
     drop(fault_ctx);

@@ -26,6 +26,9 @@ pub struct Server {
     pub description: String,
     /// `SELECT version()` of the server.
     pub version: String,
+    /// Why `auto` passed over the providers it tried before this one, one line each
+    /// (`container skipped: …`); empty for an explicit provider.
+    pub skipped: Vec<String>,
     options: PgConnectOptions,
     owned: Owned,
 }
@@ -136,37 +139,63 @@ impl Server {
 /// How long the `url` provider retries a server that does not answer.
 const URL_READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// What to do instead when no container can be had: build the image here, or use another
+/// provider. One wording for `auto`'s summary and for an explicit `--db container`.
+fn container_alternatives(image: &str) -> String {
+    format!(
+        "make the image available (`docker pull {image}`, or, where no registry is reachable, \
+         `docker/build-postgres-image.sh` and DBQ_POSTGRES_IMAGE=dbq-bench-postgres:15 or --image), \
+         use the server binaries with --db local (`apt-get install postgresql`), \
+         or name a server with --db url --database-url postgres://…"
+    )
+}
+
 /// Obtains a server as the plan says. `auto` takes a URL if one is given, else a container
 /// if Docker answers and the image is available, else a local cluster if the binaries are
-/// installed, and otherwise fails with one message listing what was tried.
+/// installed, and otherwise fails with one message listing what was tried. The server it
+/// returns says why each provider before it was skipped.
 pub async fn provision(plan: &DatabasePlan) -> Result<Server, Failure> {
     match plan.provider {
         ProviderKind::Url => Ok(from_url(plan).await?),
-        ProviderKind::Container => Ok(start_container(plan).await?),
+        ProviderKind::Container => {
+            if let Err(e) = container::check_available(&plan.image).await {
+                return Err(anyhow!(
+                    "container provider: image {}: {e:#}. Instead: {}",
+                    plan.image,
+                    container_alternatives(&plan.image)
+                )
+                .into());
+            }
+            Ok(start_container(plan).await?)
+        }
         ProviderKind::Local => Ok(start_local(plan).await?),
         ProviderKind::Auto => {
             if plan.url.is_some() {
                 return Ok(from_url(plan).await?);
             }
-            let mut tried = Vec::new();
+            let mut skipped =
+                vec!["url skipped: no --database-url, database.url or DATABASE_URL".to_string()];
             match container::check_available(&plan.image).await {
-                Ok(()) => return Ok(start_container(plan).await?),
-                Err(e) => tried.push(format!("container ({e:#})")),
+                Ok(()) => return Ok(with_skipped(start_container(plan).await?, skipped)),
+                Err(e) => skipped.push(format!("container skipped: image {}: {e:#}", plan.image)),
             }
             match local::find_binaries() {
-                Ok(_) => return Ok(start_local(plan).await?),
-                Err(e) => tried.push(format!("local ({e:#})")),
+                Ok(_) => return Ok(with_skipped(start_local(plan).await?, skipped)),
+                Err(e) => skipped.push(format!("local skipped: {e:#}")),
             }
             Err(anyhow!(
-                "no PostgreSQL server available; tried {}. Install Docker and make the image available \
-                 (`docker pull {}`, or `docker/build-postgres-image.sh` and DBQ_POSTGRES_IMAGE=dbq-bench-postgres:15), \
-                 install the server binaries (`apt-get install postgresql`), or pass --database-url",
-                tried.join("; "),
-                plan.image
+                "no PostgreSQL server available; tried {}. Install Docker and {}",
+                skipped.join("; "),
+                container_alternatives(&plan.image)
             )
             .into())
         }
     }
+}
+
+fn with_skipped(mut server: Server, skipped: Vec<String>) -> Server {
+    server.skipped = skipped;
+    server
 }
 
 async fn server_version(conn: &mut PgConnection) -> Result<String> {
@@ -198,6 +227,7 @@ async fn from_url(plan: &DatabasePlan) -> Result<Server> {
         provider: ProviderKind::Url,
         description: redact_url(url),
         version,
+        skipped: Vec::new(),
         options,
         owned: Owned::Nothing,
     })
@@ -216,6 +246,7 @@ async fn start_container(plan: &DatabasePlan) -> Result<Server> {
             c.image
         ),
         version,
+        skipped: Vec::new(),
         options,
         owned: Owned::Container(Box::new(c)),
     })
@@ -233,6 +264,7 @@ async fn start_local(plan: &DatabasePlan) -> Result<Server> {
             l.bin_dir.display()
         ),
         version,
+        skipped: Vec::new(),
         options,
         owned: Owned::Local(std::sync::Mutex::new(l)),
     })

@@ -9,7 +9,10 @@ use std::time::Duration;
 fn db_plan(provider: ProviderKind) -> DatabasePlan {
     DatabasePlan {
         provider,
-        image: std::env::var("DBQ_POSTGRES_IMAGE").unwrap_or_else(|_| "postgres:17".into()),
+        image: match provider {
+            ProviderKind::Container => crate::support::require_image(),
+            _ => "postgres:17".into(),
+        },
         url: None,
         startup_timeout: Duration::from_secs(90),
         settings: vec![
@@ -29,6 +32,7 @@ async fn show(conn: &mut PgConnection, setting: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_provider_starts_serves_and_tears_down() {
+    crate::support::require_local_binaries();
     let server = provision(&db_plan(ProviderKind::Local))
         .await
         .expect("local provider");
@@ -61,9 +65,9 @@ async fn local_provider_starts_serves_and_tears_down() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn container_provider_starts_serves_and_tears_down() {
     let plan = db_plan(ProviderKind::Container);
-    let server = provision(&plan).await.unwrap_or_else(|e| {
-        panic!("container provider with image {} (build one with docker/build-postgres-image.sh and set DBQ_POSTGRES_IMAGE): {e}", plan.image)
-    });
+    let server = provision(&plan)
+        .await
+        .unwrap_or_else(|e| panic!("container provider with image {}: {e}", plan.image));
     assert_eq!(server.provider, ProviderKind::Container);
     let id = server.container_id().expect("a container").to_string();
     let options = server.options().clone();
@@ -98,11 +102,72 @@ async fn auto_says_what_it_tried_when_nothing_is_available() {
         "the error is the last line: {err}"
     );
     assert!(
-        err.contains("tried container (") && err.contains("local (DBQ_PG_BINDIR"),
-        "{err}"
+        err.contains("container skipped: image ") && err.contains("local skipped: DBQ_PG_BINDIR"),
+        "expected the error to say why container and local were skipped; got: {err}"
     );
     assert!(
         err.contains("apt-get install postgresql") && err.contains("--database-url"),
         "{err}"
     );
+}
+
+/// `auto` says on stderr why it passed over each provider before the one it used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_says_why_it_skipped_each_provider() {
+    crate::support::require_local_binaries();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["run", "scenarios/smoke.toml", "--db", "auto", "--out"])
+        .arg(tempfile::tempdir().unwrap().path())
+        .args([
+            "--set",
+            "phases.0.duration=1s",
+            "--set",
+            "phases.1.duration=1s",
+        ])
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "expected exit 0 on a local cluster; stderr: {err}"
+    );
+    for expected in [
+        "dbq-bench: url skipped: no --database-url",
+        "dbq-bench: container skipped: image ",
+        "dbq-bench: local cluster in ",
+    ] {
+        assert!(
+            err.lines().any(|l| l.starts_with(expected)),
+            "expected a line starting {expected:?}; stderr: {err}"
+        );
+    }
+}
+
+/// An explicit `--db container` that cannot get its image names the image, the reason and
+/// what to do instead, on one line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_container_start_names_the_image_and_the_alternatives() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["run", "scenarios/smoke.toml", "--db", "container"])
+        .args(["--image", "dbq-bench-no-such-image:0"])
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    let line = err.lines().last().unwrap_or_default();
+    for expected in [
+        "error: container provider: image dbq-bench-no-such-image:0: ",
+        "docker/build-postgres-image.sh",
+        "--db local",
+        "--database-url",
+    ] {
+        assert!(
+            line.contains(expected),
+            "expected {expected:?} in the last line; stderr: {err}"
+        );
+    }
 }
