@@ -16,7 +16,7 @@ use crate::fleet::registry::WorkerRegistry;
 use crate::fleet::sleep_or_stop;
 use crate::metrics::{Event, FaultRecord};
 use crate::queue::Queue;
-use crate::scenario::{FaultSpec, Repeat};
+use crate::scenario::{ClaimMode, FaultSpec, Repeat};
 use rand::SeedableRng;
 use rand::distr::Distribution;
 use rand::rngs::StdRng;
@@ -39,6 +39,8 @@ pub struct FaultContext {
     /// How long to wait for a restarted server.
     pub startup_timeout: Duration,
     pub seed: u64,
+    /// Where a worker holds its job: inside a transaction, or between two.
+    pub claim_mode: ClaimMode,
 }
 
 /// The faults of one phase and its window on the run clock.

@@ -2,9 +2,13 @@
 
 use super::Job;
 use crate::fleet::sleep_or_stop;
-use crate::metrics::Event;
+use crate::metrics::{Event, JobId};
+use crate::scenario::ClaimMode;
 use nix::sys::signal::{Signal, kill as signal};
 use nix::unistd::Pid;
+use sqlx::Connection;
+use sqlx::postgres::PgConnection;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// SIGKILLs up to `count` running worker processes (those holding a job first). Their
@@ -26,22 +30,69 @@ pub(super) async fn kill(job: &mut Job, count: usize) {
     );
 }
 
-/// SIGSTOPs up to `count` worker processes (those holding a job first) until `until_us`
-/// (or until the run is stopped), then SIGCONTs them.
+/// A worker session's state as the server sees it.
+const SESSION_STATE: &str = "
+SELECT state
+FROM   pg_stat_activity
+WHERE  datname = current_database()
+  AND  application_name = $1";
+
+/// How long a freeze keeps looking for workers caught holding a job.
+const FREEZE_SEARCH: Duration = Duration::from_secs(2);
+
+/// SIGSTOPs up to `count` worker processes until `until_us` (or until the run is stopped),
+/// then SIGCONTs them.
+///
+/// A freeze is meant to catch a worker holding a job: the worker registry only says what a
+/// process reported, which lags behind it, so each stopped worker is checked with the server
+/// (its session `idle in transaction`) and with its own reports (a job in hand, once what it
+/// wrote before the stop has been read). A worker caught between jobs is thawed and another
+/// tried, for up to [`FREEZE_SEARCH`]; after that, whatever was caught stays frozen.
 pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &CancellationToken) {
     let at = job.now();
-    let victims = job.ctx.registry.pick_processes(count, &mut job.rng);
-    let mut frozen = Vec::new();
-    for (slot, pid) in victims {
-        if signal(Pid::from_raw(pid), Signal::SIGSTOP).is_ok() {
-            let held = job.ctx.registry.in_flight(slot);
-            job.emit(Event::WorkerFrozen {
-                at_us: job.now(),
-                slot,
-                job: held,
-            });
-            frozen.push((slot, pid, held));
+    let mut conn = job.ctx.schema.connect_as("fault").await.ok();
+    let deadline = tokio::time::Instant::now() + FREEZE_SEARCH;
+    let mut frozen: Vec<(u32, i32, Option<JobId>)> = Vec::new();
+    while frozen.len() < count && !stop.is_cancelled() {
+        let last_try = tokio::time::Instant::now() >= deadline;
+        let taken: Vec<u32> = frozen.iter().map(|f| f.0).collect();
+        let candidates: Vec<(u32, i32)> = job
+            .ctx
+            .registry
+            .pick_processes(job.ctx.registry.len(), &mut job.rng)
+            .into_iter()
+            .filter(|(slot, _)| !taken.contains(slot))
+            .collect();
+        if candidates.is_empty() {
+            break;
         }
+        for (slot, pid) in candidates {
+            if frozen.len() >= count {
+                break;
+            }
+            if signal(Pid::from_raw(pid), Signal::SIGSTOP).is_err() {
+                continue;
+            }
+            let holding = holds_a_job(job, conn.as_mut(), slot).await;
+            if holding.is_some() || last_try {
+                frozen.push((slot, pid, holding));
+            } else {
+                let _ = signal(Pid::from_raw(pid), Signal::SIGCONT);
+            }
+        }
+        if frozen.len() < count && !sleep_or_stop(Duration::from_millis(20), stop).await {
+            break;
+        }
+    }
+    if let Some(c) = conn {
+        c.close().await.ok();
+    }
+    for (slot, _, held) in &frozen {
+        job.emit(Event::WorkerFrozen {
+            at_us: job.now(),
+            slot: *slot,
+            job: *held,
+        });
     }
     sleep_or_stop(job.ctx.clock.until(until_us), stop).await;
     for (_, pid, _) in &frozen {
@@ -62,4 +113,31 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
         frozen.len() as u64,
         format!("SIGSTOP/SIGCONT {}", detail.join(", ")),
     );
+}
+
+/// The job a just-stopped worker holds, if it was caught with a job in hand (and, in
+/// `in_transaction` mode, inside the transaction that claimed it). Waits for a statement in flight to finish (the server answers it though the client
+/// is stopped) and for the worker's last reports to be read. Without a connection to ask,
+/// trusts the reports alone.
+async fn holds_a_job(job: &Job, conn: Option<&mut PgConnection>, slot: u32) -> Option<JobId> {
+    let name = job.ctx.schema.application_name(&format!("worker-{slot}"));
+    let mut in_transaction = true;
+    if let (Some(conn), ClaimMode::InTransaction) = (conn, job.ctx.claim_mode) {
+        for _ in 0..50 {
+            let state: Option<String> = sqlx::query_scalar(SESSION_STATE)
+                .bind(&name)
+                .fetch_optional(&mut *conn)
+                .await
+                .ok()
+                .flatten();
+            in_transaction = state.as_deref() == Some("idle in transaction");
+            if state.as_deref() != Some("active") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    // What the worker wrote before it stopped reaches the registry within milliseconds.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    job.ctx.registry.in_flight(slot).filter(|_| in_transaction)
 }

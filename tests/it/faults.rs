@@ -10,11 +10,19 @@ use dbq_bench::scenario::{EnvDefaults, Plan, ProviderKind};
 use tokio_util::sync::CancellationToken;
 
 fn assert_nothing_lost(s: &Summary) {
-    assert_eq!(s.jobs.lost, 0, "{}", s.accounting.verdict);
-    assert!(s.accounting.ok, "{}", s.accounting.verdict);
+    assert_eq!(
+        s.jobs.lost, 0,
+        "expected no lost job; the proof says: {}",
+        s.accounting.verdict
+    );
+    assert!(
+        s.accounting.ok,
+        "expected the proof to pass; it says: {}",
+        s.accounting.verdict
+    );
     assert!(
         s.faults.duplicates_within_claim_mode,
-        "{:?}",
+        "expected every repeated run to be explained by a crash, rollback or reap; executions: {:?}",
         s.accounting.executions
     );
 }
@@ -133,23 +141,39 @@ async fn a_frozen_worker_holds_its_job_until_thawed_or_until_the_server_times_it
     // Without a server timeout, the frozen worker's transaction keeps its job locked.
     let (outcome, _dir) = run_plan(&frozen("0"), false).await;
     let s = &outcome.results.summary;
-    assert_eq!(events(s, "freeze_workers")[0].count, 1);
+    let freeze = events(s, "freeze_workers")[0];
+    assert_eq!(freeze.count, 1, "expected one frozen worker: {freeze:?}");
     let job = &s.faults.frozen_jobs[0];
-    assert!(job.unavailable_for_s.is_some(), "{job:?}");
-    assert!(!s.errors.keys().any(|e| e.contains("idle-in-transaction")));
+    assert!(
+        job.unavailable_for_s.is_some(),
+        "expected the freeze ({}) to catch a job and the report to say how long it was unavailable; got {job:?}",
+        freeze.detail
+    );
+    assert!(
+        !s.errors.keys().any(|e| e.contains("idle-in-transaction")),
+        "expected no idle-in-transaction timeout without a server timeout; errors: {:?}",
+        s.errors
+    );
     assert_nothing_lost(s);
     // With idle_in_transaction_session_timeout the server ends the frozen session: its
     // transaction rolls back and another worker takes the job.
     let (outcome, _dir) = run_plan(&frozen("500ms"), false).await;
     let s = &outcome.results.summary;
+    let freeze = events(s, "freeze_workers")[0];
     assert!(
         s.errors
             .keys()
             .any(|e| e.contains("idle-in-transaction timeout")),
-        "{:?}",
+        "expected the frozen worker ({}) to see an idle-in-transaction timeout; errors: {:?}",
+        freeze.detail,
         s.errors
     );
-    assert!(s.faults.duplicate_executions > 0);
+    assert!(
+        s.faults.duplicate_executions > 0,
+        "expected the job of the frozen worker ({}) to run again elsewhere; faults: {:?}",
+        freeze.detail,
+        s.faults.frozen_jobs
+    );
     assert_nothing_lost(s);
 }
 
