@@ -6,7 +6,9 @@
 # server, data in /var/lib/postgresql/data, port 5432.
 #
 # Usage: docker/build-postgres-image.sh [--force] [TAG]      (default TAG: dbq-bench-postgres:15)
-# Needs root (debootstrap, chroot), docker, and network access to a Debian mirror.
+# Needs docker, debootstrap (installed with apt-get when missing) and a Debian mirror; runs
+# itself under sudo when not root. Prints one line per step; the full log of the build is
+# kept in $DBQ_IMAGE_BUILD_LOG (default /tmp/dbq-bench-image-build.log).
 set -euo pipefail
 
 force=0
@@ -16,16 +18,30 @@ suite=${DEBIAN_SUITE:-bookworm}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 pg_major=${PG_MAJOR:-15}
 here=$(cd "$(dirname "$0")" && pwd)
+log=${DBQ_IMAGE_BUILD_LOG:-/tmp/dbq-bench-image-build.log}
 
 if [ "$force" = 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
   echo "image $tag already present (use --force to rebuild)"
   exit 0
 fi
 if [ "$(id -u)" != 0 ]; then
-  echo "error: building the image needs root (debootstrap, chroot)" >&2
-  exit 1
+  command -v sudo >/dev/null || { echo "error: building the image needs root (debootstrap, chroot), and sudo is not installed" >&2; exit 1; }
+  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,PG_MAJOR,DBQ_IMAGE_BUILD_LOG "$0" "$@"
 fi
-command -v debootstrap >/dev/null || { echo "error: debootstrap not found (apt-get install debootstrap)" >&2; exit 1; }
+
+: >"$log"
+step() { echo "image: $*"; echo "== $*" >>"$log"; }
+fail() {
+  echo "error: building $tag failed at: $1 (last lines of $log below)" >&2
+  tail -15 "$log" | sed 's/^/  | /' >&2
+  exit 1
+}
+
+if ! command -v debootstrap >/dev/null; then
+  step "installing debootstrap"
+  { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap; } >>"$log" 2>&1 \
+    || fail "apt-get install debootstrap"
+fi
 
 root=$(mktemp -d /tmp/dbq-pg-rootfs.XXXXXX)
 chmod 755 "$root"
@@ -35,9 +51,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "debootstrap $suite into $root"
-debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$root.log" 2>&1 || { tail -30 "$root.log" >&2; exit 1; }
-rm -f "$root.log"
+step "debootstrap $suite (minbase) from $mirror"
+debootstrap --variant=minbase "$suite" "$root" "$mirror" >>"$log" 2>&1 || fail "debootstrap"
 
 # No cluster on install and no service start inside the chroot.
 mkdir -p "$root/etc/postgresql-common"
@@ -45,24 +60,25 @@ echo "create_main_cluster = false" >"$root/etc/postgresql-common/createcluster.c
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod +x "$root/usr/sbin/policy-rc.d"
 
+step "installing postgresql-$pg_major in the image"
 mount -t proc proc "$root/proc"
 chroot "$root" /bin/sh -c "
   set -e
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends postgresql-$pg_major >/dev/null
+  apt-get install -y -qq --no-install-recommends postgresql-$pg_major
   apt-get clean
   rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /usr/share/locale/*
   mkdir -p /var/lib/postgresql/data /var/run/postgresql
   chown -R postgres:postgres /var/lib/postgresql /var/run/postgresql
   chmod 700 /var/lib/postgresql/data
-"
+" >>"$log" 2>&1 || fail "apt-get install postgresql-$pg_major"
 umount "$root/proc"
 rm -f "$root/usr/sbin/policy-rc.d"
 install -m 0755 "$here/postgres-entrypoint.sh" "$root/usr/local/bin/docker-entrypoint.sh"
 
-echo "importing as $tag"
-tar -C "$root" -c . | docker import \
+step "importing as $tag"
+tar -C "$root" -c . 2>>"$log" | docker import \
   --change "ENV PATH=/usr/lib/postgresql/$pg_major/bin:/usr/local/bin:/usr/bin:/bin" \
   --change "ENV PGDATA=/var/lib/postgresql/data" \
   --change "ENV LANG=C.UTF-8" \
@@ -70,5 +86,5 @@ tar -C "$root" -c . | docker import \
   --change "EXPOSE 5432" \
   --change 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' \
   --change 'CMD ["postgres"]' \
-  - "$tag" >/dev/null
-echo "built $tag"
+  - "$tag" >>"$log" 2>&1 || fail "docker import"
+echo "image: built $tag (full log: $log)"

@@ -107,6 +107,13 @@ fn every_validation_error_is_one_line_naming_file_and_key() {
 }
 
 fn smoke_with(provider: &str) {
+    match provider {
+        "container" => {
+            // The image is passed on through DBQ_POSTGRES_IMAGE, as a user would.
+            crate::support::require_image();
+        }
+        _ => crate::support::require_local_binaries(),
+    }
     let dir = tempfile::tempdir().unwrap();
     let out = dbq(&[
         "run",
@@ -156,6 +163,7 @@ fn smoke_runs_in_a_container() {
 
 #[test]
 fn ctrl_c_keeps_partial_results_and_removes_the_cluster() {
+    crate::support::require_local_binaries();
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
         .args([
@@ -216,4 +224,79 @@ fn ctrl_c_keeps_partial_results_and_removes_the_cluster() {
         "{desc}"
     );
     assert!(!Path::new(data_dir).exists(), "{data_dir} left behind");
+}
+
+#[test]
+fn completions_are_printed_for_each_shell() {
+    for (shell, marker) in [
+        ("bash", "complete -F _dbq__bench"),
+        ("zsh", "#compdef dbq-bench"),
+        ("fish", "complete -c dbq-bench"),
+    ] {
+        let out = dbq(&["completions", shell]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "completions {shell}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains(marker),
+            "expected {marker:?} in the {shell} completions"
+        );
+        assert!(
+            text.contains("abort-on-fail"),
+            "expected run's flags in the {shell} completions"
+        );
+    }
+    let out = dbq(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2), "an unknown shell is bad input");
+}
+
+#[test]
+fn the_schema_describes_every_section_and_fault_kind() {
+    let out = dbq(&["schema"]);
+    assert_eq!(out.status.code(), Some(0));
+    let schema: Value = serde_json::from_slice(&out.stdout).expect("the schema is JSON");
+    let props = schema["properties"]
+        .as_object()
+        .expect("top-level properties");
+    for key in [
+        "database",
+        "queue",
+        "producers",
+        "consumers",
+        "reaper",
+        "drain",
+        "verify",
+        "sampler",
+        "thresholds",
+        "phases",
+    ] {
+        assert!(
+            props.contains_key(key),
+            "expected {key} in the schema's properties"
+        );
+    }
+    assert_eq!(
+        schema["additionalProperties"], false,
+        "unknown keys are errors, in the schema too"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for kind in [
+        "crash_workers",
+        "kill_workers",
+        "freeze_workers",
+        "kill_backends",
+        "restart_server",
+        "idle_in_transaction",
+        "active_readers",
+        "pool_exhaustion",
+    ] {
+        assert!(
+            text.contains(&format!("\"{kind}\"")),
+            "expected fault kind {kind} in the schema"
+        );
+    }
 }

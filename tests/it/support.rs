@@ -3,6 +3,10 @@
 //! The server is `DBQ_TEST_DATABASE_URL` when set; otherwise one throwaway local cluster
 //! (made by the crate's own `local` provider, fsync off) is started on first use and
 //! stopped when the test process exits.
+//!
+//! A missing prerequisite (server binaries, the container image, Python's `hdrhistogram`)
+//! fails its tests with one message that says what is missing and how to get it;
+//! `scripts/test` installs all of them.
 
 use dbq_bench::db::local::{self, LocalCluster};
 use dbq_bench::error::Failure;
@@ -30,6 +34,7 @@ pub fn shared_url() -> &'static str {
         if let Ok(url) = std::env::var("DBQ_TEST_DATABASE_URL") {
             return url;
         }
+        require_local_binaries();
         let settings: Vec<(String, String)> = [("fsync", "off"), ("max_connections", "300")]
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -55,6 +60,59 @@ pub fn shared_url() -> &'static str {
         }
         url
     })
+}
+
+/// How to get every prerequisite at once.
+const SET_UP_ALL: &str = "`scripts/test` installs every prerequisite and runs the suite";
+
+/// The PostgreSQL server binaries (the shared test server and the `local` provider).
+pub fn require_local_binaries() {
+    if let Err(e) = local::find_binaries() {
+        panic!(
+            "missing prerequisite: PostgreSQL server binaries ({e:#}). Install them \
+             (`apt-get install postgresql`), set DBQ_PG_BINDIR to their directory, or set \
+             DBQ_TEST_DATABASE_URL to a server of yours; {SET_UP_ALL}"
+        );
+    }
+}
+
+/// The image the container tests start (DBQ_POSTGRES_IMAGE, else the official default);
+/// fails unless a Docker engine answers and has it or can pull it.
+pub fn require_image() -> String {
+    let image = std::env::var("DBQ_POSTGRES_IMAGE").unwrap_or_else(|_| "postgres:17".into());
+    let check = image.clone();
+    let available = std::thread::spawn(move || {
+        tokio::runtime::Runtime::new()
+            .expect("runtime")
+            .block_on(dbq_bench::db::container::check_available(&check))
+    })
+    .join()
+    .expect("image check thread");
+    if let Err(e) = available {
+        panic!(
+            "missing prerequisite: the container image {image} ({e:#}). Pull it, or where no \
+             registry is reachable build one with `docker/build-postgres-image.sh` and set \
+             DBQ_POSTGRES_IMAGE=dbq-bench-postgres:15; {SET_UP_ALL}"
+        );
+    }
+    image
+}
+
+/// A Python interpreter with HdrHistogram's Python implementation (`DBQ_PYTHON`, else
+/// `python3`), the independent reader of `latency.hlog`.
+pub fn require_python_hdrh() -> String {
+    let python = std::env::var("DBQ_PYTHON").unwrap_or_else(|_| "python3".into());
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import hdrh.log"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        panic!(
+            "missing prerequisite: {python} with the `hdrhistogram` package (`pip install \
+             hdrhistogram`, or set DBQ_PYTHON to an interpreter that has it); {SET_UP_ALL}"
+        );
+    }
+    python
 }
 
 /// A plan from scenario text, run with the url provider against the shared server.
