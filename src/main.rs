@@ -50,6 +50,14 @@ enum Command {
         #[command(flatten)]
         overrides: OverrideArgs,
     },
+    /// Print a shell completion script, e.g. `dbq-bench completions bash > ~/.local/share/bash-completion/completions/dbq-bench`.
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the JSON Schema of scenario files, for editors that validate and complete TOML
+    /// (e.g. Taplo / Even Better TOML: `#:schema ./dbq-bench.schema.json` atop a scenario).
+    Schema,
 }
 
 #[derive(Args)]
@@ -126,6 +134,22 @@ fn main() -> ExitCode {
             overrides,
         } => validate(&scenarios, &overrides.overrides()),
         Command::Report { dir, quiet } => report_command(&dir, quiet),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "dbq-bench",
+                &mut script,
+            );
+            print_out(&script)
+        }
+        Command::Schema => {
+            let schema = schemars::schema_for!(dbq_bench::scenario::Scenario);
+            let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+            text.push('\n');
+            print_out(text.as_bytes())
+        }
         Command::Run(args) => match tokio::runtime::Runtime::new() {
             Ok(rt) => rt.block_on(run_command(args)),
             Err(e) => {
@@ -152,6 +176,19 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(status as u8)
+}
+
+/// Writes to stdout; a reader that went away (`| head`) is not an error.
+fn print_out(bytes: &[u8]) -> ExitStatus {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(bytes) {
+        Ok(()) => ExitStatus::Ok,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitStatus::Ok,
+        Err(e) => {
+            eprintln!("error: writing to stdout: {e}");
+            ExitStatus::RunFailed
+        }
+    }
 }
 
 fn validate(files: &[PathBuf], overrides: &Overrides) -> ExitStatus {

@@ -5,7 +5,7 @@ use super::values::HumanDuration;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultSpec {
     /// A worker task dies at a chosen point of its job: its connection is dropped without
@@ -115,7 +115,9 @@ pub enum Repeat {
 }
 
 /// Where in its job a crashing worker dies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum CrashPoint {
     /// Right after the claim returned the job.
@@ -127,7 +129,9 @@ pub enum CrashPoint {
     AfterHandler,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum BackendTarget {
     #[default]
@@ -137,7 +141,9 @@ pub enum BackendTarget {
 }
 
 /// How the server is stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ShutdownMode {
     /// SIGINT: roll back open transactions, checkpoint, exit.

@@ -8,7 +8,7 @@ use super::values::{DurationDist, HumanDuration, Rate};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Defaults to the file name without `.toml`.
@@ -43,7 +43,18 @@ pub struct Scenario {
 }
 
 /// How Postgres is obtained for the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// A URL if one is given, else a container, else a local throwaway cluster.
@@ -68,7 +79,7 @@ impl ProviderKind {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseSection {
     #[serde(default)]
@@ -82,6 +93,7 @@ pub struct DatabaseSection {
     /// Server settings (`shared_buffers`, `synchronous_commit`, …). Passed as `-c key=value`
     /// to servers the run starts; set per session on a `url` server.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
     pub settings: BTreeMap<String, toml::Value>,
 }
 
@@ -98,14 +110,16 @@ impl Default for DatabaseSection {
 }
 
 /// Which queue design's SQL runs. Only the seed article's design exists so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum VariantName {
     #[default]
     Seed,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueueSection {
     #[serde(default)]
@@ -128,7 +142,9 @@ impl Default for QueueSection {
 }
 
 /// Random spread applied to each backoff delay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Jitter {
     /// The delay as computed (the seed).
@@ -142,7 +158,7 @@ pub enum Jitter {
 
 /// Delay before a failed job runs again: `min(base * factor^retry_count, cap)`, then jitter.
 /// The seed's formula is base 1 minute, factor 2, no cap, no jitter.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BackoffSection {
     #[serde(default = "defaults::backoff_base")]
@@ -167,7 +183,9 @@ impl Default for BackoffSection {
 }
 
 /// Gaps between a producer's scheduled jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Arrival {
     /// Evenly spaced.
@@ -177,7 +195,7 @@ pub enum Arrival {
     Poisson,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProducersSection {
     #[serde(default = "defaults::one")]
@@ -232,7 +250,7 @@ impl Default for ProducersSection {
 
 /// The seed's transactional outbox: each enqueue is part of a business transaction that
 /// marks an `orders` row paid, and some of those transactions roll back.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutboxSection {
     #[serde(default)]
@@ -243,7 +261,9 @@ pub struct OutboxSection {
 }
 
 /// When a worker's claim is committed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ClaimMode {
     /// The seed: claim, run the handler and complete in one transaction; a crash rolls the
@@ -264,7 +284,7 @@ impl ClaimMode {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConsumersSection {
     #[serde(default = "defaults::one")]
@@ -297,7 +317,7 @@ impl Default for ConsumersSection {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HandlerSection {
     #[serde(default)]
@@ -308,7 +328,7 @@ pub struct HandlerSection {
 }
 
 /// The seed's stale-job reaper (run from cron every 1–5 minutes in the article).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReaperSection {
     #[serde(default = "defaults::yes")]
@@ -335,7 +355,7 @@ impl Default for ReaperSection {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DrainSection {
     /// After the last phase, how long consumers may take to finish the backlog.
@@ -351,7 +371,7 @@ impl Default for DrainSection {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VerifySection {
     /// Record every transition to `done`/`dead_letter` in a harness-owned audit table (by an
@@ -370,7 +390,7 @@ impl Default for VerifySection {
 }
 
 /// The database sampler (see `metrics::sampler`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SamplerSection {
     /// How often database statistics are sampled (each sample scans the queue table once).
@@ -386,7 +406,7 @@ impl Default for SamplerSection {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseSection {
     pub name: String,

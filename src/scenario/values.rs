@@ -73,6 +73,20 @@ impl<'de> Deserialize<'de> for HumanDuration {
     }
 }
 
+impl schemars::JsonSchema for HumanDuration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A duration with its unit: \"500ms\", \"10s\", \"2m\", \"1h 30m\" (or \"0\").",
+            "examples": ["500ms", "10s", "2m", "1h 30m"]
+        })
+    }
+}
+
 /// An offered load: jobs per second across the whole producer fleet (open loop), or `"max"`
 /// (closed loop: every producer enqueues again as soon as its previous insert commits).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -136,8 +150,24 @@ impl<'de> Deserialize<'de> for Rate {
     }
 }
 
+impl schemars::JsonSchema for Rate {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Rate".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Jobs per second across the producer fleet (open loop), or \"max\" (closed loop).",
+            "anyOf": [
+                { "type": "number", "minimum": 0 },
+                { "const": "max" }
+            ]
+        })
+    }
+}
+
 /// How long the simulated handler works on one job.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum DurationDist {
     /// Always the same duration.
