@@ -1,5 +1,5 @@
 -- The seed article's queue table and partial index, verbatim
--- ("SELECT FOR UPDATE SKIP LOCKED — DB 큐 패턴", see ../shared/seed/README.md).
+-- ("SELECT FOR UPDATE SKIP LOCKED — DB 큐 패턴", see docs/seed.md).
 CREATE TABLE job_queue (
   id            BIGSERIAL PRIMARY KEY,
   type          VARCHAR(100) NOT NULL,
