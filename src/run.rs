@@ -114,6 +114,17 @@ pub async fn run(
     })
 }
 
+/// Runs a plan on a server provisioned by the caller (a matrix shares one server between
+/// its cells), in a schema of its own; the server is left running.
+pub async fn run_on(
+    plan: &Plan,
+    opts: &RunOptions,
+    server: &Arc<Server>,
+    shutdown: &CancellationToken,
+) -> Result<RunOutcome, Failure> {
+    run_on_server(plan, opts, server, RunClock::start(), utc_now(), shutdown).await
+}
+
 async fn run_on_server(
     plan: &Plan,
     opts: &RunOptions,
@@ -172,15 +183,35 @@ async fn run_in_schema(
     started_at: String,
     shutdown: &CancellationToken,
 ) -> Result<RunOutcome, Failure> {
-    let queue = Queue::new(&plan.queue);
+    let variant_error = |e: crate::queue::CustomError| {
+        Failure::Input(InputError::new(&plan.source, "queue.dir", e.to_string()))
+    };
+    let queue = Queue::new(&plan.queue, &schema.name).map_err(variant_error)?;
     let mut admin = schema.connect().await?;
     let server_settings = db::server_settings(&mut admin)
         .await
         .context("reading server settings")?;
-    queue
-        .install(&mut admin, plan.completion_audit)
-        .await
-        .context("creating the queue table")?;
+    if plan.queue.variant.name == crate::scenario::VariantName::Custom {
+        // A custom variant's schema and statements are checked before any load.
+        queue
+            .install(&mut admin, plan.completion_audit)
+            .await
+            .map_err(|e| {
+                variant_error(crate::queue::CustomError {
+                    file: queue.variant().file("schema.sql"),
+                    reason: format!("does not run: {}", crate::queue::one_line(&e)),
+                })
+            })?;
+        queue
+            .check_statements(&mut admin)
+            .await
+            .map_err(variant_error)?;
+    } else {
+        queue
+            .install(&mut admin, plan.completion_audit)
+            .await
+            .context("creating the queue table")?;
+    }
     if let Some(outbox) = plan.producers.outbox {
         queue
             .install_outbox(&mut admin, outbox.orders)
@@ -204,7 +235,7 @@ async fn run_in_schema(
     queue
         .analyze(&mut admin)
         .await
-        .context("ANALYZE job_queue")?;
+        .context("ANALYZE of the queue table")?;
     let claim_plan_start = queue
         .explain_claim(&mut admin)
         .await
@@ -271,7 +302,7 @@ async fn run_in_schema(
     let (snapshot_requests, snapshots) = tokio::sync::mpsc::unbounded_channel();
     let recorder = tokio::spawn(recorder.run(rx, snapshots, clock, load_start_wall));
     let ctx = FleetContext {
-        queue,
+        queue: queue.clone(),
         schema: schema.clone(),
         clock,
         events,
@@ -285,7 +316,7 @@ async fn run_in_schema(
         .collect();
     probes.push((t, "end of the last phase".into()));
     let sampler = DbSampler {
-        queue,
+        queue: queue.clone(),
         schema: schema.clone(),
         clock,
         events: ctx.events.clone(),
@@ -349,7 +380,7 @@ async fn run_in_schema(
         clock,
         events: ctx.events.clone(),
         schema: schema.clone(),
-        queue,
+        queue: queue.clone(),
         registry: registry.clone(),
         server: server.clone(),
         startup_timeout: plan.database.startup_timeout,
@@ -470,7 +501,7 @@ async fn run_in_schema(
         drain_s,
         drain_timed_out,
         prefilled: prefilled.count,
-        variant: queue.variant().into(),
+        variant: queue.variant().name.clone(),
         claim_sql: queue.claim_sql().trim().into(),
         claim_plan_start,
         claim_plan_end,
@@ -630,7 +661,8 @@ fn utc_now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
 
-fn default_out_dir(name: &str) -> PathBuf {
+/// `results/<UTC time>-<name>`, made unique.
+pub fn default_out_dir(name: &str) -> PathBuf {
     let stamp = utc_now().replace(':', "-");
     let safe: String = name
         .chars()

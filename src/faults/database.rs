@@ -22,9 +22,6 @@ FROM  (SELECT pid
        ORDER  BY random()
        LIMIT  $2) AS victims";
 
-/// A scan that keeps a REPEATABLE READ snapshot busy.
-const READER_SCAN: &str = "SELECT count(*) FROM job_queue";
-
 async fn connect(job: &Job, role: &str) -> Option<PgConnection> {
     match job.ctx.schema.connect_as(role).await {
         Ok(c) => Some(c),
@@ -145,6 +142,8 @@ pub(super) async fn active_readers(job: &Job, count: u32, stop: &CancellationTok
             continue;
         };
         let (stop, end_us, clock) = (stop.clone(), job.end_us, job.ctx.clock);
+        // The table name is the variant's constant, not user input.
+        let scan = format!("SELECT count(*) FROM {}", job.ctx.queue.variant().table);
         readers.spawn(async move {
             let mut scans = 0u64;
             if sqlx::raw_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
@@ -153,7 +152,11 @@ pub(super) async fn active_readers(job: &Job, count: u32, stop: &CancellationTok
                 .is_ok()
             {
                 while clock.now_us() < end_us && !stop.is_cancelled() {
-                    if sqlx::query(READER_SCAN).execute(&mut conn).await.is_err() {
+                    if sqlx::query(sqlx::AssertSqlSafe(scan.as_str()))
+                        .execute(&mut conn)
+                        .await
+                        .is_err()
+                    {
                         break;
                     }
                     scans += 1;
@@ -173,7 +176,10 @@ pub(super) async fn active_readers(job: &Job, count: u32, stop: &CancellationTok
         at,
         job.now(),
         started,
-        format!("{started} REPEATABLE READ reader(s), {scans} scans of job_queue"),
+        format!(
+            "{started} REPEATABLE READ reader(s), {scans} scans of {}",
+            job.ctx.queue.variant().table
+        ),
     );
 }
 

@@ -7,12 +7,17 @@
 //!   transaction, and `done` or the failure update commits separately. A crashed worker's
 //!   job stays `processing` until the reaper returns it.
 //!
-//! A worker runs as a task of the runner, or alone in a child process (`consumers.processes`,
-//! see `process`). An empty claim sleeps `poll_interval`.
+//! A claim takes one job, or a batch when the variant claims in batches: the handler runs
+//! per job, then the batch's completions commit together (one statement per job, or one for
+//! the batch, as the variant says). A worker runs as a task of the runner, or alone in a child
+//! process (`consumers.processes`, see `process`). An empty claim waits `poll_interval`, or
+//! until an enqueue announces a job (`notify` variants).
 
 use super::handler::SimulatedHandler;
 use super::registry::WorkerRegistry;
-use super::{FleetContext, error_kind, is_connection_error, outcome_unknown, sleep_or_stop};
+use super::{
+    FleetContext, WakeUps, error_kind, is_connection_error, outcome_unknown, sleep_or_stop,
+};
 use crate::metrics::{Event, JobId};
 use crate::queue::{ClaimedJob, FailOutcome};
 use crate::scenario::{ClaimMode, ConsumerPlan, CrashPoint};
@@ -51,6 +56,7 @@ pub fn spawn_tasks(
     stop: &CancellationToken,
 ) -> JoinSet<()> {
     let mut set = JoinSet::new();
+    let wake_ups = WakeUps::start(ctx, stop);
     for slot in 0..registry.len() as u32 {
         let worker = Worker::new(
             plan,
@@ -58,6 +64,7 @@ pub fn spawn_tasks(
             slot,
             ctx.clone(),
             registry.clone(),
+            wake_ups.clone(),
             CrashAction::RestartTask(plan.restart_after),
         );
         set.spawn(worker.run(stop.clone()));
@@ -68,27 +75,34 @@ pub fn spawn_tasks(
 enum Step {
     Worked,
     Empty,
-    /// The worker died holding this job.
-    Crashed(JobId),
+    /// The worker died holding these jobs.
+    Crashed(Vec<JobId>),
 }
 
-/// A database error in a step, with the job it concerned and whether the job's last
-/// change may have committed after all.
+/// A database error in a step, with the jobs it concerned and whether their last change
+/// may have committed after all.
 struct StepError {
     error: sqlx::Error,
-    job: Option<JobId>,
+    jobs: Vec<JobId>,
     in_doubt: bool,
 }
 
-fn at(job: JobId, committing: bool) -> impl Fn(sqlx::Error) -> StepError {
+fn at(jobs: &[JobId], committing: bool) -> impl Fn(sqlx::Error) -> StepError {
     move |error| {
         let in_doubt = committing && outcome_unknown(&error);
         StepError {
             error,
-            job: Some(job),
+            jobs: jobs.to_vec(),
             in_doubt,
         }
     }
+}
+
+/// A job whose handler ran: how long, and whether it failed.
+struct Handled<'a> {
+    job: &'a ClaimedJob,
+    handler_us: u64,
+    fails: bool,
 }
 
 /// The handler's part of a job: where it crashed, or how long it ran and whether it failed.
@@ -105,6 +119,7 @@ pub struct Worker {
     poll_interval: Duration,
     claim_mode: ClaimMode,
     registry: Arc<WorkerRegistry>,
+    wake_ups: WakeUps,
     on_crash: CrashAction,
 }
 
@@ -115,6 +130,7 @@ impl Worker {
         slot: u32,
         ctx: FleetContext,
         registry: Arc<WorkerRegistry>,
+        wake_ups: WakeUps,
         on_crash: CrashAction,
     ) -> Worker {
         Worker {
@@ -125,6 +141,7 @@ impl Worker {
             poll_interval: plan.poll_interval,
             claim_mode: plan.claim_mode,
             registry,
+            wake_ups,
             on_crash,
         }
     }
@@ -145,24 +162,24 @@ impl Worker {
             match step {
                 Ok(Step::Worked) => {}
                 Ok(Step::Empty) => {
-                    sleep_or_stop(self.poll_interval, &stop).await;
+                    self.wake_ups.idle(self.poll_interval, &stop).await;
                 }
-                Ok(Step::Crashed(job)) => {
+                Ok(Step::Crashed(jobs)) => {
                     // The connection goes without COMMIT or ROLLBACK: the server sees the
                     // client vanish, as after a real crash.
                     drop(conn.take());
-                    self.crash(job, &stop).await;
+                    self.crash(jobs, &stop).await;
                 }
                 Err(StepError {
                     error,
-                    job,
+                    jobs,
                     in_doubt,
                 }) => {
                     self.registry.set_in_flight(self.slot, None);
                     self.ctx.emit(Event::WorkerError {
                         at_us: self.ctx.clock.now_us(),
                         error: error_kind(&error),
-                        job,
+                        jobs,
                         in_doubt,
                     });
                     if is_connection_error(&error) {
@@ -177,7 +194,7 @@ impl Worker {
         }
     }
 
-    async fn crash(&mut self, job: JobId, stop: &CancellationToken) {
+    async fn crash(&mut self, jobs: Vec<JobId>, stop: &CancellationToken) {
         match self.on_crash {
             CrashAction::KillProcess => {
                 let _ = nix::sys::signal::kill(
@@ -190,7 +207,7 @@ impl Worker {
                 self.ctx.emit(Event::WorkerCrashed {
                     at_us: self.ctx.clock.now_us(),
                     slot: self.slot,
-                    job: Some(job),
+                    jobs,
                     cause: "crash".into(),
                 });
                 sleep_or_stop(restart_after, stop).await;
@@ -258,94 +275,120 @@ impl Worker {
         });
     }
 
-    /// The seed: claim, handle, complete or fail, commit, all in one transaction. On an
-    /// error the transaction is dropped, which rolls it back (the claim with it).
+    /// Runs the handler of each claimed job in turn (the one in hand is the registry's);
+    /// `None` when the worker crashed.
+    async fn work_all<'a>(&mut self, jobs: &'a [ClaimedJob]) -> Option<Vec<Handled<'a>>> {
+        let mut handled = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            self.registry.set_in_flight(self.slot, Some(job.id));
+            match self.work(job).await {
+                Work::Crash => return None,
+                Work::Done { handler_us, fails } => handled.push(Handled {
+                    job,
+                    handler_us,
+                    fails,
+                }),
+            }
+        }
+        Some(handled)
+    }
+
+    /// The seed: claim, handle, complete or fail, commit, all in one transaction (with a
+    /// batch: every job of the batch in that one transaction). On an error the transaction
+    /// is dropped, which rolls it back (the claim with it).
     async fn step_in_transaction(&mut self, conn: &mut PgConnection) -> Result<Step, StepError> {
         let clock = self.ctx.clock;
-        let queue = self.ctx.queue;
+        let queue = self.ctx.queue.clone();
         let no_job = |error| StepError {
             error,
-            job: None,
+            jobs: Vec::new(),
             in_doubt: false,
         };
         let mut tx = conn.begin().await.map_err(no_job)?;
         let started_us = clock.now_us();
-        let job = queue.claim(&mut tx).await.map_err(no_job)?;
+        let jobs = queue.claim(&mut tx).await.map_err(no_job)?;
         let claimed_us = clock.now_us();
-        let Some(job) = job else {
+        if jobs.is_empty() {
             tx.commit().await.map_err(no_job)?;
             self.ctx.emit(Event::EmptyPoll { at_us: claimed_us });
             return Ok(Step::Empty);
-        };
-        self.claimed(&job, started_us, claimed_us);
-        match self.work(&job).await {
-            Work::Crash => {
-                // Neither commit nor roll back: forget the transaction, drop the connection.
-                std::mem::forget(tx);
-                Ok(Step::Crashed(job.id))
-            }
-            Work::Done { handler_us, fails } => {
-                let outcome = if fails {
-                    Some(
-                        queue
-                            .fail(&mut tx, job.id, SIMULATED_FAILURE)
-                            .await
-                            .map_err(at(job.id, false))?,
-                    )
-                } else {
-                    queue
-                        .complete(&mut tx, job.id)
-                        .await
-                        .map_err(at(job.id, false))?;
-                    None
-                };
-                tx.commit().await.map_err(at(job.id, true))?;
-                self.finished(&job, handler_us, outcome);
-                Ok(Step::Worked)
-            }
         }
+        let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
+        for job in &jobs {
+            self.claimed(job, started_us, claimed_us);
+        }
+        let Some(handled) = self.work_all(&jobs).await else {
+            // Neither commit nor roll back: forget the transaction, drop the connection.
+            std::mem::forget(tx);
+            return Ok(Step::Crashed(ids));
+        };
+        let mut outcomes = Vec::with_capacity(handled.len());
+        for h in handled.iter().filter(|h| h.fails) {
+            let outcome = queue
+                .fail(&mut tx, h.job.id, SIMULATED_FAILURE)
+                .await
+                .map_err(at(&ids, false))?;
+            outcomes.push((h.job.id, outcome));
+        }
+        let done: Vec<JobId> = handled
+            .iter()
+            .filter(|h| !h.fails)
+            .map(|h| h.job.id)
+            .collect();
+        if !done.is_empty() {
+            queue
+                .complete(&mut tx, &done)
+                .await
+                .map_err(at(&ids, false))?;
+        }
+        tx.commit().await.map_err(at(&ids, true))?;
+        for h in &handled {
+            let failed = outcomes.iter().find(|(id, _)| *id == h.job.id).map(|o| o.1);
+            self.finished(h.job, h.handler_us, failed);
+        }
+        Ok(Step::Worked)
     }
 
-    /// Claim committed first; the handler runs outside any transaction; the completion or
-    /// failure update commits on its own.
+    /// Claim committed first; the handlers run outside any transaction; each failure update,
+    /// and then the completion, commits on its own.
     async fn step_committed(&mut self, conn: &mut PgConnection) -> Result<Step, StepError> {
         let clock = self.ctx.clock;
-        let queue = self.ctx.queue;
+        let queue = self.ctx.queue.clone();
         let started_us = clock.now_us();
-        let job = queue.claim(conn).await.map_err(|error| {
+        let jobs = queue.claim(conn).await.map_err(|error| {
             let in_doubt = outcome_unknown(&error);
             StepError {
                 error,
-                job: None,
+                jobs: Vec::new(),
                 in_doubt,
             }
         })?;
         let claimed_us = clock.now_us();
-        let Some(job) = job else {
+        if jobs.is_empty() {
             self.ctx.emit(Event::EmptyPoll { at_us: claimed_us });
             return Ok(Step::Empty);
-        };
-        self.claimed(&job, started_us, claimed_us);
-        match self.work(&job).await {
-            Work::Crash => Ok(Step::Crashed(job.id)),
-            Work::Done { handler_us, fails } => {
-                let outcome = if fails {
-                    Some(
-                        queue
-                            .fail(conn, job.id, SIMULATED_FAILURE)
-                            .await
-                            .map_err(at(job.id, true))?,
-                    )
-                } else {
-                    queue
-                        .complete(conn, job.id)
-                        .await
-                        .map_err(at(job.id, true))?;
-                    None
-                };
-                self.finished(&job, handler_us, outcome);
-                Ok(Step::Worked)
-            }
         }
+        for job in &jobs {
+            self.claimed(job, started_us, claimed_us);
+        }
+        let Some(handled) = self.work_all(&jobs).await else {
+            return Ok(Step::Crashed(jobs.iter().map(|j| j.id).collect()));
+        };
+        let mut open: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
+        for h in handled.iter().filter(|h| h.fails) {
+            let outcome = queue
+                .fail(conn, h.job.id, SIMULATED_FAILURE)
+                .await
+                .map_err(at(&open, true))?;
+            open.retain(|id| *id != h.job.id);
+            self.finished(h.job, h.handler_us, Some(outcome));
+        }
+        if !open.is_empty() {
+            queue.complete(conn, &open).await.map_err(at(&open, true))?;
+        }
+        for h in handled.iter().filter(|h| !h.fails) {
+            self.finished(h.job, h.handler_us, None);
+        }
+        Ok(Step::Worked)
     }
 }

@@ -14,9 +14,11 @@ pub mod schedule;
 use crate::clock::RunClock;
 use crate::db::RunSchema;
 use crate::metrics::Event;
-use crate::queue::Queue;
-use sqlx::postgres::PgConnection;
+use crate::queue::{Queue, WakeUp};
+use sqlx::postgres::{PgConnection, PgListener, PgPoolOptions};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
@@ -57,6 +59,79 @@ impl FleetContext {
             }
         }
     }
+}
+
+/// How an idle worker is woken before its poll interval is up: by notifications on the
+/// run's channel (`notify` variants), each one waking one idle worker. Without a listener
+/// (poll variants) idle workers only sleep.
+#[derive(Clone, Default)]
+pub struct WakeUps(Option<Arc<Notify>>);
+
+impl WakeUps {
+    /// Starts the listener when the queue's variant wakes workers up; it ends with `stop`.
+    pub fn start(ctx: &FleetContext, stop: &CancellationToken) -> WakeUps {
+        if ctx.queue.variant().wake_up != WakeUp::Notify {
+            return WakeUps(None);
+        }
+        let notify = Arc::new(Notify::new());
+        tokio::spawn(listen(ctx.clone(), notify.clone(), stop.clone()));
+        WakeUps(Some(notify))
+    }
+
+    /// Waits `poll` after an empty claim, or less if a job is announced; false if `stop`
+    /// was cancelled first.
+    pub async fn idle(&self, poll: Duration, stop: &CancellationToken) -> bool {
+        match &self.0 {
+            None => sleep_or_stop(poll, stop).await,
+            Some(notify) => tokio::select! {
+                _ = tokio::time::sleep(poll) => true,
+                _ = notify.notified() => true,
+                _ = stop.cancelled() => false,
+            },
+        }
+    }
+}
+
+/// LISTENs on the run's channel (on a connection of its own, `listener`) and turns every
+/// notification into one wake-up. Reconnects after a lost connection; notifications sent
+/// meanwhile are lost, and the poll covers for them.
+async fn listen(ctx: FleetContext, notify: Arc<Notify>, stop: CancellationToken) {
+    let options = ctx
+        .schema
+        .options()
+        .clone()
+        .application_name(&ctx.schema.application_name("listener"));
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(options);
+    while !stop.is_cancelled() {
+        let mut listener = match PgListener::connect_with(&pool).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::debug!("listener: cannot connect, retrying: {e}");
+                sleep_or_stop(Duration::from_millis(200), &stop).await;
+                continue;
+            }
+        };
+        if let Err(e) = listener.listen(ctx.queue.channel()).await {
+            tracing::debug!("listener: LISTEN failed, retrying: {e}");
+            sleep_or_stop(Duration::from_millis(200), &stop).await;
+            continue;
+        }
+        loop {
+            tokio::select! {
+                n = listener.recv() => match n {
+                    Ok(_) => notify.notify_one(),
+                    Err(e) => {
+                        tracing::debug!("listener: {e}");
+                        break;
+                    }
+                },
+                _ = stop.cancelled() => break,
+            }
+        }
+    }
+    pool.close().await;
 }
 
 /// Sleeps for `d`; returns false if `stop` was cancelled first.

@@ -7,7 +7,7 @@
 
 use super::consumer::{CrashAction, Worker};
 use super::registry::WorkerRegistry;
-use super::{FleetContext, sleep_or_stop};
+use super::{FleetContext, WakeUps, sleep_or_stop};
 use crate::clock::RunClock;
 use crate::db::RunSchema;
 use crate::metrics::{Event, JobId};
@@ -97,7 +97,7 @@ async fn supervise(
                 ctx.emit(Event::WorkerError {
                     at_us: ctx.clock.now_us(),
                     error: format!("cannot start a worker process: {e}"),
-                    job: None,
+                    jobs: Vec::new(),
                     in_doubt: false,
                 });
                 sleep_or_stop(config.consumers.restart_after, &stop).await;
@@ -110,7 +110,7 @@ async fn supervise(
         let _stdin = child.stdin.take();
         let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
         let mut stderr = child.stderr.take().expect("piped");
-        let mut in_flight: Option<JobId> = None;
+        let mut in_flight: Vec<JobId> = Vec::new();
         let mut stopping = false;
         loop {
             tokio::select! {
@@ -118,7 +118,7 @@ async fn supervise(
                     Ok(Some(line)) => match serde_json::from_str::<Event>(&line) {
                         Ok(event) => {
                             track(&mut in_flight, &event);
-                            registry.set_in_flight(slot, in_flight);
+                            registry.set_in_flight(slot, in_flight.first().copied());
                             ctx.emit(event);
                         }
                         Err(e) => tracing::debug!("worker {slot}: unreadable event line ({e}): {line}"),
@@ -158,21 +158,19 @@ async fn supervise(
         ctx.emit(Event::WorkerCrashed {
             at_us: ctx.clock.now_us(),
             slot,
-            job: in_flight,
+            jobs: in_flight,
             cause: format!("{cause}{tail}"),
         });
         sleep_or_stop(config.consumers.restart_after, &stop).await;
     }
 }
 
-/// Which job a worker holds, from the events it sends.
-fn track(in_flight: &mut Option<JobId>, event: &Event) {
+/// Which jobs a worker holds (one, or a claimed batch), from the events it sends.
+fn track(in_flight: &mut Vec<JobId>, event: &Event) {
     match event {
-        Event::Claimed { job, .. } => *in_flight = Some(*job),
-        Event::Completed { .. }
-        | Event::Failed { .. }
-        | Event::WorkerError { .. }
-        | Event::WorkerCrashed { .. } => *in_flight = None,
+        Event::Claimed { job, .. } => in_flight.push(*job),
+        Event::Completed { job, .. } | Event::Failed { job, .. } => in_flight.retain(|j| j != job),
+        Event::WorkerError { .. } | Event::WorkerCrashed { .. } => in_flight.clear(),
         _ => {}
     }
 }
@@ -188,7 +186,7 @@ pub async fn worker_main() -> Result<()> {
     let schema = RunSchema::from_url(&config.url, &config.schema)?;
     let (events, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let ctx = FleetContext {
-        queue: Queue::new(&config.queue),
+        queue: Queue::new(&config.queue, &schema.name)?,
         schema,
         clock: RunClock::from_epoch(config.clock_epoch_ns),
         events,
@@ -223,12 +221,14 @@ pub async fn worker_main() -> Result<()> {
     });
 
     let registry = Arc::new(WorkerRegistry::new(config.slot as usize + 1));
+    let wake_ups = WakeUps::start(&ctx, &stop);
     let worker = Worker::new(
         &config.consumers,
         config.seed,
         config.slot,
         ctx,
         registry,
+        wake_ups,
         CrashAction::KillProcess,
     );
     worker.run(stop).await;

@@ -43,7 +43,7 @@ impl StaleJobReaper {
                     ctx.emit(Event::WorkerError {
                         at_us: ctx.clock.now_us(),
                         error: format!("reaper: {}", error_kind(&e)),
-                        job: None,
+                        jobs: Vec::new(),
                         in_doubt: false,
                     });
                     if is_connection_error(&e) {

@@ -62,20 +62,21 @@ pub enum Event {
         committed_us: u64,
         dead_lettered: bool,
     },
-    /// A worker's transaction ended in a database error; `job`, if any, was rolled back, or
-    /// its outcome is unknown when `in_doubt` (the connection broke during a commit).
+    /// A worker's transaction ended in a database error; `jobs` (those it held: one, or a
+    /// claimed batch) were rolled back, or their outcome is unknown when `in_doubt` (the
+    /// connection broke during a commit).
     WorkerError {
         at_us: u64,
         error: String,
-        job: Option<JobId>,
+        jobs: Vec<JobId>,
         in_doubt: bool,
     },
     /// A worker died (an injected crash, a crashing job, or its process was killed) while
-    /// holding `job`, if any.
+    /// holding `jobs`.
     WorkerCrashed {
         at_us: u64,
         slot: u32,
-        job: Option<JobId>,
+        jobs: Vec<JobId>,
         cause: String,
     },
     /// A worker process was stopped (SIGSTOP) while holding `job`, if any.

@@ -141,6 +141,8 @@ pub struct Measurements {
     pub windows: Vec<PhaseWindow>,
     pub counts: Vec<PhaseCounts>,
     pub metrics: Vec<MetricSet>,
+    /// Per window: when its last job finished (done or failure update), µs on the run clock.
+    pub last_finished_us: Vec<u64>,
     pub timeline: Vec<TimelineRow>,
     /// HdrHistogram interval log (one tag per metric, one interval per second).
     pub hlog: Vec<u8>,
@@ -207,6 +209,7 @@ pub struct Recorder {
     windows: Vec<PhaseWindow>,
     counts: Vec<PhaseCounts>,
     metrics: Vec<MetricSet>,
+    last_finished_us: Vec<u64>,
     seconds: BTreeMap<i64, SecondBucket>,
     before_load: SecondBucket,
     /// Seconds below this have been written out.
@@ -244,6 +247,7 @@ impl Recorder {
             windows,
             counts: vec![PhaseCounts::default(); n],
             metrics: vec![MetricSet::default(); n],
+            last_finished_us: vec![0; n],
             seconds: BTreeMap::new(),
             before_load: SecondBucket::default(),
             next_unwritten: 0,
@@ -403,6 +407,7 @@ impl Recorder {
                 self.live.add_completed();
                 let wc = self.window_of(committed_us);
                 self.counts[wc].completed += 1;
+                self.last_finished_us[wc] = self.last_finished_us[wc].max(committed_us);
                 self.metrics[wc].record(Metric::Handler, handler_us);
                 let e2e = intended_us.map(|t| committed_us.saturating_sub(t));
                 if let (Some(e), Some(t)) = (e2e, intended_us) {
@@ -428,6 +433,7 @@ impl Recorder {
                 self.live.add_failed(dead_lettered);
                 let wc = self.window_of(committed_us);
                 self.counts[wc].failed += 1;
+                self.last_finished_us[wc] = self.last_finished_us[wc].max(committed_us);
                 self.counts[wc].dead_lettered += dead_lettered as u64;
                 self.metrics[wc].record(Metric::Handler, handler_us);
                 let b = self.bucket(committed_us);
@@ -438,22 +444,22 @@ impl Recorder {
             Event::WorkerError {
                 at_us,
                 error,
-                job,
+                jobs,
                 in_doubt,
             } => {
                 let w = self.window_of(at_us);
                 self.counts[w].worker_errors += 1;
                 self.bucket(at_us).counts.worker_errors += 1;
-                if let Some(job) = job {
+                for job in jobs {
                     self.ledger.rolled_back(job, in_doubt);
                     self.doubt_changed |= in_doubt;
                 }
                 self.note_error(format!("worker: {error}"));
             }
-            Event::WorkerCrashed { at_us, job, .. } => {
+            Event::WorkerCrashed { at_us, jobs, .. } => {
                 let w = self.window_of(at_us);
                 self.counts[w].worker_crashes += 1;
-                if let Some(job) = job {
+                for job in jobs {
                     self.ledger.crashed(job);
                     self.doubt_changed = true;
                 }
@@ -661,6 +667,7 @@ impl Recorder {
             windows: self.windows,
             counts: self.counts,
             metrics: self.metrics,
+            last_finished_us: self.last_finished_us,
             timeline: self.timeline,
             hlog,
             ledger: self.ledger,

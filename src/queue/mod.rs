@@ -1,56 +1,26 @@
-//! The queue under test: one variant's schema and statements, bound in one place.
+//! The queue under test: one variant's behaviour and statements, bound in one place.
 //!
-//! Each variant is a set of `.sql` files (schema in `migrations/<variant>/`, statements in
-//! `src/queue/<variant>/`) collected in a [`VariantSql`]. Fleets, the sampler and the
-//! accounting proof only call [`Queue`] methods, so a new variant (another index, batch
-//! claims, delete-on-complete, LISTEN/NOTIFY wake-ups, a user's SQL) slots in beside `seed`
-//! without touching them. Values are always bound parameters.
+//! A [`Variant`] (see `variant`) says how jobs are claimed, finished and waited for, and
+//! carries its `.sql` files. Fleets, the sampler, faults and the accounting proof only call
+//! [`Queue`] methods, so they never name a table or a column. Values are always bound
+//! parameters.
 
 mod stats;
+mod variant;
 
 pub use stats::{ClaimProbe, DbSample};
+pub use variant::{
+    CUSTOM_OPTIONAL, CUSTOM_REQUIRED, ClaimShape, CompleteShape, CustomError, Finish, Variant,
+    VariantSql, WakeUp,
+};
 
-use crate::scenario::{BackoffPlan, Jitter, QueuePlan, VariantName};
+use crate::scenario::{BackoffPlan, Jitter, QueuePlan};
 use serde::Deserialize;
 use sqlx::postgres::PgConnection;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row};
+use std::sync::Arc;
 use std::time::Duration;
-
-/// The statements of one queue design.
-pub struct VariantSql {
-    pub name: &'static str,
-    /// DDL creating the table and indexes (run once per run schema).
-    pub schema: &'static str,
-    pub enqueue: &'static str,
-    pub prefill: &'static str,
-    pub claim: &'static str,
-    pub complete: &'static str,
-    pub fail: &'static str,
-    pub pending_count: &'static str,
-    pub reap: &'static str,
-    pub reap_counting: &'static str,
-    pub ledger_check: &'static str,
-    pub untracked: &'static str,
-    pub job_status: &'static str,
-}
-
-/// The seed article's design, verbatim.
-pub const SEED: VariantSql = VariantSql {
-    name: "seed",
-    schema: include_str!("../../migrations/seed/0001_job_queue.sql"),
-    enqueue: include_str!("seed/enqueue.sql"),
-    prefill: include_str!("seed/prefill.sql"),
-    claim: include_str!("seed/claim.sql"),
-    complete: include_str!("seed/complete.sql"),
-    fail: include_str!("seed/fail.sql"),
-    pending_count: include_str!("seed/pending_count.sql"),
-    reap: include_str!("seed/reap.sql"),
-    reap_counting: include_str!("seed/reap_counting.sql"),
-    ledger_check: include_str!("seed/ledger_check.sql"),
-    untracked: include_str!("seed/untracked.sql"),
-    job_status: include_str!("seed/job_status.sql"),
-};
 
 const COMPLETION_AUDIT: &str = include_str!("../../migrations/harness/0001_completion_audit.sql");
 const AUDIT_DUPLICATES: &str = include_str!("audit_duplicates.sql");
@@ -59,8 +29,7 @@ const OUTBOX_ORDERS: &str = include_str!("outbox_orders.sql");
 const OUTBOX_PAY: &str = include_str!("outbox_pay.sql");
 const OUTBOX_CHECK: &str = include_str!("outbox_check.sql");
 const OUTBOX_PAID: &str = include_str!("outbox_paid.sql");
-const JOBS_BY_KEY: &str = include_str!("jobs_by_key.sql");
-const TABLE_STATS: &str = include_str!("table_stats.sql");
+const TABLE_SIZES: &str = include_str!("stats/table_sizes.sql");
 
 /// The fields of a job payload the harness reads back. Payloads look like
 /// `{"k":"<run>-p<producer>-<seq>","t":<intended µs on the run clock>,"pad":"…"}`, plus
@@ -122,45 +91,115 @@ pub struct TableMismatch {
     pub expected: String,
 }
 
-/// One variant's SQL plus the scenario values bound into it.
-#[derive(Clone, Copy)]
+/// One variant plus the scenario values bound into its statements.
+#[derive(Clone)]
 pub struct Queue {
-    sql: &'static VariantSql,
+    variant: Arc<Variant>,
     backoff: BackoffPlan,
     max_retries: i32,
+    /// The LISTEN/NOTIFY channel of the run (`notify` variant): its schema's name.
+    channel: String,
 }
 
 impl Queue {
-    pub fn new(plan: &QueuePlan) -> Queue {
-        let sql = match plan.variant {
-            VariantName::Seed => &SEED,
-        };
-        Queue {
-            sql,
+    /// The queue of a plan in the run schema `schema` (which names its wake-up channel).
+    pub fn new(plan: &QueuePlan, schema: &str) -> Result<Queue, CustomError> {
+        Ok(Queue {
+            variant: Variant::from_plan(&plan.variant)?.shared(),
             backoff: plan.backoff,
             max_retries: plan.max_retries,
-        }
+            channel: schema.to_string(),
+        })
     }
 
-    pub fn variant(&self) -> &'static str {
-        self.sql.name
+    pub fn variant(&self) -> &Variant {
+        &self.variant
     }
 
     /// The claim statement's text, for reports.
-    pub fn claim_sql(&self) -> &'static str {
-        self.sql.claim
+    pub fn claim_sql(&self) -> &str {
+        &self.variant.sql.claim
     }
 
-    /// Creates the variant's table (and the completion audit when asked) in the schema the
+    /// The channel enqueues notify and idle workers listen on.
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// Creates the variant's tables (and the completion audit when asked) in the schema the
     /// connection's `search_path` points at.
     pub async fn install(
         &self,
         conn: &mut PgConnection,
         completion_audit: bool,
     ) -> sqlx::Result<()> {
-        sqlx::raw_sql(self.sql.schema).execute(&mut *conn).await?;
+        for ddl in &self.variant.sql.schema {
+            sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
+                .execute(&mut *conn)
+                .await?;
+        }
         if completion_audit {
             sqlx::raw_sql(COMPLETION_AUDIT).execute(&mut *conn).await?;
+            for ddl in &self.variant.sql.audit {
+                sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
+                    .execute(&mut *conn)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks a variant's statements against the installed schema: each one is prepared,
+    /// and those whose rows the harness reads must return the columns it reads. Names the
+    /// file of the first statement that fails. (Built-in variants pass by construction;
+    /// this is for `custom` ones, before any load.)
+    pub async fn check_statements(&self, conn: &mut PgConnection) -> Result<(), CustomError> {
+        use sqlx::{Column, Executor, Statement};
+        let sql = &self.variant.sql;
+        let checks: [(&str, &str, &[&str]); 13] = [
+            ("enqueue.sql", &sql.enqueue, &["id"]),
+            ("prefill.sql", &sql.prefill, &["id"]),
+            ("claim.sql", &sql.claim, &["id", "type", "payload"]),
+            ("complete.sql", &sql.complete, &[]),
+            ("fail.sql", &sql.fail, &["status"]),
+            ("reap.sql", &sql.reap, &["id", "status"]),
+            ("reap_counting.sql", &sql.reap_counting, &["id", "status"]),
+            ("pending_count.sql", &sql.pending_count, &[]),
+            ("status_counts.sql", &sql.status_counts, &[]),
+            (
+                "ledger_check.sql",
+                &sql.ledger_check,
+                &["id", "status", "expected"],
+            ),
+            ("untracked.sql", &sql.untracked, &["id", "status"]),
+            ("job_status.sql", &sql.job_status, &["id", "status"]),
+            ("jobs_by_key.sql", &sql.jobs_by_key, &["id", "key"]),
+        ];
+        for (file, text, columns) in checks {
+            let statement = conn
+                .prepare(sqlx::SqlSafeStr::into_sql_str(AssertSqlSafe(
+                    text.to_string(),
+                )))
+                .await
+                .map_err(|e| CustomError {
+                    file: self.variant.file(file),
+                    reason: format!("does not prepare: {}", one_line(&e)),
+                })?;
+            let returned: Vec<&str> = statement.columns().iter().map(|c| c.name()).collect();
+            if let Some(missing) = columns.iter().find(|c| !returned.contains(c)) {
+                return Err(CustomError {
+                    file: self.variant.file(file),
+                    reason: format!(
+                        "must return the columns {}; it returns {} (no column {missing})",
+                        columns.join(", "),
+                        if returned.is_empty() {
+                            "none".to_string()
+                        } else {
+                            returned.join(", ")
+                        }
+                    ),
+                });
+            }
         }
         Ok(())
     }
@@ -203,7 +242,7 @@ impl Queue {
         conn: &mut PgConnection,
         ids: &[i64],
     ) -> sqlx::Result<Vec<(i64, String)>> {
-        sqlx::query_as(self.sql.job_status)
+        sqlx::query_as(AssertSqlSafe(self.variant.sql.job_status.as_str()))
             .bind(ids)
             .fetch_all(&mut *conn)
             .await
@@ -215,7 +254,7 @@ impl Queue {
         conn: &mut PgConnection,
         keys: &[String],
     ) -> sqlx::Result<Vec<(i64, String)>> {
-        sqlx::query_as(JOBS_BY_KEY)
+        sqlx::query_as(AssertSqlSafe(self.variant.sql.jobs_by_key.as_str()))
             .bind(keys)
             .fetch_all(&mut *conn)
             .await
@@ -223,8 +262,10 @@ impl Queue {
 
     /// Tuple counts and sizes of the queue table.
     pub async fn table_stats(&self, conn: &mut PgConnection) -> sqlx::Result<TableStats> {
-        let (live_tuples, dead_tuples, table_bytes, total_bytes) =
-            sqlx::query_as(TABLE_STATS).fetch_one(&mut *conn).await?;
+        let (live_tuples, dead_tuples, table_bytes, total_bytes) = sqlx::query_as(TABLE_SIZES)
+            .bind(self.variant.table)
+            .fetch_one(&mut *conn)
+            .await?;
         Ok(TableStats {
             live_tuples,
             dead_tuples,
@@ -233,9 +274,10 @@ impl Queue {
         })
     }
 
-    /// `VACUUM job_queue` (outside any transaction).
+    /// `VACUUM` of the queue table (outside any transaction).
     pub async fn vacuum(&self, conn: &mut PgConnection) -> sqlx::Result<()> {
-        sqlx::raw_sql("VACUUM job_queue")
+        // The table name is the variant's constant, not user input.
+        sqlx::raw_sql(AssertSqlSafe(format!("VACUUM {}", self.variant.table)))
             .execute(&mut *conn)
             .await?;
         Ok(())
@@ -245,7 +287,7 @@ impl Queue {
     /// workers prepare their statements: a claim planned on an empty table keeps a
     /// sequential scan until autoanalyze replaces it.
     pub async fn analyze(&self, conn: &mut PgConnection) -> sqlx::Result<()> {
-        sqlx::raw_sql("ANALYZE job_queue")
+        sqlx::raw_sql(AssertSqlSafe(format!("ANALYZE {}", self.variant.table)))
             .execute(&mut *conn)
             .await?;
         Ok(())
@@ -253,22 +295,26 @@ impl Queue {
 
     /// `EXPLAIN` of the claim statement (planned, not executed), one line per plan node.
     pub async fn explain_claim(&self, conn: &mut PgConnection) -> sqlx::Result<Vec<String>> {
-        // The claim text is a compile-time constant of this module, not user input.
-        let rows = sqlx::query(AssertSqlSafe(format!("EXPLAIN {}", self.sql.claim)))
-            .persistent(false)
-            .fetch_all(&mut *conn)
-            .await?;
+        // The claim text is the variant's own file, checked when the run started.
+        let text = format!("EXPLAIN {}", self.claim_sql());
+        let mut query = sqlx::query(AssertSqlSafe(text)).persistent(false);
+        if let ClaimShape::Batch(n) = self.variant.claim {
+            query = query.bind(n as i64);
+        }
+        let rows = query.fetch_all(&mut *conn).await?;
         rows.iter().map(|r| r.try_get::<String, _>(0)).collect()
     }
 
     pub async fn enqueue(&self, conn: &mut PgConnection, job: &NewJob) -> sqlx::Result<i64> {
-        sqlx::query_scalar(self.sql.enqueue)
+        let query = sqlx::query_scalar(AssertSqlSafe(self.variant.sql.enqueue.as_str()))
             .bind(&job.job_type)
             .bind(&job.payload)
             .bind(job.priority)
-            .bind(self.max_retries)
-            .fetch_one(&mut *conn)
-            .await
+            .bind(self.max_retries);
+        match self.variant.wake_up {
+            WakeUp::Notify => query.bind(&self.channel).fetch_one(&mut *conn).await,
+            WakeUp::Poll => query.fetch_one(&mut *conn).await,
+        }
     }
 
     /// Inserts many jobs in one statement; returns their ids.
@@ -280,7 +326,7 @@ impl Queue {
         let types: Vec<&str> = jobs.iter().map(|j| j.job_type.as_str()).collect();
         let payloads: Vec<&str> = jobs.iter().map(|j| j.payload.as_str()).collect();
         let priorities: Vec<i32> = jobs.iter().map(|j| j.priority).collect();
-        sqlx::query_scalar(self.sql.prefill)
+        sqlx::query_scalar(AssertSqlSafe(self.variant.sql.prefill.as_str()))
             .bind(types)
             .bind(payloads)
             .bind(priorities)
@@ -289,27 +335,45 @@ impl Queue {
             .await
     }
 
-    /// Runs the claim statement; `None` when no job is ready.
-    pub async fn claim(&self, conn: &mut PgConnection) -> sqlx::Result<Option<ClaimedJob>> {
-        let row = sqlx::query(self.sql.claim)
-            .fetch_optional(&mut *conn)
-            .await?;
-        let Some(row) = row else { return Ok(None) };
-        let payload: Json<JobPayload> = row
-            .try_get("payload")
-            .unwrap_or(Json(JobPayload::default()));
-        Ok(Some(ClaimedJob {
-            id: row.try_get("id")?,
-            job_type: row.try_get("type")?,
-            payload: payload.0,
-        }))
+    /// Runs the claim statement: the jobs it handed out (none when no job is ready; at most
+    /// one unless the variant claims in batches).
+    pub async fn claim(&self, conn: &mut PgConnection) -> sqlx::Result<Vec<ClaimedJob>> {
+        let mut query = sqlx::query(AssertSqlSafe(self.claim_sql()));
+        if let ClaimShape::Batch(n) = self.variant.claim {
+            query = query.bind(n as i64);
+        }
+        let rows = query.fetch_all(&mut *conn).await?;
+        rows.iter()
+            .map(|row| {
+                let payload: Json<JobPayload> = row
+                    .try_get("payload")
+                    .unwrap_or(Json(JobPayload::default()));
+                Ok(ClaimedJob {
+                    id: row.try_get("id")?,
+                    job_type: row.try_get("type")?,
+                    payload: payload.0,
+                })
+            })
+            .collect()
     }
 
-    pub async fn complete(&self, conn: &mut PgConnection, id: i64) -> sqlx::Result<()> {
-        sqlx::query(self.sql.complete)
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
+    /// Finishes `ids` as done: one statement per job, or one for all of them when the
+    /// variant completes per batch.
+    pub async fn complete(&self, conn: &mut PgConnection, ids: &[i64]) -> sqlx::Result<()> {
+        let sql = AssertSqlSafe(self.variant.sql.complete.as_str());
+        match self.variant.complete {
+            CompleteShape::PerBatch => {
+                sqlx::query(sql).bind(ids).execute(&mut *conn).await?;
+            }
+            CompleteShape::PerJob => {
+                for id in ids {
+                    sqlx::query(AssertSqlSafe(self.variant.sql.complete.as_str()))
+                        .bind(id)
+                        .execute(&mut *conn)
+                        .await?;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -319,7 +383,7 @@ impl Queue {
         id: i64,
         error: &str,
     ) -> sqlx::Result<FailOutcome> {
-        let status: String = sqlx::query_scalar(self.sql.fail)
+        let status: String = sqlx::query_scalar(AssertSqlSafe(self.variant.sql.fail.as_str()))
             .bind(id)
             .bind(error)
             .bind(self.backoff.base)
@@ -349,11 +413,11 @@ impl Queue {
         count_as_attempt: bool,
     ) -> sqlx::Result<Vec<(i64, bool)>> {
         let sql = if count_as_attempt {
-            self.sql.reap_counting
+            &self.variant.sql.reap_counting
         } else {
-            self.sql.reap
+            &self.variant.sql.reap
         };
-        let rows: Vec<(i64, String)> = sqlx::query_as(sql)
+        let rows: Vec<(i64, String)> = sqlx::query_as(AssertSqlSafe(sql.as_str()))
             .bind(stale_after)
             .fetch_all(&mut *conn)
             .await?;
@@ -365,7 +429,7 @@ impl Queue {
 
     /// Jobs waiting in `pending` (ready or backing off).
     pub async fn pending_count(&self, conn: &mut PgConnection) -> sqlx::Result<i64> {
-        sqlx::query_scalar(self.sql.pending_count)
+        sqlx::query_scalar(AssertSqlSafe(self.variant.sql.pending_count.as_str()))
             .fetch_one(&mut *conn)
             .await
     }
@@ -378,7 +442,7 @@ impl Queue {
         ids: &[i64],
         expected: &[&str],
     ) -> sqlx::Result<Vec<TableMismatch>> {
-        let rows = sqlx::query(self.sql.ledger_check)
+        let rows = sqlx::query(AssertSqlSafe(self.variant.sql.ledger_check.as_str()))
             .bind(ids)
             .bind(expected)
             .fetch_all(&mut *conn)
@@ -400,7 +464,7 @@ impl Queue {
         conn: &mut PgConnection,
         ids: &[i64],
     ) -> sqlx::Result<Vec<(i64, String)>> {
-        sqlx::query_as(self.sql.untracked)
+        sqlx::query_as(AssertSqlSafe(self.variant.sql.untracked.as_str()))
             .bind(ids)
             .fetch_all(&mut *conn)
             .await
@@ -413,4 +477,16 @@ impl Queue {
     ) -> sqlx::Result<Vec<(i64, i64)>> {
         sqlx::query_as(AUDIT_DUPLICATES).fetch_all(&mut *conn).await
     }
+}
+
+/// A database error's message alone, on one line (for messages naming a variant's file).
+pub fn one_line(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(db) => db.message().to_string(),
+        other => other.to_string(),
+    }
+    .lines()
+    .next()
+    .unwrap_or_default()
+    .to_string()
 }

@@ -7,7 +7,6 @@ use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Row};
 use std::collections::BTreeMap;
 
-const STATUS_COUNTS: &str = include_str!("stats/status_counts.sql");
 const TABLE: &str = include_str!("stats/table.sql");
 const INDEXES: &str = include_str!("stats/indexes.sql");
 const DATABASE: &str = include_str!("stats/database.sql");
@@ -63,7 +62,8 @@ impl Queue {
     /// Takes one sample; `sessions` is the `application_name` pattern of the run's sessions.
     pub async fn sample(&self, conn: &mut PgConnection, sessions: &str) -> sqlx::Result<DbSample> {
         let mut s = DbSample::default();
-        for (status, n) in sqlx::query_as::<_, (String, i64)>(STATUS_COUNTS)
+        let status_counts = sqlx::AssertSqlSafe(self.variant().sql.status_counts.as_str());
+        for (status, n) in sqlx::query_as::<_, (String, i64)>(status_counts)
             .fetch_all(&mut *conn)
             .await?
         {
@@ -75,7 +75,8 @@ impl Queue {
                 _ => {}
             }
         }
-        let t = sqlx::query(TABLE).fetch_one(&mut *conn).await?;
+        let table = self.variant().table;
+        let t = sqlx::query(TABLE).bind(table).fetch_one(&mut *conn).await?;
         s.live_tuples = t.try_get("live_tuples")?;
         s.dead_tuples = t.try_get("dead_tuples")?;
         s.vacuums = t.try_get("vacuums")?;
@@ -85,6 +86,7 @@ impl Queue {
         s.table_bytes = t.try_get("table_bytes")?;
         s.total_bytes = t.try_get("total_bytes")?;
         s.index_bytes = sqlx::query_as::<_, (String, i64)>(INDEXES)
+            .bind(table)
             .fetch_all(&mut *conn)
             .await?
             .into_iter()
@@ -110,15 +112,17 @@ impl Queue {
     /// rolled back: the claim's real cost right now, without claiming anything.
     pub async fn probe_claim(&self, conn: &mut PgConnection) -> sqlx::Result<ClaimProbe> {
         sqlx::raw_sql("BEGIN").execute(&mut *conn).await?;
-        // The claim text is a compile-time constant of this module, not user input.
+        // The claim text is the variant's own file, checked when the run started.
+        let mut query = sqlx::query_scalar(AssertSqlSafe(format!(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}",
+            self.claim_sql()
+        )))
+        .persistent(false);
+        if let super::ClaimShape::Batch(n) = self.variant().claim {
+            query = query.bind(n as i64);
+        }
         let result: sqlx::Result<sqlx::types::Json<serde_json::Value>> =
-            sqlx::query_scalar(AssertSqlSafe(format!(
-                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}",
-                self.claim_sql()
-            )))
-            .persistent(false)
-            .fetch_one(&mut *conn)
-            .await;
+            query.fetch_one(&mut *conn).await;
         sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await?;
         Ok(read_probe(&result?.0))
     }

@@ -174,6 +174,13 @@ pub struct PhaseSummary {
     /// For measured open-loop phases: producers kept their schedule and consumers kept up
     /// (the same rules as the verdict, applied to this phase).
     pub kept_up: Option<bool>,
+    /// Seconds from the phase's start to its last finished job: shorter than the phase when
+    /// the consumers ran out of work (a prefilled backlog drained before the phase ended).
+    #[serde(default)]
+    pub busy_s: Option<f64>,
+    /// Completed jobs per second of `busy_s`: the consumers' rate while they had work.
+    #[serde(default)]
+    pub completed_per_busy_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -290,6 +297,8 @@ impl Summary {
                 Some(Rate::PerSecond(r)) => Some(r),
                 _ => None,
             };
+            let last = m.last_finished_us.get(i).copied().unwrap_or(0);
+            let busy_s = (last > w.start_us).then(|| (last - w.start_us) as f64 / 1e6);
             phases.push(PhaseSummary {
                 name: w.name.clone(),
                 kind: w.kind,
@@ -306,6 +315,8 @@ impl Summary {
                 },
                 latency_ms: LatencyReport::of(&m.metrics[i]),
                 kept_up: (w.measured && offered_per_s.is_some()).then(|| phase_kept_up(&counts)),
+                busy_s,
+                completed_per_busy_s: busy_s.map(|b| per_s(counts.completed, b)),
             });
         }
         let all = m.counts.iter().fold(PhaseCounts::default(), |mut a, c| {

@@ -10,10 +10,12 @@ pub mod values;
 
 pub use faults::{BackendTarget, CrashPoint, FaultSpec, Repeat, ShutdownMode};
 pub use load::Overrides;
-pub use model::{Arrival, ClaimMode, Jitter, ProviderKind, Scenario, VariantName};
+pub use model::{
+    Arrival, ClaimMode, Jitter, MatrixOption, MatrixSection, ProviderKind, Scenario, VariantName,
+};
 pub use plan::{
     BackoffPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan, PhasePlan, Plan,
-    ProducerPlan, QueuePlan, ReaperPlan,
+    ProducerPlan, QueuePlan, ReaperPlan, VariantPlan,
 };
 pub use thresholds::Threshold;
 pub use values::{DurationDist, HumanDuration, Rate};

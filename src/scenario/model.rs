@@ -40,6 +40,41 @@ pub struct Scenario {
     pub thresholds: BTreeMap<String, String>,
     #[serde(default)]
     pub phases: Vec<PhaseSection>,
+    /// What `dbq-bench matrix` varies (ignored by `run`).
+    #[serde(default, skip_serializing_if = "MatrixSection::is_empty")]
+    pub matrix: MatrixSection,
+}
+
+/// The cells of a matrix: the cartesian product of its axes, each option a set of scenario
+/// keys to change (as `--set` would), run `repeat` times, interleaved.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixSection {
+    /// Runs of every cell (interleaved: A B C A B C).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    /// Axes, each a list of options. The first axis is what is compared; each cell's ratios
+    /// are to the cell with the first option of the first axis and the same other options.
+    #[serde(default)]
+    pub axes: Vec<Vec<MatrixOption>>,
+}
+
+impl MatrixSection {
+    pub fn is_empty(&self) -> bool {
+        self.repeat.is_none() && self.axes.is_empty()
+    }
+}
+
+/// One option of a matrix axis.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixOption {
+    /// How the option is named in the comparison.
+    pub label: String,
+    /// Scenario keys (dotted, as with `--set`) and their values for this option.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    pub set: BTreeMap<String, toml::Value>,
 }
 
 /// How Postgres is obtained for the run.
@@ -109,14 +144,41 @@ impl Default for DatabaseSection {
     }
 }
 
-/// Which queue design's SQL runs. Only the seed article's design exists so far.
+/// Which queue design runs (README "Comparing queue designs" describes each).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
 )]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum VariantName {
+    /// The article's design, verbatim.
     #[default]
     Seed,
+    /// Claims up to `queue.claim_batch` jobs per statement and completes them in one.
+    Batch,
+    /// The seed plus LISTEN/NOTIFY wake-ups (the poll stays as a fallback).
+    Notify,
+    /// Finished jobs are deleted.
+    Delete,
+    /// Finished jobs move to an archive table.
+    Archive,
+    /// A plain index led by `status` instead of the seed's partial index.
+    PlainIndex,
+    /// A user's own SQL files in `queue.dir`.
+    Custom,
+}
+
+impl VariantName {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            VariantName::Seed => "seed",
+            VariantName::Batch => "batch",
+            VariantName::Notify => "notify",
+            VariantName::Delete => "delete",
+            VariantName::Archive => "archive",
+            VariantName::PlainIndex => "plain_index",
+            VariantName::Custom => "custom",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -124,6 +186,19 @@ pub enum VariantName {
 pub struct QueueSection {
     #[serde(default)]
     pub variant: VariantName,
+    /// Jobs one claim statement takes: variant `batch` (default 10), or `custom` (default 1;
+    /// above 1 its claim.sql takes `$1`, how many, and its complete.sql `$1`, the ids).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_batch: Option<u32>,
+    /// The directory of a `custom` variant's `.sql` files (relative to the scenario file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<std::path::PathBuf>,
+    /// The queue table's fillfactor (10–100), for HOT updates; default: the server's (100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fillfactor: Option<u32>,
+    /// Make the queue table UNLOGGED (no WAL; emptied by a crash).
+    #[serde(default)]
+    pub unlogged: bool,
     /// Value of the `max_retries` column for every job (the table's default is 3).
     #[serde(default = "defaults::max_retries")]
     pub max_retries: i32,
@@ -135,6 +210,10 @@ impl Default for QueueSection {
     fn default() -> Self {
         QueueSection {
             variant: VariantName::Seed,
+            claim_batch: None,
+            dir: None,
+            fillfactor: None,
+            unlogged: false,
             max_retries: defaults::max_retries(),
             backoff: BackoffSection::default(),
         }

@@ -37,7 +37,7 @@ pub struct Plan {
     pub resolved: Scenario,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DatabasePlan {
     pub provider: ProviderKind,
     pub image: String,
@@ -49,9 +49,21 @@ pub struct DatabasePlan {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct QueuePlan {
-    pub variant: VariantName,
+    pub variant: VariantPlan,
     pub max_retries: i32,
     pub backoff: BackoffPlan,
+}
+
+/// Which queue design, with the options that shape it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VariantPlan {
+    pub name: VariantName,
+    /// Jobs per claim statement (`batch`, and `custom` when above 1).
+    pub claim_batch: u32,
+    /// A `custom` variant's directory, resolved against the scenario file's.
+    pub dir: Option<std::path::PathBuf>,
+    pub fillfactor: Option<u32>,
+    pub unlogged: bool,
 }
 
 /// `min(base * factor^retry_count, cap)`, then jitter.
@@ -234,8 +246,87 @@ impl Plan {
                 "base and cap must be at most 24h".into(),
             ));
         }
+        let claim_batch = match (q.variant, q.claim_batch) {
+            (VariantName::Batch, n) => n.unwrap_or(10),
+            (VariantName::Custom, n) => n.unwrap_or(1),
+            (_, None) => 1,
+            (other, Some(_)) => {
+                return Err(err(
+                    "queue.claim_batch",
+                    format!(
+                        "only the batch and custom variants claim in batches, not {}",
+                        other.as_str()
+                    ),
+                ));
+            }
+        };
+        if !(1..=10_000).contains(&claim_batch) {
+            return Err(err(
+                "queue.claim_batch",
+                format!("must be between 1 and 10000, got {claim_batch}"),
+            ));
+        }
+        if let Some(ff) = q.fillfactor
+            && !(10..=100).contains(&ff)
+        {
+            return Err(err(
+                "queue.fillfactor",
+                format!("must be between 10 and 100, got {ff}"),
+            ));
+        }
+        let dir = match (q.variant, &q.dir) {
+            (VariantName::Custom, None) => {
+                return Err(err(
+                    "queue.dir",
+                    "the custom variant needs the directory of its .sql files".into(),
+                ));
+            }
+            (VariantName::Custom, Some(d)) => Some(
+                std::path::Path::new(source)
+                    .parent()
+                    .unwrap_or(std::path::Path::new(""))
+                    .join(d),
+            ),
+            (other, Some(_)) => {
+                return Err(err(
+                    "queue.dir",
+                    format!(
+                        "only the custom variant reads a directory, not {}",
+                        other.as_str()
+                    ),
+                ));
+            }
+            (_, None) => None,
+        };
+        let variant = VariantPlan {
+            name: q.variant,
+            claim_batch,
+            dir,
+            fillfactor: q.fillfactor,
+            unlogged: q.unlogged,
+        };
+        let built = crate::queue::Variant::from_plan(&variant)
+            .map_err(|e| err("queue.dir", e.to_string()))?;
+        if built.needs_audit && !scenario.verify.completion_audit {
+            return Err(err(
+                "verify.completion_audit",
+                format!(
+                    "the {} variant needs the completion audit: it is how the proof tells a completed job whose row was deleted from a lost one",
+                    q.variant.as_str()
+                ),
+            ));
+        }
+        if scenario.producers.outbox.enabled && built.finish != crate::queue::Finish::Update {
+            return Err(err(
+                "producers.outbox",
+                format!(
+                    "the outbox check reads finished jobs from the queue table; the {} variant removes them (use seed, batch, notify, plain_index or custom)",
+                    q.variant.as_str()
+                ),
+            ));
+        }
         let queue = QueuePlan {
-            variant: q.variant,
+            variant,
             max_retries: q.max_retries,
             backoff: BackoffPlan {
                 base: b.base.0,

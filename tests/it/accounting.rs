@@ -24,7 +24,7 @@ async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_ba
     );
     let schema = outcome.kept_schema.expect("kept");
     let mut conn = schema.connect().await.unwrap();
-    let queue = Queue::new(&p.queue);
+    let queue = Queue::new(&p.queue, &schema.name).unwrap();
 
     // Untouched, the proof still holds.
     let again = prove(&mut conn, &queue, &mut outcome.ledger.clone(), OPTIONS)

@@ -381,7 +381,7 @@ async fn backoff_respects_its_cap_and_jitter_spreads_retries() {
             "queue.max_retries=100",
         ],
     );
-    let queue = dbq_bench::queue::Queue::new(&p.queue);
+    let queue = dbq_bench::queue::Queue::new(&p.queue, &schema.name).unwrap();
     let mut conn = schema.connect().await.unwrap();
     queue.install(&mut conn, false).await.unwrap();
     sqlx::query(
@@ -439,7 +439,7 @@ async fn the_outbox_never_runs_a_rolled_back_job_and_pays_each_order_once() {
         .execute(&mut conn)
         .await
         .unwrap();
-    let queue = dbq_bench::queue::Queue::new(&p.queue);
+    let queue = dbq_bench::queue::Queue::new(&p.queue, &schema.name).unwrap();
     let opts = dbq_bench::accounting::ProofOptions {
         audit: true,
         drained: true,

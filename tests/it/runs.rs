@@ -219,7 +219,7 @@ async fn the_reaper_returns_only_stale_processing_jobs_to_pending() {
         .await
         .unwrap();
     let p = plan(SMALL, &[]);
-    let queue = dbq_bench::queue::Queue::new(&p.queue);
+    let queue = dbq_bench::queue::Queue::new(&p.queue, &schema.name).unwrap();
     let mut conn = schema.connect().await.unwrap();
     queue.install(&mut conn, false).await.unwrap();
     let ids: Vec<i64> = sqlx::query_scalar("INSERT INTO job_queue (type, payload) SELECT 'email', '{}' FROM generate_series(1, 4) RETURNING id")
@@ -248,7 +248,7 @@ async fn the_reaper_returns_only_stale_processing_jobs_to_pending() {
         ("pending", None, Some("Worker timeout"))
     );
     // The rescued job can be claimed again.
-    let claimed = queue.claim(&mut conn).await.unwrap().expect("a job");
+    let claimed = queue.claim(&mut conn).await.unwrap().pop().expect("a job");
     assert!(claimed.id == ids[0] || claimed.id == ids[3]);
     conn.close().await.ok();
     schema.drop_schema().await.unwrap();

@@ -5,7 +5,7 @@ SELECT COALESCE(n_live_tup, 0)                    AS live_tuples,
        COALESCE(autovacuum_count, 0)              AS autovacuums,
        COALESCE(analyze_count, 0)                 AS analyzes,
        COALESCE(autoanalyze_count, 0)             AS autoanalyzes,
-       pg_relation_size('job_queue'::regclass)       AS table_bytes,
-       pg_total_relation_size('job_queue'::regclass) AS total_bytes
+       pg_relation_size($1::regclass)       AS table_bytes,
+       pg_total_relation_size($1::regclass) AS total_bytes
 FROM   pg_stat_user_tables
-WHERE  relid = 'job_queue'::regclass
+WHERE  relid = $1::regclass

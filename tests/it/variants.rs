@@ -1,0 +1,264 @@
+//! Queue variants: every built-in design keeps every job (and its proof can still fail),
+//! batch claims never hand one job to two workers, notify wakes idle workers, and a custom
+//! variant runs from its own files or fails before the load, naming the file.
+
+use crate::support::{SMALL, plan, run_plan, shared_url};
+use dbq_bench::accounting::{ProofOptions, prove};
+use dbq_bench::queue::Queue;
+use dbq_bench::scenario::ClaimMode;
+use sqlx::Connection;
+use std::process::Command;
+
+const OPTIONS: ProofOptions = ProofOptions {
+    audit: true,
+    drained: true,
+    claim_mode: ClaimMode::InTransaction,
+    outbox: false,
+};
+
+/// Where each variant keeps the evidence that a job finished, and a statement that removes
+/// one job's evidence behind the harness's back.
+const EVIDENCE: [(&str, &str); 6] = [
+    (
+        "seed",
+        "DELETE FROM job_queue WHERE id = (SELECT min(id) FROM job_queue WHERE status = 'done') RETURNING id",
+    ),
+    (
+        "batch",
+        "DELETE FROM job_queue WHERE id = (SELECT min(id) FROM job_queue WHERE status = 'done') RETURNING id",
+    ),
+    (
+        "notify",
+        "DELETE FROM job_queue WHERE id = (SELECT min(id) FROM job_queue WHERE status = 'done') RETURNING id",
+    ),
+    (
+        "plain_index",
+        "DELETE FROM job_queue WHERE id = (SELECT min(id) FROM job_queue WHERE status = 'done') RETURNING id",
+    ),
+    (
+        "delete",
+        "DELETE FROM dbq_bench_completion_audit WHERE job_id = (SELECT min(job_id) FROM dbq_bench_completion_audit) RETURNING job_id",
+    ),
+    (
+        "archive",
+        "DELETE FROM job_queue_archive WHERE id = (SELECT min(id) FROM job_queue_archive) RETURNING id",
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_built_in_variant_keeps_every_job_and_its_proof_can_fail() {
+    for (variant, remove_evidence) in EVIDENCE {
+        let p = plan(
+            SMALL,
+            &[
+                &format!("queue.variant={variant}"),
+                "phases.0.duration=1s",
+                "producers.rate=150",
+            ],
+        );
+        let (outcome, _dir) = run_plan(&p, true).await;
+        let s = &outcome.results.summary;
+        assert_eq!(s.queue.variant, variant);
+        assert!(
+            s.accounting.ok && s.jobs.lost == 0 && s.jobs.completed > 0,
+            "expected variant {variant} to finish every job; the proof says: {}",
+            s.accounting.verdict
+        );
+        let schema = outcome.kept_schema.expect("kept");
+        let queue = Queue::new(&p.queue, &schema.name).unwrap();
+        let mut conn = schema.connect().await.unwrap();
+        let again = prove(&mut conn, &queue, &mut outcome.ledger.clone(), OPTIONS)
+            .await
+            .unwrap();
+        assert!(again.ok, "variant {variant}, untouched: {}", again.verdict);
+
+        let gone: i64 = sqlx::query_scalar(remove_evidence)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("variant {variant}: {remove_evidence}: {e}"));
+        let proof = prove(&mut conn, &queue, &mut outcome.ledger.clone(), OPTIONS)
+            .await
+            .unwrap();
+        assert!(
+            !proof.ok && proof.lost.iter().any(|l| l.id == gone),
+            "variant {variant}: expected the proof to name job {gone} as lost after `{remove_evidence}`; it says: {}",
+            proof.verdict
+        );
+        conn.close().await.ok();
+        schema.drop_schema().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_claims_take_several_jobs_and_never_hand_one_to_two_workers() {
+    let p = plan(
+        SMALL,
+        &[
+            "queue.variant=batch",
+            "queue.claim_batch=20",
+            "producers.prefill=2000",
+            "phases.0.rate=0",
+            "consumers.handler.duration.fixed=0ms",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    assert!(s.accounting.ok, "{}", s.accounting.verdict);
+    assert_eq!(s.jobs.completed, 2000);
+    let claimed_twice: Vec<i64> = outcome
+        .ledger
+        .committed()
+        .into_iter()
+        .filter(|(_, e)| e.claims != 1)
+        .map(|(id, _)| id)
+        .collect();
+    assert!(
+        claimed_twice.is_empty(),
+        "expected every job claimed exactly once; claimed more (or never): {claimed_twice:?}"
+    );
+    assert_eq!(s.faults.duplicate_completions, 0);
+    // Jobs claimed by one statement share its transaction's started_at.
+    let schema = outcome.kept_schema.expect("kept");
+    let mut conn = schema.connect().await.unwrap();
+    let largest_claim: i64 = sqlx::query_scalar(
+        "SELECT max(n) FROM (SELECT count(*) AS n FROM job_queue GROUP BY started_at) AS claims",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert!(
+        largest_claim > 1 && largest_claim <= 20,
+        "expected claims of 2 to 20 jobs; the largest took {largest_claim}"
+    );
+    conn.close().await.ok();
+    schema.drop_schema().await.unwrap();
+}
+
+/// With a poll interval far longer than the drain timeout, only wake-ups can finish the jobs
+/// enqueued after the workers first found the queue empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notify_wakes_idle_workers_long_before_their_poll() {
+    let p = plan(
+        SMALL,
+        &[
+            "queue.variant=notify",
+            "consumers.poll_interval=10m",
+            "drain.timeout=20s",
+            "producers.rate=50",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(
+        s.complete && s.accounting.ok && s.jobs.completed == s.jobs.enqueued,
+        "expected notifications to wake the workers for every job (poll every 10 minutes): complete {}, {} of {} completed; {}",
+        s.complete,
+        s.jobs.completed,
+        s.jobs.enqueued,
+        s.accounting.verdict
+    );
+}
+
+fn custom_seed_dir() -> String {
+    format!("{}/scenarios/custom-seed", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_variant_made_of_the_seeds_files_runs_like_the_seed() {
+    let p = plan(
+        SMALL,
+        &[
+            "queue.variant=custom",
+            &format!("queue.dir=\"{}\"", custom_seed_dir()),
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(
+        s.queue.variant.starts_with("custom:"),
+        "{}",
+        s.queue.variant
+    );
+    assert!(
+        s.accounting.ok && s.jobs.completed > 0,
+        "expected the custom copy of the seed to finish every job: {}",
+        s.accounting.verdict
+    );
+    let seed_claim = include_str!("../../src/queue/seed/claim.sql");
+    assert_eq!(
+        s.queue.claim_sql,
+        seed_claim.trim(),
+        "expected the claim read from the custom directory"
+    );
+}
+
+/// A custom directory with `file` replaced by `text` (or removed when `None`).
+fn broken_custom(file: &str, text: Option<&str>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(custom_seed_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+    }
+    match text {
+        Some(t) => std::fs::write(dir.path().join(file), t).unwrap(),
+        None => std::fs::remove_file(dir.path().join(file)).unwrap(),
+    }
+    dir
+}
+
+fn run_custom(dir: &std::path::Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args([
+            "run",
+            "scenarios/smoke.toml",
+            "--db",
+            "url",
+            "--database-url",
+            shared_url(),
+        ])
+        .args(["--set", "queue.variant=custom", "--set"])
+        .arg(format!("queue.dir=\"{}\"", dir.display()))
+        .args(["--out"])
+        .arg(dir.join("results"))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_custom_directory_fails_before_any_load_naming_the_file() {
+    let missing = broken_custom("claim.sql", None);
+    let (code, err) = run_custom(missing.path());
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(code, Some(2), "expected exit 2; stderr: {err}");
+    assert!(
+        errors.len() == 1 && errors[0].contains("claim.sql: is missing"),
+        "expected one error line naming claim.sql; stderr: {err}"
+    );
+    assert!(!err.contains("load started"), "no load may start: {err}");
+
+    let wrong = broken_custom("claim.sql", Some("SELECT id FROM job_queue LIMIT 1"));
+    let (code, err) = run_custom(wrong.path());
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(code, Some(2), "expected exit 2; stderr: {err}");
+    assert!(
+        errors.len() == 1
+            && errors[0].contains("claim.sql: must return the columns id, type, payload"),
+        "expected one error line naming claim.sql and its columns; stderr: {err}"
+    );
+    assert!(!err.contains("load started"), "no load may start: {err}");
+
+    let bad_sql = broken_custom(
+        "fail.sql",
+        Some("UPDATE no_such_table SET x = 1 RETURNING status"),
+    );
+    let (code, err) = run_custom(bad_sql.path());
+    assert_eq!(code, Some(2), "expected exit 2; stderr: {err}");
+    assert!(
+        err.contains("fail.sql: does not prepare: relation \"no_such_table\" does not exist"),
+        "expected the error to name fail.sql and the server's reason; stderr: {err}"
+    );
+}
