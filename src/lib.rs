@@ -13,6 +13,7 @@ pub mod db;
 pub mod error;
 pub mod faults;
 pub mod fleet;
+pub mod matrix;
 pub mod metrics;
 pub mod progress;
 pub mod queue;

@@ -50,6 +50,12 @@ enum Command {
         #[command(flatten)]
         overrides: OverrideArgs,
     },
+    /// Compare queue designs: run the scenario once per cell (keys changed with --vary or the
+    /// scenario's [matrix]), repeated and interleaved, on one server; write a comparison.
+    ///
+    /// Writes DIR/cells/<i>-<label>/r<k>/ (every run's results) and DIR/comparison.{json,md,csv,html}.
+    /// Exit 1 when any cell lost a job.
+    Matrix(MatrixArgs),
     /// Print a shell completion script, e.g. `dbq-bench completions bash > ~/.local/share/bash-completion/completions/dbq-bench`.
     Completions {
         /// The shell to complete for.
@@ -81,6 +87,49 @@ struct RunArgs {
     abort_on_fail: bool,
     #[command(flatten)]
     overrides: OverrideArgs,
+}
+
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+struct MatrixArgs {
+    #[command(subcommand)]
+    merge: Option<MatrixCommand>,
+    /// Scenario file (TOML).
+    #[arg(required = true)]
+    scenario: Option<PathBuf>,
+    /// An axis of cells: one cell per value, e.g. --vary queue.variant=seed,batch,notify.
+    /// Repeat the flag for more axes (cells are their product); added after the scenario's
+    /// [matrix] axes.
+    #[arg(long = "vary", value_name = "KEY=V1,V2,…")]
+    vary: Vec<String>,
+    /// Runs of every cell, interleaved [default: matrix.repeat, else 1].
+    #[arg(long, value_name = "N")]
+    repeat: Option<u32>,
+    /// Results directory [default: results/<UTC time>-matrix-<scenario name>].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Run only cell I (numbered from 0), e.g. from a CI matrix or a Kubernetes Indexed Job
+    /// (JOB_COMPLETION_INDEX); combine the directories with `matrix merge`.
+    #[arg(long, value_name = "I", env = "DBQ_MATRIX_CELL")]
+    cell: Option<usize>,
+    /// No status lines and no comparison on the terminal (files are still written).
+    #[arg(long, short)]
+    quiet: bool,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+}
+
+#[derive(Subcommand)]
+enum MatrixCommand {
+    /// Build the comparison from matrix directories whose cells ran separately (--cell I).
+    Merge {
+        /// Matrix results directories (each with cells/).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Where to write comparison.* [default: the first DIR].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -134,6 +183,13 @@ fn main() -> ExitCode {
             overrides,
         } => validate(&scenarios, &overrides.overrides()),
         Command::Report { dir, quiet } => report_command(&dir, quiet),
+        Command::Matrix(args) => match tokio::runtime::Runtime::new() {
+            Ok(rt) => rt.block_on(matrix_command(args)),
+            Err(e) => {
+                eprintln!("error: cannot start the async runtime: {e}");
+                ExitStatus::RunFailed
+            }
+        },
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(
@@ -256,6 +312,89 @@ async fn run_command(args: RunArgs) -> ExitStatus {
                 ),
                 other => eprintln!("error: {other}"),
             }
+            f.exit_status()
+        }
+    }
+}
+
+/// `matrix`: runs the cells (or merges cells run elsewhere) and prints the comparison.
+async fn matrix_command(args: MatrixArgs) -> ExitStatus {
+    use dbq_bench::matrix::{self, MatrixRequest, comparison::Comparison};
+    if let Some(MatrixCommand::Merge { dirs, out }) = args.merge {
+        let out = out.unwrap_or_else(|| dirs[0].clone());
+        let merged = Comparison::from_dirs(&dirs).and_then(|c| c.write(&out).map(|_| c));
+        return match merged {
+            Ok(c) => {
+                if !args.quiet {
+                    print!("{}", c.markdown());
+                    println!("\ncomparison {}", out.display());
+                }
+                if c.lost_jobs() {
+                    ExitStatus::RunFailed
+                } else {
+                    ExitStatus::Ok
+                }
+            }
+            Err(e) => {
+                eprintln!("error: matrix merge: {e:#}");
+                ExitStatus::BadInput
+            }
+        };
+    }
+    let Some(scenario) = args.scenario else {
+        eprintln!("error: matrix: a scenario file is required");
+        return ExitStatus::BadInput;
+    };
+    let mut extra_axes = Vec::new();
+    for flag in &args.vary {
+        match matrix::axis_from_flag(flag) {
+            Ok(axis) => extra_axes.push(axis),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitStatus::BadInput;
+            }
+        }
+    }
+    let name = scenario
+        .file_stem()
+        .map_or("matrix".into(), |s| s.to_string_lossy().to_string());
+    let request = MatrixRequest {
+        overrides: args.overrides.overrides(),
+        env: env_defaults(),
+        extra_axes,
+        repeat: args.repeat,
+        out_dir: args
+            .out
+            .unwrap_or_else(|| dbq_bench::run::default_out_dir(&format!("matrix-{name}"))),
+        only_cell: args.cell,
+        status: !args.quiet,
+        scenario,
+    };
+    let plan = match request.plan() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitStatus::BadInput;
+        }
+    };
+    let shutdown = CancellationToken::new();
+    tokio::spawn(watch_signals(shutdown.clone()));
+    match matrix::run(&request, &plan, &shutdown).await {
+        Ok(outcome) => {
+            if !args.quiet {
+                print!("{}", outcome.comparison.markdown());
+                println!("\nresults    {}", request.out_dir.display());
+            }
+            if outcome.interrupted {
+                ExitStatus::Interrupted
+            } else if outcome.comparison.lost_jobs() {
+                ExitStatus::RunFailed
+            } else {
+                ExitStatus::Ok
+            }
+        }
+        Err(f) => {
+            eprintln!("error: {f}");
             f.exit_status()
         }
     }

@@ -4,7 +4,9 @@
 mod accounting;
 mod cli;
 mod faults;
+mod matrix;
 mod providers;
 mod reports;
 mod runs;
 mod support;
+mod variants;

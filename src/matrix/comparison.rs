@@ -1,0 +1,516 @@
+//! The comparison of a matrix's cells: every repeat's headline figures, their median and
+//! spread, and ratios to each cell's baseline. Built from results directories only, and
+//! written as `comparison.json`, `.md`, `.csv` and `.html` from one table layout.
+
+use super::CellSpec;
+use crate::report::Summary;
+use crate::report::svg::{bars, escape};
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A headline figure: its key, its column heading, and how it is read from a run's summary.
+struct Figure {
+    key: &'static str,
+    heading: &'static str,
+    read: fn(&Summary) -> f64,
+}
+
+/// The figures compared, in column order.
+const FIGURES: [Figure; 9] = [
+    Figure {
+        key: "throughput_per_s",
+        heading: "jobs/s while busy",
+        read: busy_throughput,
+    },
+    Figure {
+        key: "completed_per_s",
+        heading: "jobs/s over the window",
+        read: |s| s.throughput.completed_per_s,
+    },
+    Figure {
+        key: "e2e_p50_ms",
+        heading: "e2e p50 ms",
+        read: |s| s.latency_ms.end_to_end.p50,
+    },
+    Figure {
+        key: "e2e_p99_ms",
+        heading: "e2e p99 ms",
+        read: |s| s.latency_ms.end_to_end.p99,
+    },
+    Figure {
+        key: "claim_p50_ms",
+        heading: "claim p50 ms",
+        read: |s| s.latency_ms.claim.p50,
+    },
+    Figure {
+        key: "dead_tuples_max",
+        heading: "dead tuples (max)",
+        read: |s| {
+            s.db_stats
+                .per_phase
+                .iter()
+                .map(|p| p.dead_tuples_start.max(p.dead_tuples_end))
+                .max()
+                .unwrap_or(0) as f64
+        },
+    },
+    Figure {
+        key: "table_mb_end",
+        heading: "table MB (end)",
+        read: |s| {
+            s.db_stats
+                .per_phase
+                .iter()
+                .rev()
+                .find(|p| p.total_bytes_end > 0)
+                .map_or(0.0, |p| p.total_bytes_end as f64 / 1e6)
+        },
+    },
+    Figure {
+        key: "sent_late_pct",
+        heading: "sent late %",
+        read: |s| 100.0 * s.jobs.sent_late as f64 / (s.jobs.enqueued.max(1)) as f64,
+    },
+    Figure {
+        key: "lost",
+        heading: "lost",
+        read: |s| s.jobs.lost as f64,
+    },
+];
+
+/// Completed jobs per second of the measured phases' busy time (until each phase's last
+/// finished job): the consumers' rate while they had work, which a drained backlog does not
+/// dilute. Equal to the window's rate when they never ran out.
+fn busy_throughput(s: &Summary) -> f64 {
+    let measured = s.phases.iter().filter(|p| p.measured);
+    let (jobs, busy) = measured.fold((0u64, 0.0f64), |(j, b), p| {
+        (
+            j + p.jobs.completed,
+            b + p.busy_s.unwrap_or(p.duration_s).min(p.duration_s),
+        )
+    });
+    if busy > 0.0 {
+        jobs as f64 / busy
+    } else {
+        s.throughput.completed_per_s
+    }
+}
+
+/// Median, smallest and largest of one figure over a cell's repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Spread {
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let median = match v.len() {
+            0 => f64::NAN,
+            n if n % 2 == 1 => v[n / 2],
+            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        };
+        Spread {
+            median,
+            min: v.first().copied().unwrap_or(f64::NAN),
+            max: v.last().copied().unwrap_or(f64::NAN),
+        }
+    }
+}
+
+/// One repeat of a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellRun {
+    pub dir: PathBuf,
+    pub complete: bool,
+    pub accounting_ok: bool,
+    pub producers_kept_schedule: bool,
+    pub figures: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellComparison {
+    #[serde(flatten)]
+    pub cell: CellSpec,
+    /// The cell its ratios are to: the first option of the first axis, the same others.
+    pub baseline: usize,
+    pub runs: Vec<CellRun>,
+    pub figures: BTreeMap<String, Spread>,
+    /// Median over the baseline's median, per figure.
+    pub ratio_to_baseline: BTreeMap<String, f64>,
+    /// A job was lost, or the proof failed, in some repeat.
+    pub lost_jobs: bool,
+    /// Producers missed their schedule in some repeat: the load generator may have limited
+    /// the offered load, so open-loop figures understate what the queue could do.
+    pub load_generator_behind: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub schema_version: u32,
+    pub cells: Vec<CellComparison>,
+    /// Index of the cell with the highest median `throughput_per_s`.
+    pub best_throughput: Option<usize>,
+    /// Index of the cell with the lowest median `e2e_p99_ms`.
+    pub best_e2e_p99: Option<usize>,
+}
+
+impl Comparison {
+    /// Reads every `cells/*/cell.json` and its `r*/summary.json` under `dirs`; cells with the
+    /// same index from several directories (cells run on several machines) are merged.
+    pub fn from_dirs(dirs: &[PathBuf]) -> Result<Comparison> {
+        let mut by_index: BTreeMap<usize, (CellSpec, Vec<CellRun>)> = BTreeMap::new();
+        for dir in dirs {
+            let cells_dir = dir.join("cells");
+            let entries = std::fs::read_dir(&cells_dir)
+                .with_context(|| format!("{} holds no matrix cells", cells_dir.display()))?;
+            for entry in entries.flatten() {
+                let cell_dir = entry.path();
+                let Ok(text) = std::fs::read_to_string(cell_dir.join("cell.json")) else {
+                    continue;
+                };
+                let spec: CellSpec = serde_json::from_str(&text)
+                    .with_context(|| format!("reading {}/cell.json", cell_dir.display()))?;
+                let runs = read_runs(&cell_dir)?;
+                let slot = by_index
+                    .entry(spec.index)
+                    .or_insert_with(|| (spec.clone(), Vec::new()));
+                if slot.0.sets != spec.sets {
+                    bail!(
+                        "cell {} differs between directories ({} vs {}): merge results of one matrix",
+                        spec.index,
+                        slot.0.label,
+                        spec.label
+                    );
+                }
+                slot.1.extend(runs);
+            }
+        }
+        if by_index.is_empty() {
+            bail!("no matrix cells found in {}", join_paths(dirs));
+        }
+        let mut cells: Vec<CellComparison> = by_index
+            .into_values()
+            .map(|(cell, runs)| {
+                let figures = FIGURES
+                    .iter()
+                    .map(|f| {
+                        let values: Vec<f64> = runs.iter().map(|r| r.figures[f.key]).collect();
+                        (f.key.to_string(), Spread::of(&values))
+                    })
+                    .collect();
+                CellComparison {
+                    lost_jobs: runs
+                        .iter()
+                        .any(|r| !r.accounting_ok || r.figures["lost"] > 0.0),
+                    load_generator_behind: runs.iter().any(|r| !r.producers_kept_schedule),
+                    baseline: cell.index,
+                    cell,
+                    runs,
+                    figures,
+                    ratio_to_baseline: BTreeMap::new(),
+                }
+            })
+            .collect();
+        link_baselines(&mut cells);
+        let pick = |key: &str, higher: bool| {
+            cells
+                .iter()
+                .filter(|c| !c.runs.is_empty())
+                .max_by(|a, b| {
+                    let (x, y) = (a.figures[key].median, b.figures[key].median);
+                    if higher {
+                        x.total_cmp(&y)
+                    } else {
+                        y.total_cmp(&x)
+                    }
+                })
+                .map(|c| c.cell.index)
+        };
+        Ok(Comparison {
+            schema_version: 1,
+            best_throughput: pick("throughput_per_s", true),
+            best_e2e_p99: pick("e2e_p99_ms", false),
+            cells,
+        })
+    }
+
+    /// Some cell lost a job (the matrix fails, whatever its speed).
+    pub fn lost_jobs(&self) -> bool {
+        self.cells.iter().any(|c| c.lost_jobs)
+    }
+
+    /// Writes comparison.json, .md, .csv and .html into `dir`.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let json = serde_json::to_string_pretty(self)?;
+        std::fs::write(dir.join("comparison.json"), json)?;
+        std::fs::write(dir.join("comparison.md"), self.markdown())?;
+        std::fs::write(dir.join("comparison.csv"), self.csv()?)?;
+        std::fs::write(dir.join("comparison.html"), self.html())?;
+        Ok(())
+    }
+
+    /// The one table every format shows: a header row, then one row per cell.
+    fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let mut header = vec!["cell".to_string(), "runs".to_string()];
+        header.extend(FIGURES.iter().map(|f| f.heading.to_string()));
+        let rows = self
+            .cells
+            .iter()
+            .map(|c| {
+                let mut row = vec![
+                    format!("{} {}", c.cell.index, c.cell.label),
+                    c.runs.len().to_string(),
+                ];
+                for f in &FIGURES {
+                    let s = c.figures[f.key];
+                    let mut text = number(s.median);
+                    if c.runs.len() > 1 {
+                        text.push_str(&format!(" ({}–{})", number(s.min), number(s.max)));
+                    }
+                    if c.baseline != c.cell.index
+                        && let Some(r) = c.ratio_to_baseline.get(f.key)
+                        && r.is_finite()
+                    {
+                        text.push_str(&format!(" {r:.2}×"));
+                    }
+                    row.push(text);
+                }
+                row
+            })
+            .collect();
+        (header, rows)
+    }
+
+    /// The sentences under the table: what is best, what is flagged.
+    fn notes(&self) -> Vec<String> {
+        let name = |i: Option<usize>| {
+            i.and_then(|i| self.cells.iter().find(|c| c.cell.index == i))
+                .map_or("none".to_string(), |c| {
+                    format!("cell {} ({})", c.cell.index, c.cell.label)
+                })
+        };
+        let mut notes = vec![
+            format!(
+                "Best on throughput (median jobs/s while busy): {}.",
+                name(self.best_throughput)
+            ),
+            format!("Best on end-to-end p99: {}.", name(self.best_e2e_p99)),
+            "Each figure is the median over the cell's runs, with the smallest and largest in \
+             brackets when it ran more than once, and its ratio to the cell's baseline (the first \
+             option of the first axis with the same other options). Runs were interleaved \
+             across cells (A B C A B C)."
+                .to_string(),
+        ];
+        for c in self.cells.iter().filter(|c| c.lost_jobs) {
+            notes.push(format!(
+                "Cell {} ({}) LOST JOBS in some run: its figures do not count.",
+                c.cell.index, c.cell.label
+            ));
+        }
+        for c in self.cells.iter().filter(|c| c.load_generator_behind) {
+            notes.push(format!(
+                "Cell {} ({}): producers missed their schedule in some run, so its open-loop load may have been limited by the load generator.",
+                c.cell.index, c.cell.label
+            ));
+        }
+        notes
+    }
+
+    pub fn markdown(&self) -> String {
+        let (header, rows) = self.table();
+        let mut md = String::from("# dbq-bench matrix: comparison\n\n");
+        md.push_str(&format!("| {} |\n", header.join(" | ")));
+        md.push_str(&format!("|{}\n", "---|".repeat(header.len())));
+        for row in rows {
+            md.push_str(&format!("| {} |\n", row.join(" | ")));
+        }
+        md.push('\n');
+        for n in self.notes() {
+            md.push_str(&format!("- {n}\n"));
+        }
+        md
+    }
+
+    fn csv(&self) -> Result<String> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let mut header = vec!["index".to_string(), "label".to_string(), "runs".to_string()];
+        for f in &FIGURES {
+            for part in ["median", "min", "max", "ratio"] {
+                header.push(format!("{}_{part}", f.key));
+            }
+        }
+        w.write_record(&header)?;
+        for c in &self.cells {
+            let mut row = vec![
+                c.cell.index.to_string(),
+                c.cell.label.clone(),
+                c.runs.len().to_string(),
+            ];
+            for f in &FIGURES {
+                let s = c.figures[f.key];
+                row.extend([s.median, s.min, s.max].map(|v| v.to_string()));
+                row.push(
+                    c.ratio_to_baseline
+                        .get(f.key)
+                        .map_or(String::new(), |r| r.to_string()),
+                );
+            }
+            w.write_record(&row)?;
+        }
+        Ok(String::from_utf8(w.into_inner()?)?)
+    }
+
+    pub fn html(&self) -> String {
+        let (header, rows) = self.table();
+        let mut h = String::from(
+            "<!doctype html><html><head><meta charset=\"utf-8\"><title>dbq-bench matrix</title>\
+             <style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}\
+             td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}</style>\
+             </head><body><h1>dbq-bench matrix: comparison</h1><table><tr>",
+        );
+        for c in &header {
+            h.push_str(&format!("<th>{}</th>", escape(c)));
+        }
+        h.push_str("</tr>");
+        for row in rows {
+            h.push_str("<tr>");
+            for c in row {
+                h.push_str(&format!("<td>{}</td>", escape(&c)));
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</table><ul>");
+        for n in self.notes() {
+            h.push_str(&format!("<li>{}</li>", escape(&n)));
+        }
+        h.push_str("</ul>");
+        for (key, title) in [
+            ("throughput_per_s", "Completed jobs/s while busy (median)"),
+            ("e2e_p50_ms", "End-to-end p50, ms (median)"),
+            ("e2e_p99_ms", "End-to-end p99, ms (median)"),
+            ("dead_tuples_max", "Dead tuples, most seen (median)"),
+            ("table_mb_end", "Table size at the end, MB (median)"),
+        ] {
+            let items: Vec<(String, f64)> = self
+                .cells
+                .iter()
+                .map(|c| {
+                    (
+                        format!("{} {}", c.cell.index, c.cell.label),
+                        c.figures[key].median,
+                    )
+                })
+                .filter(|(_, v)| v.is_finite())
+                .collect();
+            h.push_str(&format!("<figure>{}</figure>", bars(title, &items)));
+        }
+        h.push_str("</body></html>\n");
+        h
+    }
+}
+
+/// Each cell's baseline and its ratios to it.
+fn link_baselines(cells: &mut [CellComparison]) {
+    let Some(first) = cells
+        .iter()
+        .find(|c| c.cell.index == 0)
+        .map(|c| c.cell.options.clone())
+    else {
+        return;
+    };
+    let snapshot: Vec<(usize, Vec<String>, BTreeMap<String, Spread>)> = cells
+        .iter()
+        .map(|c| (c.cell.index, c.cell.options.clone(), c.figures.clone()))
+        .collect();
+    for c in cells.iter_mut() {
+        let mut wanted = c.cell.options.clone();
+        if let (Some(w), Some(f)) = (wanted.first_mut(), first.first()) {
+            *w = f.clone();
+        }
+        if let Some((index, _, figures)) = snapshot.iter().find(|(_, o, _)| *o == wanted) {
+            c.baseline = *index;
+            c.ratio_to_baseline = FIGURES
+                .iter()
+                .map(|f| {
+                    let base = figures[f.key].median;
+                    (f.key.to_string(), c.figures[f.key].median / base)
+                })
+                .filter(|(_, r)| r.is_finite())
+                .collect();
+        }
+    }
+}
+
+/// Every `r*/summary.json` in a cell's directory, in repeat order.
+fn read_runs(cell_dir: &Path) -> Result<Vec<CellRun>> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cell_dir)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("summary.json").is_file())
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .map(|dir| {
+            let text = std::fs::read_to_string(dir.join("summary.json"))?;
+            let s: Summary = serde_json::from_str(&text)
+                .with_context(|| format!("reading {}/summary.json", dir.display()))?;
+            Ok(CellRun {
+                complete: s.complete,
+                accounting_ok: s.accounting.ok,
+                producers_kept_schedule: s.verdict.producers_kept_schedule,
+                figures: FIGURES
+                    .iter()
+                    .map(|f| (f.key.to_string(), (f.read)(&s)))
+                    .collect(),
+                dir,
+            })
+        })
+        .collect()
+}
+
+fn join_paths(dirs: &[PathBuf]) -> String {
+    dirs.iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A figure for a table: no more digits than it deserves.
+fn number(v: f64) -> String {
+    if !v.is_finite() {
+        "–".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_takes_the_median_of_odd_and_even_counts() {
+        assert_eq!(Spread::of(&[3.0, 1.0, 2.0]).median, 2.0);
+        assert_eq!(Spread::of(&[4.0, 1.0, 2.0, 3.0]).median, 2.5);
+        let s = Spread::of(&[5.0, 1.0]);
+        assert_eq!((s.min, s.max), (1.0, 5.0));
+    }
+
+    #[test]
+    fn numbers_keep_sensible_digits() {
+        assert_eq!(number(2912.4), "2912");
+        assert_eq!(number(12.345), "12.3");
+        assert_eq!(number(0.1234), "0.12");
+        assert_eq!(number(f64::NAN), "–");
+    }
+}

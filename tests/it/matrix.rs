@@ -1,0 +1,194 @@
+//! `dbq-bench matrix`: cells run interleaved on one server and are compared; cells run apart
+//! merge into the same comparison; a cell that lost a job fails the matrix.
+
+use crate::support::shared_url;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn matrix(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .arg("matrix")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// smoke.toml shortened, on the shared server.
+fn base_args<'a>(url: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "scenarios/smoke.toml",
+        "--db",
+        "url",
+        "--database-url",
+        url,
+        "--set",
+        "phases.0.duration=1s",
+        "--set",
+        "phases.1.duration=1s",
+        "--out",
+        out,
+        "--quiet",
+    ]
+}
+
+fn comparison(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("comparison.json")).unwrap()).unwrap()
+}
+
+fn started(run_dir: &Path) -> String {
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    s["meta"]["started_at"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_matrix_runs_cells_interleaved_and_compares_them_to_the_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let mut args = base_args(shared_url(), out);
+    args.extend(["--vary", "queue.variant=seed,batch", "--repeat", "2"]);
+    let o = matrix(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "expected exit 0; stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let c = comparison(dir.path());
+    let cells = c["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    assert_eq!(cells[0]["label"], "queue.variant=seed");
+    assert_eq!(cells[1]["label"], "queue.variant=batch");
+    assert_eq!(cells[1]["baseline"], 0);
+    for cell in cells {
+        assert_eq!(
+            cell["runs"].as_array().unwrap().len(),
+            2,
+            "two repeats: {cell}"
+        );
+        assert_eq!(cell["lost_jobs"], false);
+        let t = &cell["figures"]["throughput_per_s"];
+        assert!(
+            t["min"].as_f64() <= t["median"].as_f64() && t["median"].as_f64() <= t["max"].as_f64()
+        );
+    }
+    assert!(
+        cells[1]["ratio_to_baseline"]["throughput_per_s"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    for f in ["comparison.md", "comparison.csv", "comparison.html"] {
+        assert!(dir.path().join(f).exists(), "{f} missing");
+    }
+    // Interleaved: seed, batch, seed, batch.
+    let run = |cell: &Value, r: usize| started(Path::new(cell["runs"][r]["dir"].as_str().unwrap()));
+    let order = [
+        run(&cells[0], 0),
+        run(&cells[1], 0),
+        run(&cells[0], 1),
+        run(&cells[1], 1),
+    ];
+    assert!(
+        order.windows(2).all(|w| w[0] <= w[1]),
+        "expected runs in the order A B A B; start times: {order:?}"
+    );
+}
+
+#[test]
+fn cells_run_apart_merge_into_one_comparison_and_a_lost_job_fails_it() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (dir, cell) in [(&a, "1"), (&b, "0")] {
+        let mut args = base_args(shared_url(), dir.path().to_str().unwrap());
+        args.extend(["--vary", "queue.variant=seed,delete", "--cell", cell]);
+        let o = matrix(&args);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "cell {cell}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let merged = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["matrix", "merge"])
+        .args([a.path(), b.path()])
+        .arg("--out")
+        .arg(merged.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let c = comparison(merged.path());
+    let labels: Vec<&str> = c["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["queue.variant=seed", "queue.variant=delete"]);
+    assert_eq!(c["cells"][1]["baseline"], 0);
+
+    // A run whose proof found a lost job fails the matrix, whatever its speed.
+    let cell_dir = std::fs::read_dir(a.path().join("cells"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let summary_path = cell_dir.join("r1/summary.json");
+    let mut s: Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary_path).unwrap()).unwrap();
+    s["jobs"]["lost"] = 1.into();
+    s["accounting"]["ok"] = false.into();
+    std::fs::write(&summary_path, serde_json::to_string(&s).unwrap()).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["matrix", "merge"])
+        .args([a.path(), b.path()])
+        .arg("--out")
+        .arg(merged.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "a lost job must fail the matrix");
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        md.contains("LOST JOBS"),
+        "expected the comparison to say so: {md}"
+    );
+}
+
+#[test]
+fn matrix_input_errors_are_one_line_and_exit_2() {
+    for (args, expected) in [
+        (
+            vec!["scenarios/smoke.toml", "--vary", "queue.variant"],
+            "--vary queue.variant: expected key.path=value1,value2",
+        ),
+        (
+            vec!["scenarios/smoke.toml", "--vary", "queue.variant=seed,bogus"],
+            "queue.variant",
+        ),
+        (
+            vec!["scenarios/smoke.toml", "--cell", "5"],
+            "--cell 5: the matrix has cells 0 to 0",
+        ),
+    ] {
+        let o = matrix(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line expected: {err}");
+        assert!(
+            err.contains(expected),
+            "{args:?}: expected {expected:?} in: {err}"
+        );
+    }
+}
