@@ -4,106 +4,35 @@
 
 use super::CellSpec;
 use crate::report::Summary;
+use crate::report::headline::FIGURES;
 use crate::report::svg::{bars, escape};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// A headline figure: its key, its column heading, and how it is read from a run's summary.
-struct Figure {
-    key: &'static str,
-    heading: &'static str,
-    read: fn(&Summary) -> f64,
-}
-
-/// The figures compared, in column order.
-const FIGURES: [Figure; 9] = [
-    Figure {
-        key: "throughput_per_s",
-        heading: "jobs/s while busy",
-        read: busy_throughput,
-    },
-    Figure {
-        key: "completed_per_s",
-        heading: "jobs/s over the window",
-        read: |s| s.throughput.completed_per_s,
-    },
-    Figure {
-        key: "e2e_p50_ms",
-        heading: "e2e p50 ms",
-        read: |s| s.latency_ms.end_to_end.p50,
-    },
-    Figure {
-        key: "e2e_p99_ms",
-        heading: "e2e p99 ms",
-        read: |s| s.latency_ms.end_to_end.p99,
-    },
-    Figure {
-        key: "claim_p50_ms",
-        heading: "claim p50 ms",
-        read: |s| s.latency_ms.claim.p50,
-    },
-    Figure {
-        key: "dead_tuples_max",
-        heading: "dead tuples (max)",
-        read: |s| {
-            s.db_stats
-                .per_phase
-                .iter()
-                .map(|p| p.dead_tuples_start.max(p.dead_tuples_end))
-                .max()
-                .unwrap_or(0) as f64
-        },
-    },
-    Figure {
-        key: "table_mb_end",
-        heading: "table MB (end)",
-        read: |s| {
-            s.db_stats
-                .per_phase
-                .iter()
-                .rev()
-                .find(|p| p.total_bytes_end > 0)
-                .map_or(0.0, |p| p.total_bytes_end as f64 / 1e6)
-        },
-    },
-    Figure {
-        key: "sent_late_pct",
-        heading: "sent late %",
-        read: |s| 100.0 * s.jobs.sent_late as f64 / (s.jobs.enqueued.max(1)) as f64,
-    },
-    Figure {
-        key: "lost",
-        heading: "lost",
-        read: |s| s.jobs.lost as f64,
-    },
-];
-
-/// Completed jobs per second of the measured phases' busy time (until each phase's last
-/// finished job): the consumers' rate while they had work, which a drained backlog does not
-/// dilute. Equal to the window's rate when they never ran out.
-fn busy_throughput(s: &Summary) -> f64 {
-    let measured = s.phases.iter().filter(|p| p.measured);
-    let (jobs, busy) = measured.fold((0u64, 0.0f64), |(j, b), p| {
-        (
-            j + p.jobs.completed,
-            b + p.busy_s.unwrap_or(p.duration_s).min(p.duration_s),
-        )
-    });
-    if busy > 0.0 {
-        jobs as f64 / busy
-    } else {
-        s.throughput.completed_per_s
-    }
-}
-
-/// Median, smallest and largest of one figure over a cell's repeats.
+/// Median, smallest and largest of one figure over a cell's repeats (NaN, written as
+/// `null`, when the runs did not measure it).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
+    #[serde(deserialize_with = "null_as_nan")]
     pub median: f64,
+    #[serde(deserialize_with = "null_as_nan")]
     pub min: f64,
+    #[serde(deserialize_with = "null_as_nan")]
     pub max: f64,
+}
+
+/// JSON has no NaN: serde_json writes it as `null`; read `null` back as NaN.
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+fn nulls_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
+    let m = BTreeMap::<String, Option<f64>>::deserialize(d)?;
+    Ok(m.into_iter()
+        .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
+        .collect())
 }
 
 impl Spread {
@@ -130,6 +59,7 @@ pub struct CellRun {
     pub complete: bool,
     pub accounting_ok: bool,
     pub producers_kept_schedule: bool,
+    #[serde(deserialize_with = "nulls_as_nan")]
     pub figures: BTreeMap<String, f64>,
 }
 
@@ -137,8 +67,6 @@ pub struct CellRun {
 pub struct CellComparison {
     #[serde(flatten)]
     pub cell: CellSpec,
-    /// The cell its ratios are to: the first option of the first axis, the same others.
-    pub baseline: usize,
     pub runs: Vec<CellRun>,
     pub figures: BTreeMap<String, Spread>,
     /// Median over the baseline's median, per figure.
@@ -209,7 +137,6 @@ impl Comparison {
                         .iter()
                         .any(|r| !r.accounting_ok || r.figures["lost"] > 0.0),
                     load_generator_behind: runs.iter().any(|r| !r.producers_kept_schedule),
-                    baseline: cell.index,
                     cell,
                     runs,
                     figures,
@@ -270,10 +197,10 @@ impl Comparison {
                 for f in &FIGURES {
                     let s = c.figures[f.key];
                     let mut text = number(s.median);
-                    if c.runs.len() > 1 {
+                    if c.runs.len() > 1 && s.median.is_finite() {
                         text.push_str(&format!(" ({}–{})", number(s.min), number(s.max)));
                     }
-                    if c.baseline != c.cell.index
+                    if c.cell.baseline != c.cell.index
                         && let Some(r) = c.ratio_to_baseline.get(f.key)
                         && r.is_finite()
                     {
@@ -415,31 +342,21 @@ impl Comparison {
     }
 }
 
-/// Each cell's baseline and its ratios to it.
+/// Each cell's ratios to its baseline (when the baseline's runs are here too).
 fn link_baselines(cells: &mut [CellComparison]) {
-    let Some(first) = cells
+    let medians: BTreeMap<usize, BTreeMap<String, Spread>> = cells
         .iter()
-        .find(|c| c.cell.index == 0)
-        .map(|c| c.cell.options.clone())
-    else {
-        return;
-    };
-    let snapshot: Vec<(usize, Vec<String>, BTreeMap<String, Spread>)> = cells
-        .iter()
-        .map(|c| (c.cell.index, c.cell.options.clone(), c.figures.clone()))
+        .map(|c| (c.cell.index, c.figures.clone()))
         .collect();
     for c in cells.iter_mut() {
-        let mut wanted = c.cell.options.clone();
-        if let (Some(w), Some(f)) = (wanted.first_mut(), first.first()) {
-            *w = f.clone();
-        }
-        if let Some((index, _, figures)) = snapshot.iter().find(|(_, o, _)| *o == wanted) {
-            c.baseline = *index;
+        if let Some(base) = medians.get(&c.cell.baseline) {
             c.ratio_to_baseline = FIGURES
                 .iter()
                 .map(|f| {
-                    let base = figures[f.key].median;
-                    (f.key.to_string(), c.figures[f.key].median / base)
+                    (
+                        f.key.to_string(),
+                        c.figures[f.key].median / base[f.key].median,
+                    )
                 })
                 .filter(|(_, r)| r.is_finite())
                 .collect();

@@ -30,6 +30,9 @@ pub struct CellSpec {
     pub options: Vec<String>,
     /// `key=value` assignments, applied after the user's `--set`s.
     pub sets: Vec<String>,
+    /// The cell this one is compared with: the first option of the first axis, the same
+    /// options of the others (itself for the baseline cells).
+    pub baseline: usize,
 }
 
 /// The cells of a matrix: the cartesian product of `axes` (the last axis varies fastest).
@@ -47,11 +50,15 @@ pub fn cells(axes: &[Vec<MatrixOption>]) -> Vec<CellSpec> {
             })
             .collect();
     }
+    // Cells with the first option of the first axis come first, one per combination of the
+    // other axes: the baseline of cell i is cell i modulo their number.
+    let stride: usize = axes.iter().skip(1).map(Vec::len).product();
     combos
         .into_iter()
         .enumerate()
         .map(|(index, opts)| CellSpec {
             index,
+            baseline: index % stride.max(1),
             label: if opts.is_empty() {
                 "scenario".into()
             } else {
@@ -341,6 +348,12 @@ mod tests {
             ]
         );
         assert_eq!(c[3].sets, ["queue.variant=\"batch\"", "phases.0.rate=0"]);
+        let baselines: Vec<usize> = c.iter().map(|c| c.baseline).collect();
+        assert_eq!(
+            baselines,
+            [0, 1, 0, 1],
+            "batch / closed is compared with seed / closed"
+        );
         assert_eq!(cells(&[]).len(), 1, "no axes: the scenario itself");
     }
 

@@ -5,6 +5,7 @@
 pub mod dbstats;
 pub mod exporters;
 pub mod faults;
+pub mod headline;
 pub mod html;
 pub mod summary;
 pub mod svg;
