@@ -8,7 +8,9 @@
 //! stages in order.
 
 pub mod accounting;
+pub mod capacity;
 pub mod clock;
+pub mod compare;
 pub mod db;
 pub mod error;
 pub mod faults;

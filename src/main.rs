@@ -56,6 +56,30 @@ enum Command {
     /// Writes DIR/cells/<i>-<label>/r<k>/ (every run's results) and DIR/comparison.{json,md,csv,html}.
     /// Exit 1 when any cell lost a job.
     Matrix(MatrixArgs),
+    /// Find the highest offered rate the queue sustains while an objective holds: steps of
+    /// doubling rates until one breaks it, then bisection to ±10%.
+    ///
+    /// Writes DIR/steps/<k>-<rate>-per-s/ (every step's results) and DIR/capacity.{json,md,html}.
+    Capacity(CapacityArgs),
+    /// Regression gate: compare two results measured the same way (runs or matrices) and
+    /// exit 99 when a headline figure got worse beyond its allowance and beyond the noise.
+    ///
+    /// Gated figures: jobs/s (while busy and over the window), e2e p50/p99, claim p50, lost
+    /// jobs (any lost job is a regression). With repeats on both sides, a change within the
+    /// spread of the repeats is not a regression.
+    Compare {
+        /// Results directory of the baseline (a run's, or a matrix's).
+        baseline: PathBuf,
+        /// Results directory of the candidate, measured the same way.
+        candidate: PathBuf,
+        /// How much worse a figure may get: `10%` (every figure; the default) or
+        /// `e2e_p99_ms=25%` (one figure). Repeatable.
+        #[arg(long = "max-regression", value_name = "[FIGURE=]PCT")]
+        max_regression: Vec<String>,
+        /// Print only the regressions.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Print a shell completion script, e.g. `dbq-bench completions bash > ~/.local/share/bash-completion/completions/dbq-bench`.
     Completions {
         /// The shell to complete for.
@@ -86,7 +110,63 @@ struct RunArgs {
     #[arg(long)]
     abort_on_fail: bool,
     #[command(flatten)]
+    baselines: BaselineArgs,
+    #[command(flatten)]
     overrides: OverrideArgs,
+}
+
+#[derive(Args)]
+struct BaselineArgs {
+    /// Keep these results as baseline NAME (in results/baselines/NAME), to compare later
+    /// runs with --baseline NAME.
+    #[arg(long, value_name = "NAME")]
+    save_baseline: Option<String>,
+    /// Compare these results with the saved baseline NAME (as `dbq-bench compare` does) and
+    /// exit 99 when something regressed.
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+    /// How much worse a figure may get than the baseline (see `compare --max-regression`).
+    #[arg(
+        long = "max-regression",
+        value_name = "[FIGURE=]PCT",
+        requires = "baseline"
+    )]
+    max_regression: Vec<String>,
+}
+
+impl BaselineArgs {
+    /// Saves and/or gates the results in `dir`; the exit status the gate asks for.
+    fn apply(&self, dir: &std::path::Path) -> ExitStatus {
+        let mut status = ExitStatus::Ok;
+        if let Some(name) = &self.baseline {
+            status = match dbq_bench::compare::baseline_dir(name) {
+                Ok(base) if base.exists() => {
+                    compare_command(&base, dir, &self.max_regression, false)
+                }
+                Ok(base) => {
+                    eprintln!(
+                        "error: --baseline {name}: no saved baseline at {} (save one with --save-baseline {name})",
+                        base.display()
+                    );
+                    ExitStatus::BadInput
+                }
+                Err(e) => {
+                    eprintln!("error: --baseline: {e}");
+                    ExitStatus::BadInput
+                }
+            };
+        }
+        if let Some(name) = &self.save_baseline {
+            match dbq_bench::compare::save_baseline(dir, name) {
+                Ok(at) => eprintln!("dbq-bench: saved as baseline {name} ({})", at.display()),
+                Err(e) => {
+                    eprintln!("error: --save-baseline {name}: {e:#}");
+                    status = ExitStatus::RunFailed;
+                }
+            }
+        }
+        status
+    }
 }
 
 #[derive(Args)]
@@ -113,6 +193,28 @@ struct MatrixArgs {
     #[arg(long, value_name = "I", env = "DBQ_MATRIX_CELL")]
     cell: Option<usize>,
     /// No status lines and no comparison on the terminal (files are still written).
+    #[arg(long, short)]
+    quiet: bool,
+    #[command(flatten)]
+    baselines: BaselineArgs,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+}
+
+#[derive(Args)]
+struct CapacityArgs {
+    /// Scenario file (TOML); its [capacity] table tunes the search, its phases are replaced
+    /// by each step's warm-up and measured window.
+    scenario: PathBuf,
+    /// A condition of the objective on each step's measured window, as a threshold:
+    /// --slo end_to_end.p99=<250ms. Repeatable; adds to (or replaces the same metric of)
+    /// the scenario's capacity.slo.
+    #[arg(long = "slo", value_name = "METRIC=COND")]
+    slo: Vec<String>,
+    /// Results directory [default: results/<UTC time>-capacity-<scenario name>].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// No status lines and no summary on the terminal (files are still written).
     #[arg(long, short)]
     quiet: bool,
     #[command(flatten)]
@@ -190,6 +292,19 @@ fn main() -> ExitCode {
                 ExitStatus::RunFailed
             }
         },
+        Command::Capacity(args) => match tokio::runtime::Runtime::new() {
+            Ok(rt) => rt.block_on(capacity_command(args)),
+            Err(e) => {
+                eprintln!("error: cannot start the async runtime: {e}");
+                ExitStatus::RunFailed
+            }
+        },
+        Command::Compare {
+            baseline,
+            candidate,
+            max_regression,
+            quiet,
+        } => compare_command(&baseline, &candidate, &max_regression, quiet),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(
@@ -303,7 +418,8 @@ async fn run_command(args: RunArgs) -> ExitStatus {
                 }
             }
             append_step_summary(&outcome.out_dir);
-            exit_status(s)
+            let gate = args.baselines.apply(&outcome.out_dir);
+            worst(exit_status(s), gate)
         }
         Err(f) => {
             match &f {
@@ -315,6 +431,117 @@ async fn run_command(args: RunArgs) -> ExitStatus {
             f.exit_status()
         }
     }
+}
+
+/// `capacity`: searches the offered rate and prints the answer.
+async fn capacity_command(args: CapacityArgs) -> ExitStatus {
+    use dbq_bench::capacity::{self, CapacityRequest, Search};
+    let overrides = args.overrides.overrides();
+    let source = args.scenario.display().to_string();
+    let section = match dbq_bench::scenario::load::load(&args.scenario, &overrides) {
+        Ok(s) => s.capacity,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitStatus::BadInput;
+        }
+    };
+    let search = match Search::from_section(section.as_ref(), &args.slo, &source) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitStatus::BadInput;
+        }
+    };
+    let name = args
+        .scenario
+        .file_stem()
+        .map_or("capacity".into(), |s| s.to_string_lossy().to_string());
+    let request = CapacityRequest {
+        out_dir: args
+            .out
+            .unwrap_or_else(|| dbq_bench::run::default_out_dir(&format!("capacity-{name}"))),
+        scenario: args.scenario,
+        overrides,
+        env: env_defaults(),
+        search,
+        status: !args.quiet,
+    };
+    let shutdown = CancellationToken::new();
+    tokio::spawn(watch_signals(shutdown.clone()));
+    match capacity::run(&request, &shutdown).await {
+        Ok(c) => {
+            if !args.quiet {
+                print!("{}", capacity::markdown(&c));
+                println!("\nresults    {}", request.out_dir.display());
+            }
+            append_to_step_summary(capacity::markdown(&c).as_bytes());
+            if c.max_sustainable_per_s.is_some() {
+                ExitStatus::Ok
+            } else {
+                ExitStatus::ThresholdFailed
+            }
+        }
+        Err(f) => {
+            eprintln!("error: {f}");
+            f.exit_status()
+        }
+    }
+}
+
+/// `compare`: judges the candidate against the baseline; 99 when something regressed.
+fn compare_command(
+    baseline: &std::path::Path,
+    candidate: &std::path::Path,
+    max_regression: &[String],
+    quiet: bool,
+) -> ExitStatus {
+    use dbq_bench::compare;
+    let allowance = match compare::Allowance::parse(max_regression) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitStatus::BadInput;
+        }
+    };
+    let (base, cand) = match (compare::read(baseline), compare::read(candidate)) {
+        (Ok(b), Ok(c)) => (b, c),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: compare: {e:#}");
+            return ExitStatus::BadInput;
+        }
+    };
+    let judgements = compare::judge(&base, &cand, &allowance);
+    if judgements.is_empty() {
+        eprintln!(
+            "error: compare: {} and {} share no figures to compare (a run with a run, a matrix with the same matrix)",
+            baseline.display(),
+            candidate.display()
+        );
+        return ExitStatus::BadInput;
+    }
+    let md = compare::markdown(
+        &judgements,
+        &baseline.display().to_string(),
+        &candidate.display().to_string(),
+    );
+    if !quiet {
+        print!("{md}");
+    }
+    append_to_step_summary(md.as_bytes());
+    let mut status = ExitStatus::Ok;
+    for j in judgements.iter().filter(|j| j.regressed) {
+        eprintln!(
+            "regression: {}: {} {:.2} -> {:.2} ({:+.1}%): {}",
+            j.scope,
+            j.figure,
+            j.baseline,
+            j.candidate,
+            j.change * 100.0,
+            j.why
+        );
+        status = ExitStatus::ThresholdFailed;
+    }
+    status
 }
 
 /// `matrix`: runs the cells (or merges cells run elsewhere) and prints the comparison.
@@ -390,7 +617,7 @@ async fn matrix_command(args: MatrixArgs) -> ExitStatus {
             } else if outcome.comparison.lost_jobs() {
                 ExitStatus::RunFailed
             } else {
-                ExitStatus::Ok
+                args.baselines.apply(&request.out_dir)
             }
         }
         Err(f) => {
@@ -398,6 +625,18 @@ async fn matrix_command(args: MatrixArgs) -> ExitStatus {
             f.exit_status()
         }
     }
+}
+
+/// The exit status that matters more when two apply (130, then 1, then 99, then 2, then 0).
+fn worst(a: ExitStatus, b: ExitStatus) -> ExitStatus {
+    let rank = |s: ExitStatus| match s {
+        ExitStatus::Interrupted => 4,
+        ExitStatus::RunFailed => 3,
+        ExitStatus::ThresholdFailed => 2,
+        ExitStatus::BadInput => 1,
+        ExitStatus::Ok => 0,
+    };
+    if rank(b) > rank(a) { b } else { a }
 }
 
 /// 130 interrupted; 99 a threshold failed (or stopped the run early); 1 the run failed
@@ -418,17 +657,24 @@ fn exit_status(s: &Summary) -> ExitStatus {
 
 /// In GitHub Actions (`GITHUB_STEP_SUMMARY` set), appends report.md to the job summary.
 fn append_step_summary(dir: &std::path::Path) {
+    if let Ok(md) = std::fs::read(dir.join("report.md")) {
+        append_to_step_summary(&md);
+    }
+}
+
+/// Appends Markdown to the GitHub Actions job summary, when there is one.
+fn append_to_step_summary(md: &[u8]) {
     let Some(target) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
         return;
     };
-    let appended = std::fs::read(dir.join("report.md")).and_then(|md| {
+    let appended = {
         use std::io::Write;
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&target)?
-            .write_all(&md)
-    });
+            .open(&target)
+            .and_then(|mut f| f.write_all(md))
+    };
     if let Err(e) = appended {
         eprintln!("dbq-bench: warning: could not append to GITHUB_STEP_SUMMARY: {e}");
     }

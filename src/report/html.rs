@@ -174,6 +174,7 @@ fn charts(h: &mut String, r: &RunResults) {
     let time = |title: &str, y: &str, series: Vec<Series>| {
         TimeChart {
             title,
+            x_label: "seconds since the load started",
             y_label: y,
             series,
             bands: &bands,

@@ -131,6 +131,8 @@ fn finish(mut svg: String, series: &[Series]) -> String {
 /// A time chart: x in seconds since the load started, y linear from 0.
 pub struct TimeChart<'a> {
     pub title: &'a str,
+    /// What the x axis measures (time charts: seconds since the load started).
+    pub x_label: &'a str,
     pub y_label: &'a str,
     pub series: Vec<Series>,
     pub bands: &'a [Band],
@@ -200,9 +202,10 @@ impl TimeChart<'_> {
         }
         let _ = write!(
             svg,
-            r#"<text x="{}" y="{}" text-anchor="middle">seconds since the load started</text><text transform="translate(14 {}) rotate(-90)" text-anchor="middle">{}</text>"#,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(14 {}) rotate(-90)" text-anchor="middle">{}</text>"#,
             LEFT + pw / 2.0,
             H - 6.0,
+            escape(self.x_label),
             TOP + ph / 2.0,
             escape(self.y_label)
         );
@@ -357,6 +360,7 @@ mod tests {
     fn charts_escape_text_and_link_nothing() {
         let c = TimeChart {
             title: "a < b & c",
+            x_label: "seconds",
             y_label: "jobs/s",
             series: vec![Series {
                 name: "x".into(),

@@ -11,7 +11,8 @@ pub mod values;
 pub use faults::{BackendTarget, CrashPoint, FaultSpec, Repeat, ShutdownMode};
 pub use load::Overrides;
 pub use model::{
-    Arrival, ClaimMode, Jitter, MatrixOption, MatrixSection, ProviderKind, Scenario, VariantName,
+    Arrival, CapacitySection, ClaimMode, Jitter, MatrixOption, MatrixSection, ProviderKind,
+    Scenario, VariantName,
 };
 pub use plan::{
     BackoffPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan, PhasePlan, Plan,

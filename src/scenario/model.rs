@@ -43,6 +43,39 @@ pub struct Scenario {
     /// What `dbq-bench matrix` varies (ignored by `run`).
     #[serde(default, skip_serializing_if = "MatrixSection::is_empty")]
     pub matrix: MatrixSection,
+    /// How `dbq-bench capacity` searches (ignored by `run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacitySection>,
+}
+
+/// The capacity search: offered rates from `start_rate`, doubling until a step breaks the
+/// objective, then bisected to `precision`; each step a warm-up and a measured window.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CapacitySection {
+    /// The first rate offered, jobs/s (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_rate: Option<f64>,
+    /// The highest rate ever offered (default 100000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rate: Option<f64>,
+    /// Stop when the last good and first bad rate are within this share (default 0.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<f64>,
+    /// Each step's unmeasured warm-up (default 3s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<HumanDuration>,
+    /// Each step's measured window (default 10s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure: Option<HumanDuration>,
+    /// Stop searching after this long (default 5m).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<HumanDuration>,
+    /// The objective, as thresholds on each step's measured window (default
+    /// `end_to_end.p99 < 500ms` and no enqueue or worker errors); completions must keep up
+    /// and producers keep their schedule besides.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub slo: BTreeMap<String, String>,
 }
 
 /// The cells of a matrix: the cartesian product of its axes, each option a set of scenario

@@ -2,6 +2,7 @@
 //! server shared by all tests of this binary (see `support`), each run in its own schema.
 
 mod accounting;
+mod capacity;
 mod cli;
 mod faults;
 mod matrix;

@@ -1,0 +1,167 @@
+//! `dbq-bench capacity` on the shared server: an objective no step can meet fails fast, and
+//! a search that reaches its highest rate reports it; `compare` exits by what regressed.
+
+use crate::support::{SMALL, plan, run_plan, shared_url};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn dbq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn capacity(out: &Path, extra: &[&str]) -> (Output, Value) {
+    let mut args = vec![
+        "capacity",
+        "scenarios/smoke.toml",
+        "--db",
+        "url",
+        "--database-url",
+        shared_url(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "capacity={ start_rate = 50, max_rate = 100, warmup = \"500ms\", measure = \"2s\", budget = \"60s\" }",
+    ];
+    args.extend_from_slice(extra);
+    let o = dbq(&args);
+    let json = std::fs::read_to_string(out.join("capacity.json"))
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap_or(Value::Null);
+    (o, json)
+}
+
+#[test]
+fn an_objective_no_step_can_meet_fails_fast() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, c) = capacity(
+        dir.path(),
+        &["--slo", "end_to_end.p99=<1ms", "--set", "consumers.count=1"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        o.status.code(),
+        Some(99),
+        "expected exit 99 (no rate met the objective); stderr: {err}"
+    );
+    assert!(c["max_sustainable_per_s"].is_null(), "{c}");
+    let steps = c["steps"].as_array().unwrap();
+    assert!(
+        !steps.is_empty() && steps.len() <= 3,
+        "expected the search to give up within 3 steps, ran {}",
+        steps.len()
+    );
+    assert!(steps.iter().all(|s| s["passed"] == false));
+    assert!(
+        steps[0]["why"][0]
+            .as_str()
+            .unwrap()
+            .contains("end_to_end.p99 <1ms"),
+        "expected the failed condition to be named: {}",
+        steps[0]["why"]
+    );
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains("did not meet the objective")
+    );
+}
+
+#[test]
+fn a_search_that_reaches_its_highest_rate_reports_it_with_every_step() {
+    let dir = tempfile::tempdir().unwrap();
+    // Objectives loose enough that a loaded test machine still meets them at 100 jobs/s.
+    let (o, c) = capacity(
+        dir.path(),
+        &[
+            "--slo",
+            "end_to_end.p99=<10s",
+            "--set",
+            "producers.late_after=\"2s\"",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "stderr: {err}");
+    let steps = c["steps"].as_array().unwrap();
+    let offered: Vec<f64> = steps
+        .iter()
+        .map(|s| s["offered_per_s"].as_f64().unwrap())
+        .collect();
+    assert_eq!(
+        offered,
+        [50.0, 100.0],
+        "doubling from start_rate up to max_rate"
+    );
+    assert_eq!(c["max_sustainable_per_s"], 100.0, "{c}");
+    for s in steps {
+        let d = Path::new(s["dir"].as_str().unwrap());
+        assert!(
+            d.join("summary.json").exists(),
+            "each step keeps its results: {d:?}"
+        );
+    }
+    for f in ["capacity.md", "capacity.html"] {
+        assert!(dir.path().join(f).exists(), "{f} missing");
+    }
+}
+
+/// A copy of a results directory with one figure of its summary changed.
+fn altered(from: &Path, to: &Path, change: impl Fn(&mut Value)) {
+    std::fs::create_dir_all(to).unwrap();
+    let mut s: Value =
+        serde_json::from_str(&std::fs::read_to_string(from.join("summary.json")).unwrap()).unwrap();
+    change(&mut s);
+    std::fs::write(to.join("summary.json"), s.to_string()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_exits_by_what_regressed() {
+    let (_, run) = run_plan(&plan(SMALL, &[]), false).await;
+    let base = run.path();
+    let o = dbq(&["compare", base.to_str().unwrap(), base.to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "a run against itself: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("no regression"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let slower = dir.path().join("slower");
+    altered(base, &slower, |s| {
+        let p99 = s["latency_ms"]["end_to_end"]["p99"].as_f64().unwrap();
+        s["latency_ms"]["end_to_end"]["p99"] = (p99 * 2.0).into();
+    });
+    let o = dbq(&["compare", base.to_str().unwrap(), slower.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(99), "p99 doubled must regress: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("regression: run: e2e_p99_ms"),
+        "expected one line naming e2e_p99_ms: {err}"
+    );
+    // A larger allowance for that figure lets it pass.
+    let o = dbq(&[
+        "compare",
+        base.to_str().unwrap(),
+        slower.to_str().unwrap(),
+        "--max-regression",
+        "e2e_p99_ms=150%",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    let o = dbq(&["compare", base.to_str().unwrap(), "/nonexistent"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent holds neither summary.json"));
+}
