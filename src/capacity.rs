@@ -518,32 +518,34 @@ fn html(c: &Capacity) -> String {
             .filter(|p| p.1.is_finite())
             .collect(),
     };
-    let latency = TimeChart {
-        title: "End-to-end latency against offered load",
-        x_label: "offered jobs/s",
-        y_label: "ms",
-        series: vec![
+    let chart = |title: &str, y_label: &str, series: Vec<Series>| {
+        TimeChart {
+            title,
+            x_label: "offered jobs/s",
+            y_label,
+            series,
+            bands: &[],
+            markers: &[],
+            x_range: (0.0, hi),
+        }
+        .render()
+    };
+    let latency = chart(
+        "End-to-end latency against offered load",
+        "ms",
+        vec![
             series("p50", |s| s.e2e_p50_ms),
             series("p99", |s| s.e2e_p99_ms),
         ],
-        bands: &[],
-        markers: &[],
-        x_range: (0.0, hi),
-    }
-    .render();
-    let rate = TimeChart {
-        title: "Completed against offered (jobs/s)",
-        x_label: "offered jobs/s",
-        y_label: "jobs/s",
-        series: vec![
+    );
+    let rate = chart(
+        "Completed against offered (jobs/s)",
+        "jobs/s",
+        vec![
             series("completed", |s| s.completed_per_s),
             series("offered", |s| s.offered_per_s),
         ],
-        bands: &[],
-        markers: &[],
-        x_range: (0.0, hi),
-    }
-    .render();
+    );
     format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>dbq-bench capacity</title>\
          <style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}</style></head><body>\

@@ -200,7 +200,10 @@ impl Variant {
             },
             VariantName::PlainIndex => Variant {
                 sql: VariantSql {
-                    schema: vec![sql!("../../migrations/plain_index/0001_job_queue.sql")],
+                    schema: vec![
+                        sql!("../../migrations/seed/0001_job_queue.sql"),
+                        sql!("../../migrations/plain_index/0002_plain_index.sql"),
+                    ],
                     ..seed.sql
                 },
                 ..seed
