@@ -262,3 +262,41 @@ async fn a_broken_custom_directory_fails_before_any_load_naming_the_file() {
         "expected the error to name fail.sql and the server's reason; stderr: {err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_knobs_reach_the_queue_table() {
+    let p = plan(
+        SMALL,
+        &[
+            "queue.variant=delete",
+            "queue.fillfactor=70",
+            "queue.unlogged=true",
+            "phases.0.duration=1s",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, true).await;
+    assert!(
+        outcome.results.summary.accounting.ok,
+        "{}",
+        outcome.results.summary.accounting.verdict
+    );
+    let schema = outcome.kept_schema.expect("kept");
+    let mut conn = schema.connect().await.unwrap();
+    let (options, persistence): (Option<Vec<String>>, String) = sqlx::query_as(
+        "SELECT reloptions::text[], relpersistence::text FROM pg_class WHERE oid = 'job_queue'::regclass",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        options,
+        Some(vec!["fillfactor=70".to_string()]),
+        "expected queue.fillfactor on the table"
+    );
+    assert_eq!(
+        persistence, "u",
+        "expected queue.unlogged to make the table UNLOGGED"
+    );
+    conn.close().await.ok();
+    schema.drop_schema().await.unwrap();
+}
