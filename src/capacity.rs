@@ -392,7 +392,7 @@ pub fn judge(s: &Summary, rate: f64, dir: PathBuf) -> Step {
         e2e_p50_ms: p.latency_ms.end_to_end.p50,
         e2e_p99_ms: p.latency_ms.end_to_end.p99,
         backlog_slope_per_s: gap / window,
-        sent_late_pct: (100.0 * c.sent_late as f64 / c.enqueued.max(1) as f64).min(100.0),
+        sent_late_pct: 100.0 * c.sent_late as f64 / p.latency_ms.schedule_lag.count.max(1) as f64,
         passed: why.is_empty(),
         // Only the producers fell short: the consumers finished what was sent in time.
         load_generator_limited: !delivered && consumers_kept_up && objective_met,

@@ -314,7 +314,8 @@ impl Summary {
                     window_s: duration_s,
                 },
                 latency_ms: LatencyReport::of(&m.metrics[i]),
-                kept_up: (w.measured && offered_per_s.is_some()).then(|| phase_kept_up(&counts)),
+                kept_up: (w.measured && offered_per_s.is_some())
+                    .then(|| phase_kept_up(&counts, m.metrics[i].get(Metric::ScheduleLag).len())),
                 busy_s,
                 completed_per_busy_s: busy_s.map(|b| per_s(counts.completed, b)),
             });
@@ -346,7 +347,8 @@ impl Summary {
             reaped: all.reaped,
         };
         let faults = FaultSummary::build(m, &all, ledger, &proof, plan.consumers.claim_mode);
-        let mut verdict = verdict(m, &throughput, &measured_counts);
+        let scheduled = measured_metrics.get(Metric::ScheduleLag).len();
+        let mut verdict = verdict(m, &throughput, &measured_counts, scheduled);
         if let Some(p) = phases.iter().find(|p| p.kept_up == Some(false)) {
             verdict.text.push_str(&format!(
                 " The first phase that did not keep up: \"{}\" at {} jobs/s offered ({:.0} completed/s).",
@@ -445,10 +447,13 @@ impl Summary {
 }
 
 /// The same rules as the verdict, for one phase.
-fn phase_kept_up(c: &PhaseCounts) -> bool {
+/// `scheduled`: the jobs the window's schedule intended (late ones are counted by their
+/// intended time too, while `enqueued` counts commits, which a stalled producer pushes into
+/// later windows).
+fn phase_kept_up(c: &PhaseCounts, scheduled: u64) -> bool {
     let tolerance = ((c.enqueued as f64 * 0.02) as i64).max(10);
     let gap = c.enqueued as i64 - (c.completed + c.dead_lettered) as i64;
-    c.sent_late as f64 <= 0.01 * c.enqueued.max(1) as f64 && gap <= tolerance
+    c.sent_late as f64 <= 0.01 * scheduled.max(1) as f64 && gap <= tolerance
 }
 
 /// Percentiles at which the spectrum is read.
@@ -513,10 +518,11 @@ fn measured_depths(m: &Measurements) -> (Option<i64>, Option<i64>) {
     (first, last)
 }
 
-fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts) -> Verdict {
+/// `scheduled`: jobs the measured phases' schedules intended, the denominator of the late
+/// share (both counted by intended time).
+fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts, scheduled: u64) -> Verdict {
     let multiple = t.completed_per_s / SEED_REFERENCE_PER_S;
-    let sent = counts.enqueued.max(1) as f64;
-    let late_pct = 100.0 * counts.sent_late as f64 / sent;
+    let late_pct = 100.0 * counts.sent_late as f64 / scheduled.max(1) as f64;
     let producers_kept_schedule = late_pct <= 1.0;
     let (start, end) = measured_depths(m);
     let tolerance_jobs = ((counts.enqueued as f64 * 0.02) as i64).max(10);
