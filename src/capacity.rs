@@ -165,6 +165,9 @@ pub struct Capacity {
     /// The search stopped because the load generator could not send the rate offered.
     pub load_generator_limited: bool,
     pub budget_spent: bool,
+    /// Ctrl-C stopped the search: the answer is from the steps that finished.
+    #[serde(default)]
+    pub interrupted: bool,
     pub search: Search,
     pub steps: Vec<Step>,
     /// One line for humans (Markdown).
@@ -238,19 +241,27 @@ pub async fn run(
     {
         eprintln!("dbq-bench: warning: teardown: {e:#}");
     }
-    let (steps, budget_spent) = result?;
-    let capacity = conclude(request, &first, steps, budget_spent);
+    let (steps, end) = result?;
+    let capacity = conclude(request, &first, steps, end);
     write(&capacity, &request.out_dir)
         .map_err(|e| Failure::Run(e.context("writing the capacity results")))?;
     Ok(capacity)
 }
 
-/// Ramp, then bisect. Returns the steps in the order run, and whether the budget ran out.
+/// Why the search ended early, if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Done,
+    BudgetSpent,
+    Interrupted,
+}
+
+/// Ramp, then bisect. Returns the steps in the order run, and how the search ended.
 async fn search(
     request: &CapacityRequest,
     server: &Arc<Server>,
     shutdown: &CancellationToken,
-) -> Result<(Vec<Step>, bool), Failure> {
+) -> Result<(Vec<Step>, End), Failure> {
     let s = &request.search;
     let started = Instant::now();
     let mut steps: Vec<Step> = Vec::new();
@@ -258,17 +269,22 @@ async fn search(
     let mut rate = s.start_per_s;
     loop {
         if shutdown.is_cancelled() {
-            return Err(Failure::Interrupted);
+            return Ok((steps, End::Interrupted));
         }
         if started.elapsed() >= s.budget {
-            return Ok((steps, true));
+            return Ok((steps, End::BudgetSpent));
         }
-        let step = run_step(request, server, steps.len(), rate, shutdown).await?;
+        let step = match run_step(request, server, steps.len(), rate, shutdown).await {
+            // An interrupted step is not judged; the finished ones still answer.
+            Err(Failure::Interrupted) => return Ok((steps, End::Interrupted)),
+            Ok(_) if shutdown.is_cancelled() => return Ok((steps, End::Interrupted)),
+            other => other?,
+        };
         let (passed, limited) = (step.passed, step.load_generator_limited);
         steps.push(step);
         if limited {
             // The harness cannot send more: searching higher would measure the harness.
-            return Ok((steps, false));
+            return Ok((steps, End::Done));
         }
         if passed {
             good = Some(rate);
@@ -278,11 +294,11 @@ async fn search(
         rate = match (good, bad) {
             (Some(g), None) if g * 2.0 <= s.max_per_s => g * 2.0,
             (Some(g), None) if g < s.max_per_s => s.max_per_s,
-            (Some(_), None) => return Ok((steps, false)),
+            (Some(_), None) => return Ok((steps, End::Done)),
             (None, Some(b)) if b / 2.0 >= 1.0 && steps.len() < 3 => b / 2.0,
-            (None, Some(_)) => return Ok((steps, false)),
+            (None, Some(_)) => return Ok((steps, End::Done)),
             (Some(g), Some(b)) if (b - g) / g > s.precision => ((g + b) / 2.0).round(),
-            (Some(_), Some(_)) => return Ok((steps, false)),
+            (Some(_), Some(_)) => return Ok((steps, End::Done)),
             (None, None) => unreachable!("a step either passed or failed"),
         };
     }
@@ -402,12 +418,7 @@ pub fn judge(s: &Summary, rate: f64, dir: PathBuf) -> Step {
 }
 
 /// The answer from the steps.
-fn conclude(
-    request: &CapacityRequest,
-    plan: &Plan,
-    steps: Vec<Step>,
-    budget_spent: bool,
-) -> Capacity {
+fn conclude(request: &CapacityRequest, plan: &Plan, steps: Vec<Step>, end: End) -> Capacity {
     let max = steps
         .iter()
         .filter(|s| s.passed)
@@ -460,7 +471,8 @@ fn conclude(
         first_failing_per_s: first_failing,
         knee_per_s: knee,
         load_generator_limited: limited,
-        budget_spent,
+        budget_spent: end == End::BudgetSpent,
+        interrupted: end == End::Interrupted,
         search: request.search.clone(),
         steps,
         summary,
@@ -502,6 +514,9 @@ pub fn markdown(c: &Capacity) -> String {
     }
     if c.budget_spent {
         md.push_str("\nThe time budget ran out before the search reached its precision.\n");
+    }
+    if c.interrupted {
+        md.push_str("\nInterrupted (Ctrl-C): the answer is from the steps that finished.\n");
     }
     md
 }

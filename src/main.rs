@@ -475,7 +475,9 @@ async fn capacity_command(args: CapacityArgs) -> ExitStatus {
                 println!("\nresults    {}", request.out_dir.display());
             }
             append_to_step_summary(capacity::markdown(&c).as_bytes());
-            if c.max_sustainable_per_s.is_some() {
+            if c.interrupted {
+                ExitStatus::Interrupted
+            } else if c.max_sustainable_per_s.is_some() {
                 ExitStatus::Ok
             } else {
                 ExitStatus::ThresholdFailed
