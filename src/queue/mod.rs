@@ -9,10 +9,7 @@ mod stats;
 mod variant;
 
 pub use stats::{ClaimProbe, DbSample};
-pub use variant::{
-    CUSTOM_OPTIONAL, CUSTOM_REQUIRED, ClaimShape, CompleteShape, CustomError, Finish, Variant,
-    VariantSql, WakeUp,
-};
+pub use variant::{ClaimShape, CompleteShape, CustomError, Finish, Variant, VariantSql, WakeUp};
 
 use crate::scenario::{BackoffPlan, Jitter, QueuePlan};
 use serde::Deserialize;

@@ -146,7 +146,7 @@ impl Variant {
             dir: None,
             sql: seed_sql(),
         };
-        let mut v = match plan.name {
+        let v = match plan.name {
             VariantName::Seed => seed,
             VariantName::Batch => Variant {
                 claim: ClaimShape::Batch(plan.claim_batch),
@@ -208,42 +208,27 @@ impl Variant {
                 },
                 ..seed
             },
-            VariantName::Custom => {
-                // A custom claim.sql takes `$1` (how many) and its complete.sql `$1` (ids[])
-                // when queue.claim_batch is above 1; otherwise both take one job, as the seed's.
-                let dir = plan.dir.as_deref().unwrap_or(Path::new("."));
-                let batch = plan.claim_batch > 1;
-                Variant {
-                    name: format!("custom:{}", dir.display()),
-                    claim: if batch {
-                        ClaimShape::Batch(plan.claim_batch)
-                    } else {
-                        ClaimShape::Single
-                    },
-                    complete: if batch {
-                        CompleteShape::PerBatch
-                    } else {
-                        CompleteShape::PerJob
-                    },
-                    sql: custom_sql(dir, seed.sql)?,
-                    dir: Some(dir.to_path_buf()),
-                    ..seed
-                }
-            }
+            VariantName::Custom => custom(plan, seed)?,
         };
+        Ok(v.with_storage(plan))
+    }
+
+    /// The storage options of `plan`, as DDL run after the schema.
+    fn with_storage(mut self, plan: &VariantPlan) -> Variant {
         // Storage options: validated integers and a fixed table name, spliced into DDL (DDL
         // takes no bound parameters).
         if let Some(ff) = plan.fillfactor {
-            v.sql
-                .schema
-                .push(format!("ALTER TABLE {} SET (fillfactor = {ff})", v.table));
+            self.sql.schema.push(format!(
+                "ALTER TABLE {} SET (fillfactor = {ff})",
+                self.table
+            ));
         }
         if plan.unlogged {
-            v.sql
+            self.sql
                 .schema
-                .push(format!("ALTER TABLE {} SET UNLOGGED", v.table));
+                .push(format!("ALTER TABLE {} SET UNLOGGED", self.table));
         }
-        Ok(v)
+        self
     }
 
     pub fn shared(self) -> Arc<Variant> {
@@ -259,6 +244,30 @@ impl Variant {
     }
 }
 
+/// A user's variant: the seed's behaviour and defaults, its statements from `plan.dir`.
+fn custom(plan: &VariantPlan, seed: Variant) -> Result<Variant, CustomError> {
+    // A custom claim.sql takes `$1` (how many) and its complete.sql `$1` (ids[])
+    // when queue.claim_batch is above 1; otherwise both take one job, as the seed's.
+    let dir = plan.dir.as_deref().unwrap_or(Path::new("."));
+    let batch = plan.claim_batch > 1;
+    Ok(Variant {
+        name: format!("custom:{}", dir.display()),
+        claim: if batch {
+            ClaimShape::Batch(plan.claim_batch)
+        } else {
+            ClaimShape::Single
+        },
+        complete: if batch {
+            CompleteShape::PerBatch
+        } else {
+            CompleteShape::PerJob
+        },
+        sql: custom_sql(dir, seed.sql)?,
+        dir: Some(dir.to_path_buf()),
+        ..seed
+    })
+}
+
 /// A custom variant's directory is unusable: which file, and why.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{file}: {reason}")]
@@ -267,24 +276,13 @@ pub struct CustomError {
     pub reason: String,
 }
 
-/// The files of a custom variant: required ones, then those that default to the seed's.
-pub const CUSTOM_REQUIRED: [&str; 5] = [
+/// The files a custom variant must have (the others default to the seed's).
+const CUSTOM_REQUIRED: [&str; 5] = [
     "schema.sql",
     "enqueue.sql",
     "claim.sql",
     "complete.sql",
     "fail.sql",
-];
-pub const CUSTOM_OPTIONAL: [&str; 9] = [
-    "prefill.sql",
-    "reap.sql",
-    "reap_counting.sql",
-    "pending_count.sql",
-    "status_counts.sql",
-    "ledger_check.sql",
-    "untracked.sql",
-    "job_status.sql",
-    "jobs_by_key.sql",
 ];
 
 /// Reads a custom variant's directory: the required files must exist; the others replace

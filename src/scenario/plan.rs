@@ -225,116 +225,7 @@ impl Plan {
             settings,
         };
 
-        // queue
-        let q = &scenario.queue;
-        if !(0..=1000).contains(&q.max_retries) {
-            return Err(err(
-                "queue.max_retries",
-                format!("must be between 0 and 1000, got {}", q.max_retries),
-            ));
-        }
-        let b = &q.backoff;
-        if !(b.factor.is_finite() && (1.0..=100.0).contains(&b.factor)) {
-            return Err(err(
-                "queue.backoff.factor",
-                format!("must be between 1 and 100, got {}", b.factor),
-            ));
-        }
-        if b.base.0 > 24 * HOUR || b.cap.is_some_and(|c| c.0 > 24 * HOUR) {
-            return Err(err(
-                "queue.backoff",
-                "base and cap must be at most 24h".into(),
-            ));
-        }
-        let claim_batch = match (q.variant, q.claim_batch) {
-            (VariantName::Batch, n) => n.unwrap_or(10),
-            (VariantName::Custom, n) => n.unwrap_or(1),
-            (_, None) => 1,
-            (other, Some(_)) => {
-                return Err(err(
-                    "queue.claim_batch",
-                    format!(
-                        "only the batch and custom variants claim in batches, not {}",
-                        other.as_str()
-                    ),
-                ));
-            }
-        };
-        if !(1..=10_000).contains(&claim_batch) {
-            return Err(err(
-                "queue.claim_batch",
-                format!("must be between 1 and 10000, got {claim_batch}"),
-            ));
-        }
-        if let Some(ff) = q.fillfactor
-            && !(10..=100).contains(&ff)
-        {
-            return Err(err(
-                "queue.fillfactor",
-                format!("must be between 10 and 100, got {ff}"),
-            ));
-        }
-        let dir = match (q.variant, &q.dir) {
-            (VariantName::Custom, None) => {
-                return Err(err(
-                    "queue.dir",
-                    "the custom variant needs the directory of its .sql files".into(),
-                ));
-            }
-            (VariantName::Custom, Some(d)) => Some(
-                std::path::Path::new(source)
-                    .parent()
-                    .unwrap_or(std::path::Path::new(""))
-                    .join(d),
-            ),
-            (other, Some(_)) => {
-                return Err(err(
-                    "queue.dir",
-                    format!(
-                        "only the custom variant reads a directory, not {}",
-                        other.as_str()
-                    ),
-                ));
-            }
-            (_, None) => None,
-        };
-        let variant = VariantPlan {
-            name: q.variant,
-            claim_batch,
-            dir,
-            fillfactor: q.fillfactor,
-            unlogged: q.unlogged,
-        };
-        let built = crate::queue::Variant::from_plan(&variant)
-            .map_err(|e| err("queue.dir", e.to_string()))?;
-        if built.needs_audit && !scenario.verify.completion_audit {
-            return Err(err(
-                "verify.completion_audit",
-                format!(
-                    "the {} variant needs the completion audit: it is how the proof tells a completed job whose row was deleted from a lost one",
-                    q.variant.as_str()
-                ),
-            ));
-        }
-        if scenario.producers.outbox.enabled && built.finish != crate::queue::Finish::Update {
-            return Err(err(
-                "producers.outbox",
-                format!(
-                    "the outbox check reads finished jobs from the queue table; the {} variant removes them (use seed, batch, notify, plain_index or custom)",
-                    q.variant.as_str()
-                ),
-            ));
-        }
-        let queue = QueuePlan {
-            variant,
-            max_retries: q.max_retries,
-            backoff: BackoffPlan {
-                base: b.base.0,
-                factor: b.factor,
-                cap: b.cap.map(|c| c.0),
-                jitter: b.jitter,
-            },
-        };
+        let queue = queue_plan(&scenario, source)?;
 
         // producers
         let p = &scenario.producers;
@@ -697,6 +588,120 @@ fn is_setting_name(s: &str) -> bool {
             .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && s.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.')
+}
+
+/// The `[queue]` section, checked: the variant and its options, retries and backoff.
+fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError> {
+    let err = |key: &str, reason: String| InputError::new(source, key, reason);
+    let q = &scenario.queue;
+    if !(0..=1000).contains(&q.max_retries) {
+        return Err(err(
+            "queue.max_retries",
+            format!("must be between 0 and 1000, got {}", q.max_retries),
+        ));
+    }
+    let b = &q.backoff;
+    if !(b.factor.is_finite() && (1.0..=100.0).contains(&b.factor)) {
+        return Err(err(
+            "queue.backoff.factor",
+            format!("must be between 1 and 100, got {}", b.factor),
+        ));
+    }
+    if b.base.0 > 24 * HOUR || b.cap.is_some_and(|c| c.0 > 24 * HOUR) {
+        return Err(err(
+            "queue.backoff",
+            "base and cap must be at most 24h".into(),
+        ));
+    }
+    let claim_batch = match (q.variant, q.claim_batch) {
+        (VariantName::Batch, n) => n.unwrap_or(10),
+        (VariantName::Custom, n) => n.unwrap_or(1),
+        (_, None) => 1,
+        (other, Some(_)) => {
+            return Err(err(
+                "queue.claim_batch",
+                format!(
+                    "only the batch and custom variants claim in batches, not {}",
+                    other.as_str()
+                ),
+            ));
+        }
+    };
+    if !(1..=10_000).contains(&claim_batch) {
+        return Err(err(
+            "queue.claim_batch",
+            format!("must be between 1 and 10000, got {claim_batch}"),
+        ));
+    }
+    if let Some(ff) = q.fillfactor
+        && !(10..=100).contains(&ff)
+    {
+        return Err(err(
+            "queue.fillfactor",
+            format!("must be between 10 and 100, got {ff}"),
+        ));
+    }
+    let dir = match (q.variant, &q.dir) {
+        (VariantName::Custom, None) => {
+            return Err(err(
+                "queue.dir",
+                "the custom variant needs the directory of its .sql files".into(),
+            ));
+        }
+        (VariantName::Custom, Some(d)) => Some(
+            std::path::Path::new(source)
+                .parent()
+                .unwrap_or(std::path::Path::new(""))
+                .join(d),
+        ),
+        (other, Some(_)) => {
+            return Err(err(
+                "queue.dir",
+                format!(
+                    "only the custom variant reads a directory, not {}",
+                    other.as_str()
+                ),
+            ));
+        }
+        (_, None) => None,
+    };
+    let variant = VariantPlan {
+        name: q.variant,
+        claim_batch,
+        dir,
+        fillfactor: q.fillfactor,
+        unlogged: q.unlogged,
+    };
+    let built =
+        crate::queue::Variant::from_plan(&variant).map_err(|e| err("queue.dir", e.to_string()))?;
+    if built.needs_audit && !scenario.verify.completion_audit {
+        return Err(err(
+            "verify.completion_audit",
+            format!(
+                "the {} variant needs the completion audit: it is how the proof tells a completed job whose row was deleted from a lost one",
+                q.variant.as_str()
+            ),
+        ));
+    }
+    if scenario.producers.outbox.enabled && built.finish != crate::queue::Finish::Update {
+        return Err(err(
+            "producers.outbox",
+            format!(
+                "the outbox check reads finished jobs from the queue table; the {} variant removes them (use seed, batch, notify, plain_index or custom)",
+                q.variant.as_str()
+            ),
+        ));
+    }
+    Ok(QueuePlan {
+        variant,
+        max_retries: q.max_retries,
+        backoff: BackoffPlan {
+            base: b.base.0,
+            factor: b.factor,
+            cap: b.cap.map(|c| c.0),
+            jitter: b.jitter,
+        },
+    })
 }
 
 #[cfg(test)]
