@@ -183,110 +183,22 @@ async fn run_in_schema(
     started_at: String,
     shutdown: &CancellationToken,
 ) -> Result<RunOutcome, Failure> {
-    let variant_error = |e: crate::queue::CustomError| {
-        Failure::Input(InputError::new(&plan.source, "queue.dir", e.to_string()))
-    };
-    let queue = Queue::new(&plan.queue, &schema.name).map_err(variant_error)?;
-    let mut admin = schema.connect().await?;
-    let server_settings = db::server_settings(&mut admin)
-        .await
-        .context("reading server settings")?;
-    if plan.queue.variant.name == crate::scenario::VariantName::Custom {
-        // A custom variant's schema and statements are checked before any load.
-        queue
-            .install(&mut admin, plan.completion_audit)
-            .await
-            .map_err(|e| {
-                variant_error(crate::queue::CustomError {
-                    file: queue.variant().file("schema.sql"),
-                    reason: format!("does not run: {}", crate::queue::one_line(&e)),
-                })
-            })?;
-        queue
-            .check_statements(&mut admin)
-            .await
-            .map_err(variant_error)?;
-    } else {
-        queue
-            .install(&mut admin, plan.completion_audit)
-            .await
-            .context("creating the queue table")?;
-    }
-    if let Some(outbox) = plan.producers.outbox {
-        queue
-            .install_outbox(&mut admin, outbox.orders)
-            .await
-            .context("creating the outbox's orders")?;
-    }
-    let key_prefix = format!("r{:06x}", rand::random::<u32>() & 0xff_ffff);
-    let factory = JobFactory::new(&plan.producers);
-
-    let prefilled = prefill(
-        plan,
-        &queue,
-        &factory,
-        &mut admin,
-        clock,
-        &key_prefix,
-        shutdown,
-        opts.status,
-    )
-    .await?;
-    queue
-        .analyze(&mut admin)
-        .await
-        .context("ANALYZE of the queue table")?;
-    let claim_plan_start = queue
-        .explain_claim(&mut admin)
-        .await
-        .context("EXPLAIN of the claim")?;
-    admin.close().await.ok();
-    if shutdown.is_cancelled() {
-        return Err(Failure::Interrupted);
-    }
-
-    // The timeline: a window before the load, one per phase, and the drain.
-    let load_start_us = clock.now_us() + LOAD_LEAD.as_micros() as u64;
-    let load_start_wall = SystemTime::now() + LOAD_LEAD;
-    let mut windows = vec![PhaseWindow::new(
-        "prefill",
-        WindowKind::Prefill,
-        0,
+    let Installed {
+        queue,
+        server_settings,
+        key_prefix,
+        factory,
+        prefilled,
+        claim_plan_start,
+    } = set_up(plan, opts, schema, clock, shutdown).await?;
+    let Timeline {
+        windows,
+        scheduled,
+        phase_faults,
         load_start_us,
-        false,
-    )];
-    let mut scheduled = Vec::new();
-    let mut phase_faults = Vec::new();
-    let mut t = load_start_us;
-    for p in &plan.phases {
-        let end = t + p.duration.as_micros() as u64;
-        windows.push(PhaseWindow::new(
-            &p.name,
-            WindowKind::Phase,
-            t,
-            end,
-            p.measured,
-        ));
-        scheduled.push(ScheduledPhase {
-            start_us: t,
-            end_us: end,
-            rate: p.rate,
-        });
-        phase_faults.push(PhaseFaults {
-            phase: p.name.clone(),
-            start_us: t,
-            end_us: end,
-            faults: p.faults.clone(),
-        });
-        t = end;
-    }
-    windows.push(PhaseWindow::new(
-        "drain",
-        WindowKind::Drain,
-        t,
-        u64::MAX,
-        false,
-    ));
+        load_start_wall,
+        end_us: t,
+    } = Timeline::of(plan, clock);
 
     let live = Arc::new(LiveStats::new());
     let (events, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -421,33 +333,13 @@ async fn run_in_schema(
         at_us: clock.now_us(),
     });
 
-    // Drain: consumers finish what was committed, bounded by the timeout; outcomes in doubt
-    // are settled from the table as it goes.
     if !stop_load.is_cancelled() {
         say(format!(
             "dbq-bench: load done; draining (timeout {})",
             humantime::format_duration(plan.drain_timeout)
         ));
     }
-    let drain_start = clock.now_us();
-    let mut drain_timed_out = false;
-    let mut last_settle = 0;
-    while !stop_load.is_cancelled() && !live.drained() {
-        let now = clock.now_us();
-        if now - drain_start > plan.drain_timeout.as_micros() as u64 {
-            drain_timed_out = true;
-            break;
-        }
-        if now - last_settle > SETTLE_EVERY.as_micros() as u64 {
-            last_settle = now;
-            settle_in_doubt(&ctx, &live).await;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
-            _ = shutdown.cancelled() => {}
-        }
-    }
-    let drain_s = (clock.now_us() - drain_start) as f64 / 1e6;
+    let (drain_s, drain_timed_out) = drain(plan, &ctx, &live, &stop_load, shutdown).await;
     if drain_timed_out {
         say(format!(
             "dbq-bench: the drain timed out after {drain_s:.1} s with {} job(s) unfinished",
@@ -529,6 +421,191 @@ async fn run_in_schema(
         kept_schema: None,
         kept_server: None,
     })
+}
+
+/// What the set-up stage leaves for the load: the installed queue, prefilled and analyzed.
+struct Installed {
+    queue: Queue,
+    server_settings: std::collections::BTreeMap<String, String>,
+    key_prefix: String,
+    factory: JobFactory,
+    prefilled: Prefilled,
+    claim_plan_start: Vec<String>,
+}
+
+/// Set-up: the variant's schema (a custom one checked before any load), the outbox's
+/// orders, the prefill, ANALYZE, and the claim's plan before the load.
+async fn set_up(
+    plan: &Plan,
+    opts: &RunOptions,
+    schema: &RunSchema,
+    clock: RunClock,
+    shutdown: &CancellationToken,
+) -> Result<Installed, Failure> {
+    let variant_error = |e: crate::queue::CustomError| {
+        Failure::Input(InputError::new(&plan.source, "queue.dir", e.to_string()))
+    };
+    let queue = Queue::new(&plan.queue, &schema.name).map_err(variant_error)?;
+    let mut admin = schema.connect().await?;
+    let server_settings = db::server_settings(&mut admin)
+        .await
+        .context("reading server settings")?;
+    if plan.queue.variant.name == crate::scenario::VariantName::Custom {
+        // A custom variant's schema and statements are checked before any load.
+        queue
+            .install(&mut admin, plan.completion_audit)
+            .await
+            .map_err(|e| {
+                variant_error(crate::queue::CustomError {
+                    file: queue.variant().file("schema.sql"),
+                    reason: format!("does not run: {}", crate::queue::one_line(&e)),
+                })
+            })?;
+        queue
+            .check_statements(&mut admin)
+            .await
+            .map_err(variant_error)?;
+    } else {
+        queue
+            .install(&mut admin, plan.completion_audit)
+            .await
+            .context("creating the queue table")?;
+    }
+    if let Some(outbox) = plan.producers.outbox {
+        queue
+            .install_outbox(&mut admin, outbox.orders)
+            .await
+            .context("creating the outbox's orders")?;
+    }
+    let key_prefix = format!("r{:06x}", rand::random::<u32>() & 0xff_ffff);
+    let factory = JobFactory::new(&plan.producers);
+
+    let prefilled = prefill(
+        plan,
+        &queue,
+        &factory,
+        &mut admin,
+        clock,
+        &key_prefix,
+        shutdown,
+        opts.status,
+    )
+    .await?;
+    queue
+        .analyze(&mut admin)
+        .await
+        .context("ANALYZE of the queue table")?;
+    let claim_plan_start = queue
+        .explain_claim(&mut admin)
+        .await
+        .context("EXPLAIN of the claim")?;
+    admin.close().await.ok();
+    if shutdown.is_cancelled() {
+        return Err(Failure::Interrupted);
+    }
+    Ok(Installed {
+        queue,
+        server_settings,
+        key_prefix,
+        factory,
+        prefilled,
+        claim_plan_start,
+    })
+}
+
+/// The run's time line, fixed before the load starts: a window before the load, one per
+/// phase, and the drain; each phase's producer schedule and faults.
+struct Timeline {
+    windows: Vec<PhaseWindow>,
+    scheduled: Vec<ScheduledPhase>,
+    phase_faults: Vec<PhaseFaults>,
+    load_start_us: u64,
+    load_start_wall: SystemTime,
+    /// When the last phase ends, on the run clock.
+    end_us: u64,
+}
+
+impl Timeline {
+    fn of(plan: &Plan, clock: RunClock) -> Timeline {
+        let load_start_us = clock.now_us() + LOAD_LEAD.as_micros() as u64;
+        let load_start_wall = SystemTime::now() + LOAD_LEAD;
+        let mut windows = vec![PhaseWindow::new(
+            "prefill",
+            WindowKind::Prefill,
+            0,
+            load_start_us,
+            false,
+        )];
+        let mut scheduled = Vec::new();
+        let mut phase_faults = Vec::new();
+        let mut t = load_start_us;
+        for p in &plan.phases {
+            let end = t + p.duration.as_micros() as u64;
+            windows.push(PhaseWindow::new(
+                &p.name,
+                WindowKind::Phase,
+                t,
+                end,
+                p.measured,
+            ));
+            scheduled.push(ScheduledPhase {
+                start_us: t,
+                end_us: end,
+                rate: p.rate,
+            });
+            phase_faults.push(PhaseFaults {
+                phase: p.name.clone(),
+                start_us: t,
+                end_us: end,
+                faults: p.faults.clone(),
+            });
+            t = end;
+        }
+        windows.push(PhaseWindow::new(
+            "drain",
+            WindowKind::Drain,
+            t,
+            u64::MAX,
+            false,
+        ));
+        Timeline {
+            windows,
+            scheduled,
+            phase_faults,
+            load_start_us,
+            load_start_wall,
+            end_us: t,
+        }
+    }
+}
+
+/// Drain: the consumers finish what was committed, bounded by the timeout, while outcomes in
+/// doubt are settled from the table. Returns how long it took and whether it timed out.
+async fn drain(
+    plan: &Plan,
+    ctx: &FleetContext,
+    live: &LiveStats,
+    stop_load: &CancellationToken,
+    shutdown: &CancellationToken,
+) -> (f64, bool) {
+    let clock = ctx.clock;
+    let drain_start = clock.now_us();
+    let mut last_settle = 0;
+    while !stop_load.is_cancelled() && !live.drained() {
+        let now = clock.now_us();
+        if now - drain_start > plan.drain_timeout.as_micros() as u64 {
+            return ((clock.now_us() - drain_start) as f64 / 1e6, true);
+        }
+        if now - last_settle > SETTLE_EVERY.as_micros() as u64 {
+            last_settle = now;
+            settle_in_doubt(ctx, live).await;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            _ = shutdown.cancelled() => {}
+        }
+    }
+    ((clock.now_us() - drain_start) as f64 / 1e6, false)
 }
 
 /// `--abort-on-fail`: after each phase (and a second's grace for its last jobs) judges the
