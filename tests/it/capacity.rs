@@ -169,42 +169,25 @@ async fn compare_exits_by_what_regressed() {
 /// Ctrl-C keeps the steps that finished: capacity.json is written, marked interrupted, exit 130.
 #[test]
 fn ctrl_c_keeps_the_finished_steps() {
-    use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
-        .args([
+    let status = crate::support::interrupt_when(
+        &[
             "capacity",
             "scenarios/smoke.toml",
             "--db",
             "url",
             "--database-url",
             shared_url(),
-        ])
-        .args(["--slo", "end_to_end.p99=<10s", "--out"])
-        .arg(dir.path())
-        .args([
+            "--slo",
+            "end_to_end.p99=<10s",
+            "--out",
+            dir.path().to_str().unwrap(),
             "--set",
             "capacity={ start_rate = 50, max_rate = 400, warmup = \"500ms\", measure = \"2s\" }",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("capacity step 2:") {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "dbq-bench exited before its second step"
-        );
-    }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
+        ],
+        "capacity step 2:",
+        std::time::Duration::ZERO,
+    );
     assert_eq!(status.code(), Some(130));
     let c: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("capacity.json")).unwrap())

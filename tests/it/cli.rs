@@ -1,7 +1,6 @@
 //! The command line: validation errors, exit codes, results on disk, Ctrl-C.
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -165,8 +164,9 @@ fn smoke_runs_in_a_container() {
 fn ctrl_c_keeps_partial_results_and_removes_the_cluster() {
     crate::support::require_local_binaries();
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
-        .args([
+    // Interrupt during the 60 s phase, a few seconds after the load started.
+    let status = crate::support::interrupt_when(
+        &[
             "run",
             "scenarios/smoke.toml",
             "--db",
@@ -175,29 +175,10 @@ fn ctrl_c_keeps_partial_results_and_removes_the_cluster() {
             "phases.1.duration=60s",
             "--out",
             dir.path().to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait for the load to start (status lines on stderr), let it run, then interrupt
-    // during the 60 s phase.
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("load started") {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "dbq-bench exited before the load started"
-        );
-    }
-    std::thread::sleep(Duration::from_secs(4));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
+        ],
+        "load started",
+        Duration::from_secs(4),
+    );
     assert_eq!(status.code(), Some(130));
     let s = summary(dir.path());
     assert_eq!(s["complete"], false);

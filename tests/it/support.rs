@@ -165,3 +165,31 @@ timeout = "30s"
 name = "steady"
 duration = "2s"
 "#;
+
+/// Runs `dbq-bench` with `args`, waits for a stderr line containing `marker`, lets it run
+/// `after`, then sends SIGINT (Ctrl-C) and returns its exit status.
+pub fn interrupt_when(args: &[&str], marker: &str, after: Duration) -> std::process::ExitStatus {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains(marker) {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "dbq-bench exited before printing {marker:?}"
+        );
+    }
+    std::thread::sleep(after);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    child.wait().unwrap()
+}
