@@ -57,17 +57,25 @@ impl Search {
             s.measure = c.measure.map_or(s.measure, |d| d.0);
             s.budget = c.budget.map_or(s.budget, |d| d.0);
             if !c.slo.is_empty() {
+                for (k, v) in &c.slo {
+                    crate::scenario::thresholds::parse(k, v, Some("step"))
+                        .map_err(|reason| err(&format!("slo.{k}"), reason))?;
+                }
                 s.slo = c.slo.clone();
             }
         }
         for flag in slo_flags {
+            let source = format!("--slo {flag}");
             let (k, v) = flag.split_once('=').ok_or_else(|| {
                 InputError::whole(
-                    format!("--slo {flag}"),
+                    &source,
                     "expected metric=condition, e.g. end_to_end.p99=<250ms",
                 )
             })?;
-            s.slo.insert(k.trim().to_string(), v.trim().to_string());
+            let (k, v) = (k.trim(), v.trim());
+            crate::scenario::thresholds::parse(k, v, Some("step"))
+                .map_err(|reason| InputError::whole(&source, reason))?;
+            s.slo.insert(k.to_string(), v.to_string());
         }
         if !(s.start_per_s.is_finite() && (1.0..=1_000_000.0).contains(&s.start_per_s)) {
             return Err(err(

@@ -135,6 +135,14 @@ struct BaselineArgs {
 }
 
 impl BaselineArgs {
+    /// Checks the names and allowances before anything runs.
+    fn check(&self) -> Result<(), String> {
+        for name in self.save_baseline.iter().chain(self.baseline.iter()) {
+            dbq_bench::compare::baseline_dir(name)?;
+        }
+        dbq_bench::compare::Allowance::parse(&self.max_regression).map(|_| ())
+    }
+
     /// Saves and/or gates the results in `dir`; the exit status the gate asks for.
     fn apply(&self, dir: &std::path::Path) -> ExitStatus {
         let mut status = ExitStatus::Ok;
@@ -385,6 +393,10 @@ fn validate(files: &[PathBuf], overrides: &Overrides) -> ExitStatus {
 }
 
 async fn run_command(args: RunArgs) -> ExitStatus {
+    if let Err(e) = args.baselines.check() {
+        eprintln!("error: {e}");
+        return ExitStatus::BadInput;
+    }
     let plan = match load_plan(&args.scenario, &args.overrides.overrides(), &env_defaults()) {
         Ok(p) => p,
         Err(e) => {
@@ -574,6 +586,10 @@ async fn matrix_command(args: MatrixArgs) -> ExitStatus {
         eprintln!("error: matrix: a scenario file is required");
         return ExitStatus::BadInput;
     };
+    if let Err(e) = args.baselines.check() {
+        eprintln!("error: {e}");
+        return ExitStatus::BadInput;
+    }
     let mut extra_axes = Vec::new();
     for flag in &args.vary {
         match matrix::axis_from_flag(flag) {

@@ -199,3 +199,54 @@ fn ctrl_c_keeps_the_finished_steps() {
         "only the finished step: {c}"
     );
 }
+
+#[test]
+fn bad_objectives_and_baseline_names_are_refused_before_anything_runs() {
+    for (args, expected) in [
+        (
+            vec!["capacity", "scenarios/smoke.toml", "--slo", "p99=<1ms"],
+            "--slo p99=<1ms: unknown metric \"p99\"",
+        ),
+        (
+            vec![
+                "capacity",
+                "scenarios/smoke.toml",
+                "--slo",
+                "end_to_end.p99",
+            ],
+            "--slo end_to_end.p99: expected metric=condition",
+        ),
+        (
+            vec![
+                "capacity",
+                "scenarios/smoke.toml",
+                "--set",
+                "capacity.start_rate=0",
+            ],
+            "capacity.start_rate: must be between 1 and 1000000",
+        ),
+        (
+            vec!["run", "scenarios/smoke.toml", "--baseline", "../elsewhere"],
+            "baseline name \"../elsewhere\"",
+        ),
+        (
+            vec![
+                "compare",
+                "scenarios",
+                "scenarios",
+                "--max-regression",
+                "lots",
+            ],
+            "--max-regression lots: expected a percentage",
+        ),
+    ] {
+        let o = dbq(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line expected: {err}");
+        assert!(
+            err.contains(expected),
+            "{args:?}: expected {expected:?} in: {err}"
+        );
+    }
+}
