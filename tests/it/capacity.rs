@@ -241,12 +241,6 @@ fn bad_objectives_and_baseline_names_are_refused_before_anything_runs() {
         ),
     ] {
         let o = dbq(&args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: one line expected: {err}");
-        assert!(
-            err.contains(expected),
-            "{args:?}: expected {expected:?} in: {err}"
-        );
+        crate::support::assert_bad_input(&o, &format!("{args:?}"), expected);
     }
 }

@@ -183,12 +183,6 @@ fn matrix_input_errors_are_one_line_and_exit_2() {
         ),
     ] {
         let o = matrix(&args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: one line expected: {err}");
-        assert!(
-            err.contains(expected),
-            "{args:?}: expected {expected:?} in: {err}"
-        );
+        crate::support::assert_bad_input(&o, &format!("{args:?}"), expected);
     }
 }

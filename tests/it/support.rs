@@ -193,3 +193,18 @@ pub fn interrupt_when(args: &[&str], marker: &str, after: Duration) -> std::proc
     .unwrap();
     child.wait().unwrap()
 }
+
+/// Bad input: exit 2 and one line on stderr that contains `expected`.
+pub fn assert_bad_input(o: &std::process::Output, what: &str, expected: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{what}: expected exit 2; stderr: {err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{what}: one line expected: {err}");
+    assert!(
+        err.contains(expected),
+        "{what}: expected {expected:?} in: {err}"
+    );
+}
