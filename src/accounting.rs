@@ -172,6 +172,28 @@ pub struct ProofOptions {
     pub outbox: bool,
 }
 
+/// Jobs that earlier load steps on the same queue committed and proved: rows the table may
+/// still hold that are not this step's, so neither untracked nor this step's duplicates.
+#[derive(Debug, Clone, Default)]
+pub struct EarlierSteps {
+    /// Sorted.
+    pub ids: Vec<JobId>,
+}
+
+impl EarlierSteps {
+    pub fn contains(&self, id: JobId) -> bool {
+        self.ids.binary_search(&id).is_ok()
+    }
+
+    /// Adds a proved step's jobs.
+    pub fn extend(&mut self, ledger: &Ledger) {
+        self.ids
+            .extend(ledger.committed().iter().map(|(id, _)| *id));
+        self.ids.sort_unstable();
+        self.ids.dedup();
+    }
+}
+
 /// Settles what is still in doubt, then runs the proof against the table behind `conn`
 /// (whose `search_path` is the run schema). The ledger is updated with the settlement.
 pub async fn prove(
@@ -179,6 +201,7 @@ pub async fn prove(
     queue: &Queue,
     ledger: &mut Ledger,
     opts: ProofOptions,
+    earlier: &EarlierSteps,
 ) -> Result<AccountingProof> {
     let (keys, jobs) = ledger.unresolved();
     for event in settle(conn, queue, &keys, &jobs, 0, true).await? {
@@ -192,8 +215,13 @@ pub async fn prove(
         .table_mismatches(conn, &ids, &expected)
         .await
         .context("accounting: reading job states")?;
+    let known: Vec<JobId> = if earlier.ids.is_empty() {
+        ids.clone()
+    } else {
+        ids.iter().chain(&earlier.ids).copied().collect()
+    };
     let untracked_rows = queue
-        .untracked(conn, &ids)
+        .untracked(conn, &known)
         .await
         .context("accounting: looking for untracked rows")?;
     let audited: Option<BTreeMap<JobId, i64>> = if opts.audit {
@@ -201,7 +229,11 @@ pub async fn prove(
             .audited_duplicates(conn)
             .await
             .context("accounting: reading the completion audit")?;
-        Some(rows.into_iter().collect())
+        Some(
+            rows.into_iter()
+                .filter(|(id, _)| !earlier.contains(*id))
+                .collect(),
+        )
     } else {
         None
     };

@@ -7,11 +7,11 @@
 //! precision, or the time budget is spent. Each step is a run of its own in a fresh schema of
 //! one shared server, so a failed step's backlog cannot leak into the next one's figures.
 
-use crate::db::{self, Server};
+use crate::db;
 use crate::error::{Failure, InputError};
-use crate::report::Summary;
 use crate::report::svg::{Series, TimeChart, escape};
-use crate::run::{RunOptions, run_on};
+use crate::report::{Summary, article};
+use crate::run::{RunOptions, Session};
 use crate::scenario::{EnvDefaults, Overrides, Plan, load_plan};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -37,6 +37,17 @@ pub struct Search {
     /// The objective: threshold conditions judged on each step's measured window, besides
     /// "completions keep up and producers keep their schedule".
     pub slo: BTreeMap<String, String>,
+    /// Search the consumer count instead: the fewest consumers that meet the objective at
+    /// this offered rate (jobs/s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumers_for_rate: Option<f64>,
+    /// The most consumers a consumer-count search tries.
+    #[serde(default = "default_max_consumers")]
+    pub max_consumers: u32,
+}
+
+fn default_max_consumers() -> u32 {
+    64
 }
 
 impl Search {
@@ -44,6 +55,7 @@ impl Search {
     pub fn from_section(
         section: Option<&crate::scenario::CapacitySection>,
         slo_flags: &[String],
+        consumers_for: Option<f64>,
         source: &str,
     ) -> Result<Search, InputError> {
         let mut s = Search::default();
@@ -56,6 +68,8 @@ impl Search {
             s.warmup = c.warmup.map_or(s.warmup, |d| d.0);
             s.measure = c.measure.map_or(s.measure, |d| d.0);
             s.budget = c.budget.map_or(s.budget, |d| d.0);
+            s.consumers_for_rate = c.consumers_for_rate;
+            s.max_consumers = c.max_consumers.unwrap_or(s.max_consumers);
             if !c.slo.is_empty() {
                 for (k, v) in &c.slo {
                     crate::scenario::thresholds::parse(k, v, Some("step"))
@@ -76,6 +90,24 @@ impl Search {
             crate::scenario::thresholds::parse(k, v, Some("step"))
                 .map_err(|reason| InputError::whole(&source, reason))?;
             s.slo.insert(k.to_string(), v.to_string());
+        }
+        if let Some(rate) = consumers_for {
+            s.consumers_for_rate = Some(rate);
+        }
+        if let Some(rate) = s.consumers_for_rate
+            && !(rate.is_finite() && (1.0..=1_000_000.0).contains(&rate))
+        {
+            let reason = format!("must be between 1 and 1000000 jobs/s, got {rate}");
+            return Err(match consumers_for {
+                Some(_) => InputError::whole(format!("--consumers-for {rate}"), reason),
+                None => err("consumers_for_rate", reason),
+            });
+        }
+        if !(1..=1024).contains(&s.max_consumers) {
+            return Err(err(
+                "max_consumers",
+                format!("must be between 1 and 1024, got {}", s.max_consumers),
+            ));
         }
         if !(s.start_per_s.is_finite() && (1.0..=1_000_000.0).contains(&s.start_per_s)) {
             return Err(err(
@@ -132,6 +164,8 @@ impl Default for Search {
                 ("jobs.enqueue_errors".to_string(), "== 0".to_string()),
                 ("jobs.worker_errors".to_string(), "== 0".to_string()),
             ]),
+            consumers_for_rate: None,
+            max_consumers: default_max_consumers(),
         }
     }
 }
@@ -140,6 +174,8 @@ impl Default for Search {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub offered_per_s: f64,
+    /// Consumers (workers) during the step.
+    pub consumers: u32,
     pub completed_per_s: f64,
     pub e2e_p50_ms: f64,
     pub e2e_p99_ms: f64,
@@ -176,14 +212,19 @@ pub struct Capacity {
     /// Ctrl-C stopped the search: the answer is from the steps that finished.
     #[serde(default)]
     pub interrupted: bool,
+    /// A step's backlog did not drain within two steps' time, so the search stopped: later
+    /// steps on the same queue would have measured it.
+    #[serde(default)]
+    pub backlog_left: bool,
+    /// A consumer-count search: the fewest consumers that met the objective at
+    /// `search.consumers_for_rate` (`None`: not even `search.max_consumers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_consumers: Option<u32>,
     pub search: Search,
     pub steps: Vec<Step>,
     /// One line for humans (Markdown).
     pub summary: String,
 }
-
-/// What the article calls "a few hundred per second".
-const ARTICLE_RATE: f64 = 300.0;
 
 /// A capacity search's request.
 pub struct CapacityRequest {
@@ -195,16 +236,25 @@ pub struct CapacityRequest {
     pub status: bool,
 }
 
+/// One step's settings: the offered rate and, in a consumer-count search, the consumers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Setting {
+    pub rate: f64,
+    pub consumers: Option<u32>,
+}
+
 impl CapacityRequest {
-    /// The plan of a step at `rate`: the scenario with its phases replaced by a warm-up and a
-    /// measured window carrying the objective, and no prefill.
-    pub fn step_plan(&self, rate: f64) -> Result<Plan, InputError> {
+    /// The plan of a step: the scenario with its phases replaced by a warm-up and a measured
+    /// window carrying the objective, and no prefill. The drain may take as long as two
+    /// steps: a broken step's backlog is worked off before the next step starts.
+    pub fn step_plan(&self, at: Setting) -> Result<Plan, InputError> {
         let slo: Vec<String> = self
             .search
             .slo
             .iter()
             .map(|(k, v)| format!("{} = {}", toml_string(k), toml_string(v)))
             .collect();
+        let rate = at.rate;
         let phases = format!(
             "phases=[{{ name = \"warmup\", duration = \"{}ms\", rate = {rate}, measured = false }}, \
              {{ name = \"step\", duration = \"{}ms\", rate = {rate}, thresholds = {{ {} }} }}]",
@@ -212,14 +262,32 @@ impl CapacityRequest {
             self.search.measure.as_millis(),
             slo.join(", ")
         );
+        let drain = (2 * (self.search.warmup + self.search.measure)).max(Duration::from_secs(30));
         let mut overrides = self.overrides.clone();
         overrides.sets.extend([
             phases,
             "producers.prefill=0".into(),
             "thresholds={}".into(),
-            "drain.timeout=\"10s\"".into(),
+            format!("drain.timeout=\"{}ms\"", drain.as_millis()),
         ]);
+        if let Some(n) = at.consumers {
+            overrides.sets.push(format!("consumers.count={n}"));
+        }
         load_plan(&self.scenario, &overrides, &self.env)
+    }
+
+    /// The first step's setting.
+    fn first(&self) -> Setting {
+        match self.search.consumers_for_rate {
+            Some(rate) => Setting {
+                rate,
+                consumers: Some(1),
+            },
+            None => Setting {
+                rate: self.search.start_per_s,
+                consumers: None,
+            },
+        }
     }
 }
 
@@ -228,12 +296,13 @@ fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-/// Runs the search and writes `capacity.json`, `capacity.md` and `capacity.html`.
+/// Runs the search on one queue installed once, and writes `capacity.json`, `capacity.md`
+/// and `capacity.html`.
 pub async fn run(
     request: &CapacityRequest,
     shutdown: &CancellationToken,
 ) -> Result<Capacity, Failure> {
-    let first = request.step_plan(request.search.start_per_s)?;
+    let first = request.step_plan(request.first())?;
     std::fs::create_dir_all(&request.out_dir)
         .with_context(|| format!("creating {}", request.out_dir.display()))?;
     let server = Arc::new(db::provision(&first.database).await?);
@@ -243,7 +312,14 @@ pub async fn run(
         }
         eprintln!("dbq-bench: capacity server: {}", server.description);
     }
-    let result = search(request, &server, shutdown).await;
+    let result = match Session::set_up(&first, &RunOptions::default(), &server, shutdown).await {
+        Ok(mut session) => {
+            let result = search(request, &mut session, shutdown).await;
+            session.tear_down(false).await;
+            result
+        }
+        Err(e) => Err(e),
+    };
     if let Ok(server) = Arc::try_unwrap(server)
         && let Err(e) = server.teardown().await
     {
@@ -256,88 +332,142 @@ pub async fn run(
     Ok(capacity)
 }
 
-/// Why the search ended early, if it did.
+/// Why the search ended, if not by reaching its precision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
     Done,
     BudgetSpent,
     Interrupted,
+    /// A step's backlog did not drain: later steps would have measured it.
+    BacklogLeft,
 }
 
 /// Ramp, then bisect. Returns the steps in the order run, and how the search ended.
 async fn search(
     request: &CapacityRequest,
-    server: &Arc<Server>,
+    session: &mut Session,
     shutdown: &CancellationToken,
 ) -> Result<(Vec<Step>, End), Failure> {
-    let s = &request.search;
     let started = Instant::now();
     let mut steps: Vec<Step> = Vec::new();
-    let (mut good, mut bad): (Option<f64>, Option<f64>) = (None, None);
-    let mut rate = s.start_per_s;
+    let mut bounds = Bounds::default();
+    let mut at = request.first();
     loop {
         if shutdown.is_cancelled() {
             return Ok((steps, End::Interrupted));
         }
-        if started.elapsed() >= s.budget {
+        if started.elapsed() >= request.search.budget {
             return Ok((steps, End::BudgetSpent));
         }
-        let step = match run_step(request, server, steps.len(), rate, shutdown).await {
+        let step = match run_step(request, session, steps.len(), at, shutdown).await {
             // An interrupted step is not judged; the finished ones still answer.
             Err(Failure::Interrupted) => return Ok((steps, End::Interrupted)),
             Ok(_) if shutdown.is_cancelled() => return Ok((steps, End::Interrupted)),
             other => other?,
         };
-        let (passed, limited) = (step.passed, step.load_generator_limited);
+        let limited = step.load_generator_limited;
+        bounds.record(&step, request.search.consumers_for_rate.is_some());
         steps.push(step);
+        if session.backlog_left() {
+            return Ok((steps, End::BacklogLeft));
+        }
         if limited {
             // The harness cannot send more: searching higher would measure the harness.
             return Ok((steps, End::Done));
         }
-        if passed {
-            good = Some(rate);
-        } else {
-            bad = Some(rate);
-        }
-        rate = match (good, bad) {
-            (Some(g), None) if g * 2.0 <= s.max_per_s => g * 2.0,
-            (Some(g), None) if g < s.max_per_s => s.max_per_s,
-            (Some(_), None) => return Ok((steps, End::Done)),
-            (None, Some(b)) if b / 2.0 >= 1.0 && steps.len() < 3 => b / 2.0,
-            (None, Some(_)) => return Ok((steps, End::Done)),
-            (Some(g), Some(b)) if (b - g) / g > s.precision => ((g + b) / 2.0).round(),
-            (Some(_), Some(_)) => return Ok((steps, End::Done)),
-            (None, None) => unreachable!("a step either passed or failed"),
+        let next = match request.search.consumers_for_rate {
+            Some(rate) => bounds
+                .next_consumers(request.search.max_consumers)
+                .map(|n| Setting {
+                    rate,
+                    consumers: Some(n),
+                }),
+            None => bounds
+                .next_rate(&request.search, steps.len())
+                .map(|rate| Setting {
+                    rate,
+                    consumers: None,
+                }),
         };
+        match next {
+            Some(n) => at = n,
+            None => return Ok((steps, End::Done)),
+        }
+    }
+}
+
+/// The search's bounds so far: rates (or consumer counts) known good and known bad.
+#[derive(Debug, Default)]
+struct Bounds {
+    good: Option<f64>,
+    bad: Option<f64>,
+}
+
+impl Bounds {
+    /// A rate search keeps the highest good and lowest bad rate; a consumer search the
+    /// fewest consumers that were enough and the most that were not.
+    fn record(&mut self, step: &Step, consumers: bool) {
+        let x = match consumers {
+            true => step.consumers as f64,
+            false => step.offered_per_s,
+        };
+        let (slot, keep_higher) = match (step.passed, consumers) {
+            (true, false) => (&mut self.good, true),
+            (false, false) => (&mut self.bad, false),
+            (true, true) => (&mut self.good, false),
+            (false, true) => (&mut self.bad, true),
+        };
+        *slot = Some(slot.map_or(x, |v| if keep_higher { v.max(x) } else { v.min(x) }));
+    }
+
+    /// Doubles until a rate breaks the objective, then bisects to the precision.
+    fn next_rate(&self, s: &Search, steps: usize) -> Option<f64> {
+        match (self.good, self.bad) {
+            (Some(g), None) if g * 2.0 <= s.max_per_s => Some(g * 2.0),
+            (Some(g), None) if g < s.max_per_s => Some(s.max_per_s),
+            (None, Some(b)) if b / 2.0 >= 1.0 && steps < 3 => Some(b / 2.0),
+            (Some(g), Some(b)) if (b - g) / g > s.precision => Some(((g + b) / 2.0).round()),
+            _ => None,
+        }
+    }
+
+    /// Doubles the consumers until the objective holds, then bisects to one consumer.
+    fn next_consumers(&self, max: u32) -> Option<u32> {
+        match (self.good, self.bad) {
+            (None, Some(b)) if b < max as f64 => Some(((b * 2.0) as u32).min(max)),
+            (Some(g), Some(b)) if g - b > 1.0 => Some(((g + b) / 2.0).floor() as u32),
+            _ => None,
+        }
     }
 }
 
 async fn run_step(
     request: &CapacityRequest,
-    server: &Arc<Server>,
+    session: &mut Session,
     index: usize,
-    rate: f64,
+    at: Setting,
     shutdown: &CancellationToken,
 ) -> Result<Step, Failure> {
-    let plan = request.step_plan(rate)?;
-    let dir =
-        request
-            .out_dir
-            .join("steps")
-            .join(format!("{:02}-{}-per-s", index + 1, rate.round()));
+    let plan = request.step_plan(at)?;
+    let consumers = plan.consumers.count;
+    let name = match at.consumers {
+        Some(n) => format!("{:02}-{n}-consumers", index + 1),
+        None => format!("{:02}-{}-per-s", index + 1, at.rate.round()),
+    };
+    let dir = request.out_dir.join("steps").join(name);
     if request.status {
         eprintln!(
-            "dbq-bench: capacity step {}: {} jobs/s offered",
+            "dbq-bench: capacity step {}: {} jobs/s offered to {consumers} consumer(s)",
             index + 1,
-            rate.round()
+            at.rate.round()
         );
     }
     let opts = RunOptions {
         out_dir: Some(dir.clone()),
         ..Default::default()
     };
-    let outcome = run_on(&plan, &opts, server, shutdown).await?;
-    let step = judge(&outcome.results.summary, rate, dir);
+    let outcome = session.step(&plan, &opts, shutdown).await?;
+    let step = judge(&outcome.results.summary, at.rate, consumers as u32, dir);
     if request.status {
         eprintln!(
             "dbq-bench:   {:.0} completed/s, e2e p50 {:.1} ms, p99 {:.1} ms: {}",
@@ -358,7 +488,7 @@ async fn run_step(
 /// delivered the offered rate, and whether completions kept up with what they sent. Late
 /// inserts are not a failure by themselves: latency counts from each job's intended time,
 /// so lateness already shows in the e2e objective.
-pub fn judge(s: &Summary, rate: f64, dir: PathBuf) -> Step {
+pub fn judge(s: &Summary, rate: f64, consumers: u32, dir: PathBuf) -> Step {
     let phase = s.phases.iter().find(|p| p.name == "step");
     let mut why: Vec<String> = s
         .thresholds
@@ -378,6 +508,7 @@ pub fn judge(s: &Summary, rate: f64, dir: PathBuf) -> Step {
         why.push("the step did not run its measured window".into());
         return Step {
             offered_per_s: rate,
+            consumers,
             completed_per_s: 0.0,
             e2e_p50_ms: f64::NAN,
             e2e_p99_ms: f64::NAN,
@@ -412,6 +543,7 @@ pub fn judge(s: &Summary, rate: f64, dir: PathBuf) -> Step {
     }
     Step {
         offered_per_s: rate,
+        consumers,
         completed_per_s: p.throughput.completed_per_s,
         e2e_p50_ms: p.latency_ms.end_to_end.p50,
         e2e_p99_ms: p.latency_ms.end_to_end.p99,
@@ -447,29 +579,14 @@ fn conclude(request: &CapacityRequest, plan: &Plan, steps: Vec<Step>, end: End) 
     });
     let limited = steps.iter().any(|s| s.load_generator_limited);
     let variant = plan.queue.variant.name.as_str().to_string();
-    let objective = request
+    let objective = objective_text(&request.search);
+    let min_consumers = request
         .search
-        .slo
-        .iter()
-        .map(|(k, v)| format!("{k} {v}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let summary = match max {
-        Some(m) if limited => format!(
-            "The {variant} design sustained {m:.0} jobs/s ({objective}) before the load generator fell behind its schedule: the harness, not the queue, was the limit, so the queue's capacity is at least that ({:.1}× the article's \"few hundred\").",
-            m / ARTICLE_RATE
-        ),
-        Some(m) => format!(
-            "The {variant} design sustains {m:.0} jobs/s with {objective} on this server, {:.1}× the article's \"few hundred\" (taken as {ARTICLE_RATE:.0}/s){}.",
-            m / ARTICLE_RATE,
-            first_failing.map_or(String::new(), |f| format!(
-                "; {f:.0} jobs/s broke the objective"
-            ))
-        ),
-        None => format!(
-            "The {variant} design did not meet the objective ({objective}) even at {:.0} jobs/s.",
-            request.search.start_per_s
-        ),
+        .consumers_for_rate
+        .and_then(|_| steps.iter().filter(|s| s.passed).map(|s| s.consumers).min());
+    let summary = match request.search.consumers_for_rate {
+        Some(rate) => consumers_sentence(&variant, &objective, rate, min_consumers, &steps),
+        None => rate_sentence(&variant, &objective, max, first_failing, limited, request),
     };
     Capacity {
         schema_version: 1,
@@ -481,9 +598,64 @@ fn conclude(request: &CapacityRequest, plan: &Plan, steps: Vec<Step>, end: End) 
         load_generator_limited: limited,
         budget_spent: end == End::BudgetSpent,
         interrupted: end == End::Interrupted,
+        backlog_left: end == End::BacklogLeft,
+        min_consumers,
         search: request.search.clone(),
         steps,
         summary,
+    }
+}
+
+/// The answer of a rate search, against the article's "few hundred".
+fn rate_sentence(
+    variant: &str,
+    objective: &str,
+    max: Option<f64>,
+    first_failing: Option<f64>,
+    limited: bool,
+    request: &CapacityRequest,
+) -> String {
+    match max {
+        Some(m) if limited => format!(
+            "The {variant} design sustained {m:.0} jobs/s ({objective}) before the load generator fell behind its schedule: the harness, not the queue, was the limit, so the queue's capacity is at least that ({}).",
+            article::multiple(m)
+        ),
+        Some(m) => format!(
+            "The {variant} design sustains {m:.0} jobs/s with {objective} on this server, {}{}.",
+            article::multiple(m),
+            first_failing.map_or(String::new(), |f| format!(
+                "; {f:.0} jobs/s broke the objective"
+            ))
+        ),
+        None => format!(
+            "The {variant} design did not meet the objective ({objective}) even at {:.0} jobs/s.",
+            request.search.start_per_s
+        ),
+    }
+}
+
+/// The answer of a consumer-count search.
+fn consumers_sentence(
+    variant: &str,
+    objective: &str,
+    rate: f64,
+    min: Option<u32>,
+    steps: &[Step],
+) -> String {
+    let most_failing = steps
+        .iter()
+        .filter(|s| !s.passed)
+        .map(|s| s.consumers)
+        .max();
+    match min {
+        Some(n) => format!(
+            "At {rate:.0} jobs/s the {variant} design needs {n} consumer(s) for {objective}{}.",
+            most_failing.map_or(String::new(), |f| format!("; {f} did not meet it"))
+        ),
+        None => format!(
+            "At {rate:.0} jobs/s the {variant} design did not meet {objective} with up to {} consumer(s).",
+            most_failing.unwrap_or(0)
+        ),
     }
 }
 
@@ -579,4 +751,108 @@ fn html(c: &Capacity) -> String {
         escape(&c.summary),
         escape(&markdown(c))
     )
+}
+
+/// Reads a capacity result (`DIR` or `DIR/capacity.json`) for a run's verdict to cite.
+pub fn citation(path: &Path) -> Result<article::CapacityCitation, String> {
+    let file = if path.is_dir() {
+        path.join("capacity.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let c: Capacity = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a capacity result: {e}", file.display()))?;
+    if c.search.consumers_for_rate.is_some() {
+        return Err(format!(
+            "{} is a consumer-count search; a rate search (without consumers_for_rate) finds the capacity",
+            file.display()
+        ));
+    }
+    let max = c.max_sustainable_per_s.ok_or_else(|| {
+        format!(
+            "{} has no sustainable rate (no step met the objective)",
+            file.display()
+        )
+    })?;
+    Ok(article::CapacityCitation {
+        source: file.display().to_string(),
+        variant: c.variant,
+        max_sustainable_per_s: max,
+        objective: objective_text(&c.search),
+    })
+}
+
+/// The objective as one phrase: `end_to_end.p99 < 500ms, jobs.worker_errors == 0`.
+fn objective_text(search: &Search) -> String {
+    search
+        .slo
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(rate: f64, consumers: u32, passed: bool) -> Step {
+        Step {
+            offered_per_s: rate,
+            consumers,
+            completed_per_s: rate,
+            e2e_p50_ms: 1.0,
+            e2e_p99_ms: 2.0,
+            backlog_slope_per_s: 0.0,
+            sent_late_pct: 0.0,
+            passed,
+            why: vec![],
+            load_generator_limited: false,
+            dir: PathBuf::new(),
+        }
+    }
+
+    /// Plays a search against a queue that carries `capacity` jobs/s; returns the rates tried.
+    fn rate_search(capacity: f64) -> Vec<f64> {
+        let s = Search::default();
+        let (mut b, mut rate, mut tried) = (Bounds::default(), s.start_per_s, vec![]);
+        loop {
+            tried.push(rate);
+            b.record(&step(rate, 8, rate <= capacity), false);
+            match b.next_rate(&s, tried.len()) {
+                Some(r) => rate = r,
+                None => return tried,
+            }
+        }
+    }
+
+    #[test]
+    fn the_rate_search_doubles_then_bisects_to_the_precision() {
+        assert_eq!(
+            rate_search(700.0),
+            [100.0, 200.0, 400.0, 800.0, 600.0, 700.0, 750.0]
+        );
+        // Not even the first rate: halved twice, then it gives up.
+        assert_eq!(rate_search(10.0), [100.0, 50.0, 25.0]);
+    }
+
+    #[test]
+    fn the_consumer_search_doubles_then_bisects_to_one_consumer() {
+        let play = |needed: u32| {
+            let (mut b, mut n, mut tried) = (Bounds::default(), 1, vec![]);
+            loop {
+                tried.push(n);
+                b.record(&step(60.0, n, n >= needed), true);
+                match b.next_consumers(64) {
+                    Some(next) => n = next,
+                    None => return (tried, b.good),
+                }
+            }
+        };
+        assert_eq!(play(5), (vec![1, 2, 4, 8, 6, 5], Some(5.0)));
+        assert_eq!(play(1), (vec![1], Some(1.0)));
+        assert_eq!(play(100), (vec![1, 2, 4, 8, 16, 32, 64], None));
+    }
 }

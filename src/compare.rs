@@ -7,6 +7,7 @@
 //! candidate's range lies wholly on the worse side of the baseline's (the spread of the
 //! repeats says the change is not noise). Any lost job in the candidate is a regression.
 
+use crate::capacity::Capacity;
 use crate::matrix::comparison::Comparison;
 use crate::report::Summary;
 use crate::report::headline::FIGURES;
@@ -32,6 +33,21 @@ pub fn read(dir: &Path) -> Result<Figures> {
                 figures.insert(f.key, cell.runs.iter().map(|r| r.figures[f.key]).collect());
             }
         }
+    } else if dir.join("capacity.json").is_file() {
+        let text = std::fs::read_to_string(dir.join("capacity.json"))?;
+        let c: Capacity = serde_json::from_str(&text)
+            .with_context(|| format!("reading {}/capacity.json", dir.display()))?;
+        let figures = out.entry("capacity".to_string()).or_default();
+        match c.search.consumers_for_rate {
+            Some(_) => {
+                let fewest = c.min_consumers.map_or(f64::INFINITY, f64::from);
+                figures.insert("min_consumers", vec![fewest]);
+            }
+            None => {
+                let max = c.max_sustainable_per_s.unwrap_or(0.0);
+                figures.insert("max_sustainable_per_s", vec![max]);
+            }
+        }
     } else if dir.join("summary.json").is_file() {
         let text = std::fs::read_to_string(dir.join("summary.json"))?;
         let s: Summary = serde_json::from_str(&text)
@@ -42,7 +58,7 @@ pub fn read(dir: &Path) -> Result<Figures> {
         }
     } else {
         bail!(
-            "{} holds neither summary.json (a run) nor comparison.json (a matrix)",
+            "{} holds no summary.json (a run), comparison.json (a matrix) or capacity.json (a capacity search)",
             dir.display()
         );
     }
@@ -86,13 +102,13 @@ impl Allowance {
                 / 100.0;
             match key {
                 None => a.default = share,
-                Some(k) if FIGURES.iter().any(|f| f.key == k) => {
+                Some(k) if gates().any(|g| g.key == k) => {
                     a.per_figure.insert(k.to_string(), share);
                 }
                 Some(k) => {
                     return Err(format!(
-                        "--max-regression {flag}: unknown figure {k}; figures: {}",
-                        FIGURES.iter().map(|f| f.key).collect::<Vec<_>>().join(", ")
+                        "--max-regression {flag}: unknown or ungated figure {k}; gated figures: {}",
+                        gates().map(|g| g.key).collect::<Vec<_>>().join(", ")
                     ));
                 }
             }
@@ -115,6 +131,31 @@ pub struct Judgement {
     pub why: String,
 }
 
+/// A figure `compare` judges, and which way is better.
+struct Gate {
+    key: &'static str,
+    higher_is_better: bool,
+}
+
+/// The gated headline figures of runs and matrix cells, and a capacity search's answer.
+fn gates() -> impl Iterator<Item = Gate> {
+    let headline = FIGURES.iter().filter(|f| f.gated).map(|f| Gate {
+        key: f.key,
+        higher_is_better: f.higher_is_better,
+    });
+    let capacity = [
+        Gate {
+            key: "max_sustainable_per_s",
+            higher_is_better: true,
+        },
+        Gate {
+            key: "min_consumers",
+            higher_is_better: false,
+        },
+    ];
+    headline.chain(capacity)
+}
+
 /// Compares every gated figure of every scope the two results share.
 pub fn judge(baseline: &Figures, candidate: &Figures, allowance: &Allowance) -> Vec<Judgement> {
     let mut out = Vec::new();
@@ -122,16 +163,20 @@ pub fn judge(baseline: &Figures, candidate: &Figures, allowance: &Allowance) -> 
         let Some(cand) = candidate.get(scope) else {
             continue;
         };
-        for f in FIGURES.iter().filter(|f| f.gated) {
+        for f in gates() {
             let (Some(b), Some(c)) = (base.get(f.key), cand.get(f.key)) else {
                 continue;
             };
-            let (b, c) = (finite(b), finite(c));
+            let (b, c) = (comparable(b), comparable(c));
             if b.is_empty() || c.is_empty() {
                 continue;
             }
             let (bm, cm) = (median(&b), median(&c));
-            let change = if bm != 0.0 { (cm - bm) / bm } else { 0.0 };
+            let change = if bm == cm || bm == 0.0 {
+                0.0
+            } else {
+                (cm - bm) / bm
+            };
             let worse_by = if f.higher_is_better { -change } else { change };
             let allowed = allowance.of(f.key);
             let (regressed, why) = if f.key == "lost" {
@@ -204,8 +249,10 @@ fn range(v: &[f64]) -> (f64, f64) {
         })
 }
 
-fn finite(v: &[f64]) -> Vec<f64> {
-    v.iter().copied().filter(|x| x.is_finite()).collect()
+/// The values that were measured (NaN: no data). Infinity stays: a consumer search that
+/// found no count is worse than any count.
+fn comparable(v: &[f64]) -> Vec<f64> {
+    v.iter().copied().filter(|x| !x.is_nan()).collect()
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -334,7 +381,7 @@ mod tests {
         assert!(
             Allowance::parse(&["p99=10%".into()])
                 .unwrap_err()
-                .contains("unknown figure p99")
+                .contains("unknown or ungated figure p99")
         );
     }
 }

@@ -109,6 +109,11 @@ struct RunArgs {
     /// Stop the load as soon as a threshold fails (judged after each phase); exit 99.
     #[arg(long)]
     abort_on_fail: bool,
+    /// A capacity result (a `dbq-bench capacity` directory or its capacity.json) for the
+    /// verdict to hold against the article's "few hundred per second" instead of this run's
+    /// own rate.
+    #[arg(long, value_name = "DIR")]
+    capacity: Option<PathBuf>,
     #[command(flatten)]
     baselines: BaselineArgs,
     #[command(flatten)]
@@ -219,12 +224,18 @@ struct CapacityArgs {
     /// the scenario's capacity.slo.
     #[arg(long = "slo", value_name = "METRIC=COND")]
     slo: Vec<String>,
+    /// Search the consumer count instead of the rate: the fewest consumers that meet the
+    /// objective at RATE jobs/s (1, 2, 4, … up to capacity.max_consumers, then bisected).
+    #[arg(long, value_name = "RATE")]
+    consumers_for: Option<f64>,
     /// Results directory [default: results/<UTC time>-capacity-<scenario name>].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// No status lines and no summary on the terminal (files are still written).
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    baselines: BaselineArgs,
     #[command(flatten)]
     overrides: OverrideArgs,
 }
@@ -397,6 +408,14 @@ async fn run_command(args: RunArgs) -> ExitStatus {
         eprintln!("error: {e}");
         return ExitStatus::BadInput;
     }
+    let capacity = match args.capacity.as_deref().map(dbq_bench::capacity::citation) {
+        Some(Err(e)) => {
+            eprintln!("error: --capacity: {e}");
+            return ExitStatus::BadInput;
+        }
+        Some(Ok(c)) => Some(c),
+        None => None,
+    };
     let plan = match load_plan(&args.scenario, &args.overrides.overrides(), &env_defaults()) {
         Ok(p) => p,
         Err(e) => {
@@ -413,6 +432,7 @@ async fn run_command(args: RunArgs) -> ExitStatus {
         progress_bar: !args.quiet && std::io::stderr().is_terminal(),
         worker_exe: None,
         abort_on_fail: args.abort_on_fail,
+        capacity,
     };
     match run(&plan, &opts, shutdown).await {
         Ok(outcome) => {
@@ -447,6 +467,10 @@ async fn run_command(args: RunArgs) -> ExitStatus {
 
 /// `capacity`: searches the offered rate and prints the answer.
 async fn capacity_command(args: CapacityArgs) -> ExitStatus {
+    if let Err(e) = args.baselines.check() {
+        eprintln!("error: {e}");
+        return ExitStatus::BadInput;
+    }
     use dbq_bench::capacity::{self, CapacityRequest, Search};
     let overrides = args.overrides.overrides();
     let source = args.scenario.display().to_string();
@@ -457,13 +481,14 @@ async fn capacity_command(args: CapacityArgs) -> ExitStatus {
             return ExitStatus::BadInput;
         }
     };
-    let search = match Search::from_section(section.as_ref(), &args.slo, &source) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitStatus::BadInput;
-        }
-    };
+    let search =
+        match Search::from_section(section.as_ref(), &args.slo, args.consumers_for, &source) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitStatus::BadInput;
+            }
+        };
     let name = args
         .scenario
         .file_stem()
@@ -487,13 +512,18 @@ async fn capacity_command(args: CapacityArgs) -> ExitStatus {
                 println!("\nresults    {}", request.out_dir.display());
             }
             append_to_step_summary(capacity::markdown(&c).as_bytes());
+            let found = match c.search.consumers_for_rate {
+                Some(_) => c.min_consumers.is_some(),
+                None => c.max_sustainable_per_s.is_some(),
+            };
             if c.interrupted {
-                ExitStatus::Interrupted
-            } else if c.max_sustainable_per_s.is_some() {
-                ExitStatus::Ok
-            } else {
-                ExitStatus::ThresholdFailed
+                return ExitStatus::Interrupted;
             }
+            let status = match found {
+                true => ExitStatus::Ok,
+                false => ExitStatus::ThresholdFailed,
+            };
+            worst(status, args.baselines.apply(&request.out_dir))
         }
         Err(f) => {
             eprintln!("error: {f}");

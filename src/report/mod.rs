@@ -2,6 +2,7 @@
 //! terminal summary. Exporters only read [`RunResults`]; they never touch the database, so
 //! `dbq-bench report DIR` can render every format again from the saved files.
 
+pub mod article;
 pub mod dbstats;
 pub mod exporters;
 pub mod faults;

@@ -2,6 +2,7 @@
 //! Built once from the plan, the measurements and the accounting proof; every exporter and
 //! the terminal summary read this and nothing else.
 
+use super::article;
 use super::dbstats::{self, DbStatsSummary};
 use super::faults::FaultSummary;
 use super::thresholds::ThresholdResult;
@@ -16,9 +17,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// The seed article's "a few hundred jobs per second", taken as 300 jobs/s.
-pub const SEED_REFERENCE_PER_S: f64 = 300.0;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -212,6 +210,9 @@ pub struct Verdict {
     pub queue_depth_end: Option<i64>,
     pub kept_up: bool,
     pub text: String,
+    /// The capacity result the text cites (`run --capacity DIR`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<article::CapacityCitation>,
 }
 
 /// What `run` knows besides the measurements, for the summary.
@@ -247,6 +248,13 @@ fn per_s(n: u64, window_s: f64) -> f64 {
 }
 
 impl Summary {
+    /// Holds a capacity result against the claim in the verdict (`run --capacity DIR`).
+    pub fn cite_capacity(&mut self, citation: article::CapacityCitation) {
+        let sentence = citation.sentence(&self.queue.variant, self.verdict.completed_per_s);
+        self.verdict.text.push_str(&sentence);
+        self.verdict.capacity = Some(citation);
+    }
+
     pub fn build(
         plan: &Plan,
         m: &Measurements,
@@ -521,7 +529,7 @@ fn measured_depths(m: &Measurements) -> (Option<i64>, Option<i64>) {
 /// `scheduled`: jobs the measured phases' schedules intended, the denominator of the late
 /// share (both counted by intended time).
 fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts, scheduled: u64) -> Verdict {
-    let multiple = t.completed_per_s / SEED_REFERENCE_PER_S;
+    let multiple = t.completed_per_s / article::FEW_HUNDRED_PER_S;
     let late_pct = 100.0 * counts.sent_late as f64 / scheduled.max(1) as f64;
     let producers_kept_schedule = late_pct <= 1.0;
     let (start, end) = measured_depths(m);
@@ -558,12 +566,14 @@ fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts, scheduled: u6
         format!("Did not keep up: {}", reasons.join(" and "))
     };
     let text = format!(
-        "{head}. {:.0} jobs/s completed over {:.0} s measured = {:.1}× the seed's \"a few hundred per second\" (taken as {:.0}/s); offered {offered}; {depth}; {late_pct:.1}% of jobs sent late.",
-        t.completed_per_s, t.window_s, multiple, SEED_REFERENCE_PER_S,
+        "{head}. {:.0} jobs/s completed over {:.0} s measured = {}; offered {offered}; {depth}; {late_pct:.1}% of jobs sent late.",
+        t.completed_per_s,
+        t.window_s,
+        article::multiple(t.completed_per_s),
     );
     Verdict {
         completed_per_s: t.completed_per_s,
-        seed_reference_per_s: SEED_REFERENCE_PER_S,
+        seed_reference_per_s: article::FEW_HUNDRED_PER_S,
         multiple_of_reference: (multiple * 100.0).round() / 100.0,
         producers_kept_schedule,
         consumers_kept_up,
@@ -574,5 +584,6 @@ fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts, scheduled: u6
         queue_depth_end: end,
         kept_up,
         text,
+        capacity: None,
     }
 }

@@ -76,6 +76,13 @@ pub struct CapacitySection {
     /// and producers keep their schedule besides.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub slo: BTreeMap<String, String>,
+    /// Search the consumer count instead of the rate: the fewest consumers that meet the
+    /// objective at this offered rate, jobs/s (also `capacity --consumers-for RATE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumers_for_rate: Option<f64>,
+    /// The most consumers a consumer-count search tries (default 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_consumers: Option<u32>,
 }
 
 /// The cells of a matrix: the cartesian product of its axes, each option a set of scenario

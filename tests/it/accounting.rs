@@ -27,9 +27,15 @@ async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_ba
     let queue = Queue::new(&p.queue, &schema.name).unwrap();
 
     // Untouched, the proof still holds.
-    let again = prove(&mut conn, &queue, &mut outcome.ledger.clone(), OPTIONS)
-        .await
-        .unwrap();
+    let again = prove(
+        &mut conn,
+        &queue,
+        &mut outcome.ledger.clone(),
+        OPTIONS,
+        &Default::default(),
+    )
+    .await
+    .unwrap();
     assert!(again.ok, "{}", again.verdict);
 
     let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM job_queue ORDER BY id LIMIT 3")
@@ -60,9 +66,15 @@ async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_ba
         .await
         .unwrap();
 
-    let proof = prove(&mut conn, &queue, &mut outcome.ledger.clone(), OPTIONS)
-        .await
-        .unwrap();
+    let proof = prove(
+        &mut conn,
+        &queue,
+        &mut outcome.ledger.clone(),
+        OPTIONS,
+        &Default::default(),
+    )
+    .await
+    .unwrap();
     assert!(!proof.ok);
     assert!(!proof.views_agree);
     // The ledger saw every job finish; the table lost two of them.
@@ -88,9 +100,15 @@ async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_ba
         .execute(&mut conn)
         .await
         .unwrap();
-    let proof = prove(&mut conn, &queue, &mut outcome.ledger.clone(), OPTIONS)
-        .await
-        .unwrap();
+    let proof = prove(
+        &mut conn,
+        &queue,
+        &mut outcome.ledger.clone(),
+        OPTIONS,
+        &Default::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!(proof.untracked_count, 1);
 
     conn.close().await.ok();

@@ -98,16 +98,127 @@ fn a_search_that_reaches_its_highest_rate_reports_it_with_every_step() {
         "doubling from start_rate up to max_rate"
     );
     assert_eq!(c["max_sustainable_per_s"], 100.0, "{c}");
+    let mut schemas = Vec::new();
     for s in steps {
         let d = Path::new(s["dir"].as_str().unwrap());
-        assert!(
-            d.join("summary.json").exists(),
-            "each step keeps its results: {d:?}"
+        let summary: Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap())
+                .unwrap();
+        // Each step is measured and proved on its own: its proof covers its own jobs.
+        assert_eq!(summary["accounting"]["ok"], true, "{d:?}");
+        assert_eq!(
+            summary["accounting"]["committed"], summary["jobs"]["enqueued"],
+            "a step's proof counts its own jobs only: {d:?}"
         );
+        schemas.push(summary["database"]["schema"].clone());
     }
+    assert!(
+        schemas.windows(2).all(|w| w[0] == w[1]),
+        "every step runs on the one installed queue: {schemas:?}"
+    );
     for f in ["capacity.md", "capacity.html"] {
         assert!(dir.path().join(f).exists(), "{f} missing");
     }
+
+    // compare gates on the capacity found: the same result passes, a lower one regresses.
+    let lower = dir.path().join("lower");
+    std::fs::create_dir_all(&lower).unwrap();
+    let mut c2 = c.clone();
+    c2["max_sustainable_per_s"] = 50.0.into();
+    std::fs::write(lower.join("capacity.json"), c2.to_string()).unwrap();
+    let here = dir.path().to_str().unwrap();
+    assert_eq!(dbq(&["compare", here, here]).status.code(), Some(0));
+    let o = dbq(&["compare", here, lower.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(99), "{out}");
+    assert!(out.contains("max_sustainable_per_s"), "{out}");
+
+    // A run's verdict cites the capacity result it is given.
+    let o = dbq(&[
+        "run",
+        "scenarios/smoke.toml",
+        "--db",
+        "url",
+        "--database-url",
+        shared_url(),
+        "--quiet",
+        "--json",
+        "--out",
+        dir.path().join("run").to_str().unwrap(),
+        "--capacity",
+        here,
+        "--set",
+        "phases=[{ name = \"steady\", duration = \"1s\", rate = 50 }]",
+        "--set",
+        "producers.prefill=0",
+    ]);
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    let text = summary["verdict"]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("this design sustains 100 jobs/s") && text.contains("0.3× the article's"),
+        "{text}; stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        summary["verdict"]["capacity"]["max_sustainable_per_s"],
+        100.0
+    );
+}
+
+/// The consumer-count search at 60 jobs/s with a 50 ms handler: one consumer finishes at
+/// most 20 jobs/s, so 1 and 2 consumers cannot meet a 300 ms p99 whatever the machine does;
+/// the answer is at least 3, reached by doubling 1, 2, 4 and bisecting.
+#[test]
+fn a_consumer_count_search_finds_the_fewest_consumers_for_a_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, c) = capacity(
+        dir.path(),
+        &[
+            "--consumers-for",
+            "60",
+            "--slo",
+            "end_to_end.p99=<300ms",
+            "--set",
+            "consumers.handler.duration={ fixed = \"50ms\" }",
+            "--set",
+            "consumers.handler.error_rate=0",
+            "--set",
+            "consumers.poll_interval=\"20ms\"",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "stderr: {err}\n{c}");
+    let steps = c["steps"].as_array().unwrap();
+    let counts: Vec<u64> = steps
+        .iter()
+        .map(|s| s["consumers"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        counts[..3],
+        [1, 2, 4],
+        "doubling from one consumer: {counts:?}"
+    );
+    for s in steps.iter().filter(|s| s["consumers"].as_u64() <= Some(2)) {
+        assert_eq!(
+            s["passed"], false,
+            "20 jobs/s per consumer cannot carry 60/s: {s}"
+        );
+        assert_eq!(s["offered_per_s"], 60.0);
+    }
+    let fewest = c["min_consumers"].as_u64().expect("an answer");
+    assert!((3..=16).contains(&fewest), "{c}");
+    assert!(
+        steps
+            .iter()
+            .any(|s| s["consumers"].as_u64() == Some(fewest) && s["passed"] == true)
+    );
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("needs {fewest} consumer(s)")),
+        "{c}"
+    );
 }
 
 /// A copy of a results directory with one figure of its summary changed.
@@ -163,7 +274,7 @@ async fn compare_exits_by_what_regressed() {
 
     let o = dbq(&["compare", base.to_str().unwrap(), "/nonexistent"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent holds neither summary.json"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent holds no summary.json"));
 }
 
 /// Ctrl-C keeps the steps that finished: capacity.json is written, marked interrupted, exit 130.

@@ -446,9 +446,15 @@ async fn the_outbox_never_runs_a_rolled_back_job_and_pays_each_order_once() {
         claim_mode: dbq_bench::scenario::ClaimMode::InTransaction,
         outbox: true,
     };
-    let proof = dbq_bench::accounting::prove(&mut conn, &queue, &mut outcome.ledger.clone(), opts)
-        .await
-        .unwrap();
+    let proof = dbq_bench::accounting::prove(
+        &mut conn,
+        &queue,
+        &mut outcome.ledger.clone(),
+        opts,
+        &Default::default(),
+    )
+    .await
+    .unwrap();
     let o = proof.outbox.unwrap();
     assert!(
         !o.ok && o.bad_orders.iter().any(|(id, _, _)| *id == 999_999),

@@ -138,6 +138,7 @@ pub async fn run_plan(plan: &Plan, keep: bool) -> (RunOutcome, tempfile::TempDir
         progress_bar: false,
         worker_exe: Some(env!("CARGO_BIN_EXE_dbq-bench").into()),
         abort_on_fail: false,
+        capacity: None,
     };
     match run(plan, &opts, CancellationToken::new()).await {
         Ok(o) => (o, dir),

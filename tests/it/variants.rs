@@ -67,18 +67,30 @@ async fn every_built_in_variant_keeps_every_job_and_its_proof_can_fail() {
         let schema = outcome.kept_schema.expect("kept");
         let queue = Queue::new(&p.queue, &schema.name).unwrap();
         let mut conn = schema.connect().await.unwrap();
-        let again = prove(&mut conn, &queue, &mut outcome.ledger.clone(), OPTIONS)
-            .await
-            .unwrap();
+        let again = prove(
+            &mut conn,
+            &queue,
+            &mut outcome.ledger.clone(),
+            OPTIONS,
+            &Default::default(),
+        )
+        .await
+        .unwrap();
         assert!(again.ok, "variant {variant}, untouched: {}", again.verdict);
 
         let gone: i64 = sqlx::query_scalar(remove_evidence)
             .fetch_one(&mut conn)
             .await
             .unwrap_or_else(|e| panic!("variant {variant}: {remove_evidence}: {e}"));
-        let proof = prove(&mut conn, &queue, &mut outcome.ledger.clone(), OPTIONS)
-            .await
-            .unwrap();
+        let proof = prove(
+            &mut conn,
+            &queue,
+            &mut outcome.ledger.clone(),
+            OPTIONS,
+            &Default::default(),
+        )
+        .await
+        .unwrap();
         assert!(
             !proof.ok && proof.lost.iter().any(|l| l.id == gone),
             "variant {variant}: expected the proof to name job {gone} as lost after `{remove_evidence}`; it says: {}",

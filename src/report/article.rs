@@ -1,0 +1,50 @@
+//! The seed article's claim in one place: a database queue is fine "up to a few hundred jobs
+//! per second"; past thousands, use a broker. Every figure set against it says so in the
+//! same words.
+
+use serde::{Deserialize, Serialize};
+
+/// "A few hundred jobs per second", taken as 300 jobs/s.
+pub const FEW_HUNDRED_PER_S: f64 = 300.0;
+
+/// `rate` against the claim: `2.7× the article's "few hundred per second" (taken as 300/s)`.
+pub fn multiple(rate: f64) -> String {
+    format!(
+        "{:.1}× the article's \"few hundred per second\" (taken as {FEW_HUNDRED_PER_S:.0}/s)",
+        rate / FEW_HUNDRED_PER_S
+    )
+}
+
+/// A capacity result the run's verdict cites (`run --capacity DIR`): the design's measured
+/// capacity is the figure to hold against the claim, not the rate one run happened to offer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityCitation {
+    /// Where the capacity result was read from.
+    pub source: String,
+    pub variant: String,
+    pub max_sustainable_per_s: f64,
+    /// The objective the capacity was found under.
+    pub objective: String,
+}
+
+impl CapacityCitation {
+    /// The sentence the verdict ends with; `completed_per_s` is the run's own figure.
+    pub fn sentence(&self, run_variant: &str, completed_per_s: f64) -> String {
+        let share = 100.0 * completed_per_s / self.max_sustainable_per_s.max(1e-9);
+        let same = if self.variant == run_variant {
+            String::new()
+        } else {
+            format!(
+                " (note: measured for the {} design, this run is {run_variant})",
+                self.variant
+            )
+        };
+        format!(
+            " Capacity ({}): this design sustains {:.0} jobs/s with {} = {}; this run used {share:.0}% of it{same}.",
+            self.source,
+            self.max_sustainable_per_s,
+            self.objective,
+            multiple(self.max_sustainable_per_s)
+        )
+    }
+}

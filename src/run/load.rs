@@ -1,0 +1,455 @@
+//! The load stage of one step: its time line, the fleets that run it (recorder, sampler,
+//! consumers, reaper, producers, faults), and the drain that ends it. Fleets only emit
+//! events; the recorder turns them into the step's measurements.
+
+use super::RunOptions;
+use super::session::Session;
+use crate::accounting;
+use crate::clock::RunClock;
+use crate::faults::{self, FaultContext, PhaseFaults};
+use crate::fleet::jobs::JobFactory;
+use crate::fleet::process::{self, WorkerConfig};
+use crate::fleet::producer::{ProducerFleet, ScheduledPhase};
+use crate::fleet::reaper::StaleJobReaper;
+use crate::fleet::registry::WorkerRegistry;
+use crate::fleet::{FleetContext, consumer};
+use crate::metrics::{
+    DbSampler, Event, LiveStats, Measurements, PhaseWindow, Recorder, SnapshotRequest, WindowKind,
+};
+use crate::progress::Progress;
+use crate::report;
+use crate::scenario::Plan;
+use anyhow::Context;
+use sqlx::Connection;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
+
+/// Time between starting the fleets and the first phase, so every producer is connected
+/// before its first scheduled job.
+const LOAD_LEAD: Duration = Duration::from_millis(200);
+/// How often the drain asks the table about in-doubt outcomes.
+const SETTLE_EVERY: Duration = Duration::from_millis(500);
+
+/// A step's time line, fixed before its load starts: a window before the load (the prefill
+/// on a run's first step), one per phase, and the drain; each phase's producer schedule and
+/// faults.
+pub(super) struct Timeline {
+    windows: Vec<PhaseWindow>,
+    scheduled: Vec<ScheduledPhase>,
+    phase_faults: Vec<PhaseFaults>,
+    load_start_us: u64,
+    load_start_wall: SystemTime,
+    /// When the last phase ends, on the run clock.
+    end_us: u64,
+}
+
+impl Timeline {
+    pub(super) fn of(plan: &Plan, clock: RunClock) -> Timeline {
+        let load_start_us = clock.now_us() + LOAD_LEAD.as_micros() as u64;
+        let load_start_wall = SystemTime::now() + LOAD_LEAD;
+        let mut windows = vec![PhaseWindow::new(
+            "prefill",
+            WindowKind::Prefill,
+            0,
+            load_start_us,
+            false,
+        )];
+        let mut scheduled = Vec::new();
+        let mut phase_faults = Vec::new();
+        let mut t = load_start_us;
+        for p in &plan.phases {
+            let end = t + p.duration.as_micros() as u64;
+            windows.push(PhaseWindow::new(
+                &p.name,
+                WindowKind::Phase,
+                t,
+                end,
+                p.measured,
+            ));
+            scheduled.push(ScheduledPhase {
+                start_us: t,
+                end_us: end,
+                rate: p.rate,
+            });
+            phase_faults.push(PhaseFaults {
+                phase: p.name.clone(),
+                start_us: t,
+                end_us: end,
+                faults: p.faults.clone(),
+            });
+            t = end;
+        }
+        windows.push(PhaseWindow::new(
+            "drain",
+            WindowKind::Drain,
+            t,
+            u64::MAX,
+            false,
+        ));
+        Timeline {
+            windows,
+            scheduled,
+            phase_faults,
+            load_start_us,
+            load_start_wall,
+            end_us: t,
+        }
+    }
+}
+
+/// The fleets of one step, running.
+pub(super) struct Load {
+    ctx: FleetContext,
+    live: Arc<LiveStats>,
+    recorder: JoinHandle<Measurements>,
+    sampler: JoinHandle<()>,
+    sampler_stop: CancellationToken,
+    consumers: JoinSet<()>,
+    stop_consumers: CancellationToken,
+    reaper: Option<JoinHandle<()>>,
+    producers: JoinSet<()>,
+    fault_tasks: JoinSet<()>,
+    watcher: Option<JoinHandle<Option<String>>>,
+    /// Cancelled by Ctrl-C, or by `--abort-on-fail`.
+    stop_load: CancellationToken,
+    progress: Progress,
+}
+
+/// What a step's load leaves: its measurements and how its drain went.
+pub(super) struct Ended {
+    pub measurements: Measurements,
+    pub drain_s: f64,
+    pub drain_timed_out: bool,
+    /// The load was stopped early (Ctrl-C or `--abort-on-fail`): the queue was not drained.
+    pub stopped_early: bool,
+    pub aborted_by_threshold: Option<String>,
+}
+
+impl Load {
+    /// Starts the recorder (holding `earlier_events`, e.g. the prefill) and every fleet.
+    pub(super) fn start(
+        session: &Session,
+        plan: &Plan,
+        opts: &RunOptions,
+        timeline: &Timeline,
+        earlier_events: Vec<Event>,
+        shutdown: &CancellationToken,
+    ) -> Load {
+        let clock = session.clock;
+        let live = Arc::new(LiveStats::new());
+        let (events, rx) = tokio::sync::mpsc::unbounded_channel();
+        for event in earlier_events {
+            let _ = events.send(event);
+        }
+        let recorder = Recorder::new(
+            timeline.windows.clone(),
+            timeline.load_start_us,
+            plan.producers.late_after,
+            live.clone(),
+        );
+        let (snapshot_requests, snapshots) = tokio::sync::mpsc::unbounded_channel();
+        let recorder = tokio::spawn(recorder.run(rx, snapshots, clock, timeline.load_start_wall));
+        let ctx = FleetContext {
+            queue: session.queue.clone(),
+            schema: session.schema.clone(),
+            clock,
+            events,
+        };
+        let (sampler, sampler_stop) = start_sampler(plan, &ctx, timeline);
+        let stop_consumers = CancellationToken::new();
+        let registry = Arc::new(WorkerRegistry::new(plan.consumers.count));
+        let consumers = start_consumers(plan, opts, &ctx, &registry, &stop_consumers);
+        let reaper = plan.reaper.map(|r| {
+            let reaper = StaleJobReaper {
+                interval: r.interval,
+                stale_after: r.stale_after,
+                count_as_attempt: r.count_as_attempt,
+            };
+            tokio::spawn(reaper.run(ctx.clone(), stop_consumers.clone()))
+        });
+        let stop_load = shutdown.child_token();
+        let watcher = (opts.abort_on_fail && !plan.thresholds.is_empty()).then(|| {
+            tokio::spawn(watch_thresholds(
+                plan.thresholds.clone(),
+                timeline.windows.clone(),
+                clock,
+                snapshot_requests.clone(),
+                stop_load.clone(),
+            ))
+        });
+        drop(snapshot_requests);
+        let producers = ProducerFleet {
+            count: plan.producers.count,
+            arrival: plan.producers.arrival,
+            factory: JobFactory::new(&plan.producers),
+            phases: timeline.scheduled.clone(),
+            seed: plan.seed ^ session.steps_run() as u64,
+            key_prefix: session.key_prefix(),
+            outbox_rollback_rate: plan.producers.outbox.map(|o| o.rollback_rate),
+        }
+        .spawn(&ctx, &stop_load);
+        let fault_ctx = FaultContext {
+            clock,
+            events: ctx.events.clone(),
+            schema: session.schema.clone(),
+            queue: session.queue.clone(),
+            registry,
+            server: session.server.clone(),
+            startup_timeout: plan.database.startup_timeout,
+            seed: plan.seed,
+            claim_mode: plan.consumers.claim_mode,
+        };
+        let fault_tasks = faults::spawn(&fault_ctx, &timeline.phase_faults, &stop_load);
+        let progress = Progress::start(
+            live.clone(),
+            timeline.windows.clone(),
+            clock,
+            opts.progress_bar,
+        );
+        Load {
+            ctx,
+            live,
+            recorder,
+            sampler,
+            sampler_stop,
+            consumers,
+            stop_consumers,
+            reaper,
+            producers,
+            fault_tasks,
+            watcher,
+            stop_load,
+            progress,
+        }
+    }
+
+    /// Waits for the phases to end, drains, stops every fleet and returns the measurements.
+    pub(super) async fn finish(
+        mut self,
+        plan: &Plan,
+        opts: &RunOptions,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<Ended> {
+        let say = |msg: String| {
+            if opts.status {
+                self.progress.println(&msg);
+            }
+        };
+        while self.producers.join_next().await.is_some() {}
+        while self.fault_tasks.join_next().await.is_some() {}
+        let aborted_by_threshold = match self.watcher.take() {
+            Some(w) => {
+                w.abort();
+                w.await.ok().flatten()
+            }
+            None => None,
+        };
+        if let Some(t) = &aborted_by_threshold {
+            say(format!("dbq-bench: stopped early by --abort-on-fail: {t}"));
+        }
+        let clock = self.ctx.clock;
+        self.ctx.emit(Event::ProducersStopped {
+            at_us: clock.now_us(),
+        });
+        if !self.stop_load.is_cancelled() {
+            say(format!(
+                "dbq-bench: load done; draining (timeout {})",
+                humantime::format_duration(plan.drain_timeout)
+            ));
+        }
+        let (drain_s, drain_timed_out) = drain(
+            plan.drain_timeout,
+            &self.ctx,
+            &self.live,
+            &self.stop_load,
+            shutdown,
+        )
+        .await;
+        if drain_timed_out {
+            say(format!(
+                "dbq-bench: the drain timed out after {drain_s:.1} s with {} job(s) unfinished",
+                self.live.snapshot().outstanding
+            ));
+        }
+        self.stop_consumers.cancel();
+        while self.consumers.join_next().await.is_some() {}
+        if let Some(r) = self.reaper {
+            r.await.ok();
+        }
+        self.sampler_stop.cancel();
+        self.sampler.await.ok();
+        // A new connection: the load's faults may have broken older ones.
+        if let Ok(mut admin) = self.ctx.schema.connect().await {
+            if let Ok(probe) = self.ctx.queue.probe_claim(&mut admin).await {
+                self.ctx.emit(Event::ClaimProbe {
+                    at_us: clock.now_us(),
+                    label: "after the drain".into(),
+                    probe,
+                });
+            }
+            admin.close().await.ok();
+        }
+        drop(self.ctx);
+        let measurements = self
+            .recorder
+            .await
+            .context("the recorder stopped unexpectedly")?;
+        self.progress.finish().await;
+        Ok(Ended {
+            measurements,
+            drain_s,
+            drain_timed_out,
+            stopped_early: self.stop_load.is_cancelled(),
+            aborted_by_threshold,
+        })
+    }
+}
+
+/// The database sampler, with a claim probe at the start of each phase and at the end.
+fn start_sampler(
+    plan: &Plan,
+    ctx: &FleetContext,
+    timeline: &Timeline,
+) -> (JoinHandle<()>, CancellationToken) {
+    let mut probes: Vec<(u64, String)> = timeline
+        .windows
+        .iter()
+        .filter(|w| w.kind == WindowKind::Phase)
+        .map(|w| (w.start_us, format!("start of {}", w.name)))
+        .collect();
+    probes.push((timeline.end_us, "end of the last phase".into()));
+    let sampler = DbSampler {
+        queue: ctx.queue.clone(),
+        schema: ctx.schema.clone(),
+        clock: ctx.clock,
+        events: ctx.events.clone(),
+        interval: plan.sampler_interval,
+        probes,
+    };
+    let stop = CancellationToken::new();
+    (tokio::spawn(sampler.run(stop.clone())), stop)
+}
+
+/// Consumers as tasks of this process, or as worker processes.
+fn start_consumers(
+    plan: &Plan,
+    opts: &RunOptions,
+    ctx: &FleetContext,
+    registry: &Arc<WorkerRegistry>,
+    stop: &CancellationToken,
+) -> JoinSet<()> {
+    if !plan.consumers.processes {
+        return consumer::spawn_tasks(&plan.consumers, plan.seed, ctx, registry, stop);
+    }
+    let config = WorkerConfig {
+        slot: 0,
+        url: ctx.schema.url(),
+        schema: ctx.schema.name.clone(),
+        clock_epoch_ns: ctx.clock.epoch_ns(),
+        seed: plan.seed,
+        consumers: plan.consumers.clone(),
+        queue: plan.queue.clone(),
+    };
+    let exe = opts
+        .worker_exe
+        .clone()
+        .or_else(|| std::env::current_exe().ok())
+        .unwrap_or_else(|| "dbq-bench".into());
+    process::spawn_processes(&exe, &config, ctx, registry, stop)
+}
+
+/// Drain: the consumers finish what was committed, bounded by the timeout, while outcomes in
+/// doubt are settled from the table. Returns how long it took and whether it timed out.
+async fn drain(
+    timeout: Duration,
+    ctx: &FleetContext,
+    live: &LiveStats,
+    stop_load: &CancellationToken,
+    shutdown: &CancellationToken,
+) -> (f64, bool) {
+    let clock = ctx.clock;
+    let drain_start = clock.now_us();
+    let mut last_settle = 0;
+    while !stop_load.is_cancelled() && !live.drained() {
+        let now = clock.now_us();
+        if now - drain_start > timeout.as_micros() as u64 {
+            return ((clock.now_us() - drain_start) as f64 / 1e6, true);
+        }
+        if now - last_settle > SETTLE_EVERY.as_micros() as u64 {
+            last_settle = now;
+            settle_in_doubt(ctx, live).await;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            _ = shutdown.cancelled() => {}
+        }
+    }
+    ((clock.now_us() - drain_start) as f64 / 1e6, false)
+}
+
+/// `--abort-on-fail`: after each phase (and a second's grace for its last jobs) judges the
+/// thresholds that can be judged so far; the first failure stops the load. Returns it.
+async fn watch_thresholds(
+    thresholds: Vec<crate::scenario::Threshold>,
+    windows: Vec<PhaseWindow>,
+    clock: RunClock,
+    requests: tokio::sync::mpsc::UnboundedSender<SnapshotRequest>,
+    stop_load: CancellationToken,
+) -> Option<String> {
+    let phases: Vec<&PhaseWindow> = windows
+        .iter()
+        .filter(|w| w.kind == WindowKind::Phase)
+        .collect();
+    for (i, phase) in phases.iter().enumerate() {
+        if !crate::fleet::sleep_or_stop(clock.until(phase.end_us + 1_000_000), &stop_load).await {
+            return None;
+        }
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        requests.send(reply).ok()?;
+        let snapshot = answer.await.ok()?;
+        let ended: Vec<String> = phases[..=i].iter().map(|w| w.name.clone()).collect();
+        let results = report::thresholds::judge_so_far(&thresholds, &snapshot, &ended);
+        if let Some(failed) = results.iter().find(|r| !r.passed) {
+            stop_load.cancel();
+            let scope = failed
+                .phase
+                .as_deref()
+                .map_or("the run so far".to_string(), |p| format!("phase {p}"));
+            return Some(format!(
+                "{} {} failed on {scope} (actual {})",
+                failed.metric,
+                failed.condition,
+                failed.actual.map_or("n/a".into(), |a| format!("{a:.3}"))
+            ));
+        }
+    }
+    None
+}
+
+/// Asks the table about in-doubt outcomes the recorder listed, and reports what it says.
+async fn settle_in_doubt(ctx: &FleetContext, live: &LiveStats) {
+    let (keys, jobs) = live.unresolved();
+    if keys.is_empty() && jobs.is_empty() {
+        return;
+    }
+    let Ok(mut conn) = ctx.schema.connect_as("settle").await else {
+        return;
+    };
+    if let Ok(events) = accounting::settle(
+        &mut conn,
+        &ctx.queue,
+        &keys,
+        &jobs,
+        ctx.clock.now_us(),
+        false,
+    )
+    .await
+    {
+        for e in events {
+            ctx.emit(e);
+        }
+    }
+    conn.close().await.ok();
+}

@@ -1,0 +1,150 @@
+//! One run, start to finish: provision → set-up (schema, queue, prefill) → load steps
+//! (phases with faults, drain, proof, results) → tear-down. The stages live in
+//! [`session`]; the fleets of a step in [`load`].
+
+mod load;
+mod session;
+
+pub use session::Session;
+
+use crate::db::{self, RunSchema, Server};
+use crate::error::Failure;
+use crate::metrics::Ledger;
+use crate::report::RunResults;
+use crate::scenario::Plan;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+use tokio_util::sync::CancellationToken;
+
+/// How a run is carried out (as opposed to what it does, which is the plan).
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Results directory; default `results/<UTC time>-<scenario>`.
+    pub out_dir: Option<PathBuf>,
+    /// Leave the run schema (and a server the run started) in place.
+    pub keep: bool,
+    /// Print one-line status messages (provisioning, load started, draining) on stderr.
+    pub status: bool,
+    /// Show the live progress line on stderr (only sensible on a terminal).
+    pub progress_bar: bool,
+    /// The `dbq-bench` executable that runs worker processes (default: this executable).
+    pub worker_exe: Option<PathBuf>,
+    /// Stop the load as soon as a threshold fails (judged after each phase).
+    pub abort_on_fail: bool,
+    /// A capacity result for the verdict to cite (`run --capacity DIR`).
+    pub capacity: Option<crate::report::article::CapacityCitation>,
+}
+
+/// What a finished (or interrupted) run leaves behind.
+pub struct RunOutcome {
+    pub results: RunResults,
+    pub out_dir: PathBuf,
+    /// The harness's ledger (settled), for re-checking the table afterwards.
+    pub ledger: Ledger,
+    /// The run schema, when `keep` left it in place.
+    pub kept_schema: Option<RunSchema>,
+    /// How to reach a server that `keep` left running.
+    pub kept_server: Option<String>,
+}
+
+/// Runs a plan. `shutdown` (Ctrl-C) stops the load, keeps partial results and tears down
+/// what the run started.
+pub async fn run(
+    plan: &Plan,
+    opts: &RunOptions,
+    shutdown: CancellationToken,
+) -> Result<RunOutcome, Failure> {
+    if opts.status {
+        eprintln!(
+            "dbq-bench: provisioning PostgreSQL ({})…",
+            plan.database.provider.as_str()
+        );
+    }
+    // Provisioning is not cut short by Ctrl-C (a half-created container could be left
+    // behind); the interruption is honoured as soon as it returns.
+    let server = Arc::new(db::provision(&plan.database).await?);
+    if opts.status {
+        for line in &server.skipped {
+            eprintln!("dbq-bench: {line}");
+        }
+        let version: Vec<&str> = server.version.split_whitespace().take(2).collect();
+        eprintln!("dbq-bench: {} — {}", server.description, version.join(" "));
+    }
+    let outcome = if shutdown.is_cancelled() {
+        Err(Failure::Interrupted)
+    } else {
+        run_on_server(plan, opts, &server, &shutdown).await
+    };
+    // Every task that shared the server has ended with the run.
+    let kept_server = match Arc::try_unwrap(server) {
+        Ok(server) if opts.keep && server.is_owned() => Some(server.leak()),
+        Ok(server) => {
+            if let Err(e) = server.teardown().await {
+                eprintln!("dbq-bench: warning: teardown: {e:#}");
+            }
+            None
+        }
+        Err(_) => {
+            eprintln!("dbq-bench: warning: the server is still in use and was not torn down");
+            None
+        }
+    };
+    outcome.map(|mut o| {
+        o.kept_server = kept_server;
+        o
+    })
+}
+
+/// Runs a plan on a server provisioned by the caller (a matrix shares one server between
+/// its cells), in a schema of its own; the server is left running.
+pub async fn run_on(
+    plan: &Plan,
+    opts: &RunOptions,
+    server: &Arc<Server>,
+    shutdown: &CancellationToken,
+) -> Result<RunOutcome, Failure> {
+    run_on_server(plan, opts, server, shutdown).await
+}
+
+async fn run_on_server(
+    plan: &Plan,
+    opts: &RunOptions,
+    server: &Arc<Server>,
+    shutdown: &CancellationToken,
+) -> Result<RunOutcome, Failure> {
+    let mut session = Session::set_up(plan, opts, server, shutdown).await?;
+    let result = session.step(plan, opts, shutdown).await;
+    let kept = session.tear_down(opts.keep).await;
+    result.map(|mut o| {
+        o.kept_schema = kept;
+        o
+    })
+}
+
+fn utc_now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+/// `results/<UTC time>-<name>`, made unique.
+pub fn default_out_dir(name: &str) -> PathBuf {
+    let stamp = utc_now().replace(':', "-");
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let base = PathBuf::from("results").join(format!("{stamp}-{safe}"));
+    let mut dir = base.clone();
+    let mut n = 2;
+    while dir.exists() {
+        dir = PathBuf::from(format!("{}-{n}", base.display()));
+        n += 1;
+    }
+    dir
+}
