@@ -13,7 +13,7 @@
 //! the claim mode allows is named by id. In outbox mode the proof also checks that no job of
 //! a rolled-back business transaction exists and that every paid order has exactly one job.
 
-use crate::metrics::{Event, JobId, Ledger};
+use crate::metrics::{Event, IdSet, JobId, Ledger, LedgerEntry};
 use crate::queue::{Queue, TableMismatch};
 use crate::scenario::ClaimMode;
 use anyhow::{Context, Result};
@@ -176,26 +176,29 @@ pub struct ProofOptions {
 /// still hold that are not this step's, so neither untracked nor this step's duplicates.
 #[derive(Debug, Clone, Default)]
 pub struct EarlierSteps {
-    /// Sorted.
-    pub ids: Vec<JobId>,
+    ids: IdSet,
 }
 
 impl EarlierSteps {
     pub fn contains(&self, id: JobId) -> bool {
-        self.ids.binary_search(&id).is_ok()
+        self.ids.contains(id)
     }
 
     /// Adds a proved step's jobs.
     pub fn extend(&mut self, ledger: &Ledger) {
-        self.ids
-            .extend(ledger.committed().iter().map(|(id, _)| *id));
-        self.ids.sort_unstable();
-        self.ids.dedup();
+        for (id, _) in ledger.committed() {
+            self.ids.insert(id);
+        }
     }
 }
 
+/// Committed jobs checked against the table per round trip: the proof's memory and each
+/// statement's size stay bounded however long the run.
+const CHUNK: usize = 50_000;
+
 /// Settles what is still in doubt, then runs the proof against the table behind `conn`
-/// (whose `search_path` is the run schema). The ledger is updated with the settlement.
+/// (whose `search_path` is the run schema), in chunks of the id space. The ledger is
+/// updated with the settlement.
 pub async fn prove(
     conn: &mut PgConnection,
     queue: &Queue,
@@ -207,23 +210,7 @@ pub async fn prove(
     for event in settle(conn, queue, &keys, &jobs, 0, true).await? {
         ledger.settle(&event);
     }
-    let committed = ledger.committed();
-    let ids: Vec<JobId> = committed.iter().map(|(id, _)| *id).collect();
-    let expected: Vec<&str> = committed.iter().map(|(_, e)| e.expected_status()).collect();
-
-    let mismatches = queue
-        .table_mismatches(conn, &ids, &expected)
-        .await
-        .context("accounting: reading job states")?;
-    let known: Vec<JobId> = if earlier.ids.is_empty() {
-        ids.clone()
-    } else {
-        ids.iter().chain(&earlier.ids).copied().collect()
-    };
-    let untracked_rows = queue
-        .untracked(conn, &known)
-        .await
-        .context("accounting: looking for untracked rows")?;
+    let ledger: &Ledger = ledger;
     let audited: Option<BTreeMap<JobId, i64>> = if opts.audit {
         let rows = queue
             .audited_duplicates(conn)
@@ -242,174 +229,278 @@ pub async fn prove(
     } else {
         None
     };
-
-    let table_status: BTreeMap<JobId, &str> = mismatches
-        .iter()
-        .map(|m| (m.id, m.table_status.as_str()))
-        .collect();
-    let ledger_view = |id: JobId| match ledger.get(id) {
-        Some(e) if e.completions > 1 => format!("done x{}", e.completions),
-        Some(e) => e.expected_status().to_string(),
-        None => "unknown".to_string(),
+    let mut tally = Tally::default();
+    let mut chunks = Chunks {
+        step: ledger.committed().peekable(),
+        earlier: earlier.ids.iter().peekable(),
+        from: Some(JobId::MIN),
     };
-    // Jobs absent from the mismatch rows are in exactly the state the ledger expects.
-    let table_view = |id: JobId| {
-        table_status.get(&id).map_or_else(
-            || {
+    while let Some(chunk) = chunks.next_chunk() {
+        let ids: Vec<JobId> = chunk.jobs.iter().map(|(id, _)| *id).collect();
+        let expected: Vec<&str> = chunk
+            .jobs
+            .iter()
+            .map(|(_, e)| e.expected_status())
+            .collect();
+        let mismatches = queue
+            .table_mismatches(conn, &ids, &expected)
+            .await
+            .context("accounting: reading job states")?;
+        let untracked = queue
+            .untracked_between(conn, &chunk.known, chunk.from, chunk.to)
+            .await
+            .context("accounting: looking for untracked rows")?;
+        tally.add(&chunk.jobs, &mismatches, untracked, opts.drained);
+    }
+    Ok(tally.conclude(ledger, audited, outbox, opts))
+}
+
+/// A stretch of the id space: this step's committed jobs in it, and every id known to the
+/// harness in it (this step's and earlier steps'), for the untracked-row check.
+struct Chunk {
+    jobs: Vec<(JobId, LedgerEntry)>,
+    known: Vec<JobId>,
+    from: JobId,
+    /// Exclusive; `JobId::MAX` for the last chunk.
+    to: JobId,
+}
+
+/// Cuts the merged, ordered ids of this step and earlier ones into chunks.
+struct Chunks<A: Iterator<Item = (JobId, LedgerEntry)>, B: Iterator<Item = JobId>> {
+    step: std::iter::Peekable<A>,
+    earlier: std::iter::Peekable<B>,
+    /// Where the next chunk starts; `None` once the last chunk was cut.
+    from: Option<JobId>,
+}
+
+impl<A: Iterator<Item = (JobId, LedgerEntry)>, B: Iterator<Item = JobId>> Chunks<A, B> {
+    fn next_chunk(&mut self) -> Option<Chunk> {
+        let from = self.from?;
+        let mut chunk = Chunk {
+            jobs: Vec::new(),
+            known: Vec::new(),
+            from,
+            to: JobId::MAX,
+        };
+        while chunk.known.len() < CHUNK {
+            let step_next = self.step.peek().map(|(id, _)| *id);
+            let earlier_next = self.earlier.peek().copied();
+            let from_step = match (step_next, earlier_next) {
+                (Some(s), Some(e)) => s <= e,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            if from_step {
+                let job = self.step.next().expect("peeked");
+                if earlier_next == step_next {
+                    self.earlier.next();
+                }
+                chunk.known.push(job.0);
+                chunk.jobs.push(job);
+            } else {
+                chunk.known.push(self.earlier.next().expect("peeked"));
+            }
+        }
+        let next = match (self.step.peek(), self.earlier.peek()) {
+            (Some((s, _)), Some(e)) => Some((*s).min(*e)),
+            (Some((s, _)), None) => Some(*s),
+            (None, e) => e.copied(),
+        };
+        chunk.to = next.unwrap_or(JobId::MAX);
+        self.from = next;
+        Some(chunk)
+    }
+}
+
+/// The proof's findings so far, kept to the size of the problems found.
+#[derive(Default)]
+struct Tally {
+    committed: u64,
+    ledger_lost: BTreeSet<JobId>,
+    table_lost: BTreeSet<JobId>,
+    unfinished: u64,
+    finished_differently: u64,
+    disagreements: Vec<JobProblem>,
+    ledger_dups: BTreeSet<JobId>,
+    extra_executions: u64,
+    unexplained_executions: u64,
+    finished_without_report: u64,
+    untracked: Vec<JobProblem>,
+    untracked_count: u64,
+    /// The table's view of each problem job that the table does not show as expected.
+    table_views: BTreeMap<JobId, String>,
+}
+
+fn finished(s: &str) -> bool {
+    s == "done" || s == "dead_letter"
+}
+
+impl Tally {
+    fn add(
+        &mut self,
+        jobs: &[(JobId, LedgerEntry)],
+        mismatches: &[TableMismatch],
+        untracked: Vec<(JobId, String)>,
+        drained: bool,
+    ) {
+        let queued = |s: &str| s == "pending" || s == "processing";
+        let mut unfinished = BTreeSet::new();
+        for m in mismatches {
+            if !drained && m.expected == "open" && queued(&m.table_status) {
+                unfinished.insert(m.id);
+                continue;
+            }
+            self.table_views.insert(m.id, m.table_status.clone());
+            if !finished(&m.table_status) {
+                self.table_lost.insert(m.id);
+            } else if m.expected != "open" {
+                // Both views say finished, but not the same way (done vs dead_letter).
+                self.finished_differently += 1;
+                if self.disagreements.len() < LIST_LIMIT {
+                    self.disagreements.push(JobProblem {
+                        id: m.id,
+                        ledger: m.expected.clone(),
+                        table: m.table_status.clone(),
+                    });
+                }
+            }
+        }
+        self.unfinished += unfinished.len() as u64;
+        for (id, e) in jobs {
+            self.committed += 1;
+            if !e.finished() && !unfinished.contains(id) {
+                self.ledger_lost.insert(*id);
+            }
+            if e.completions > 1 {
+                self.ledger_dups.insert(*id);
+            }
+            self.extra_executions += e.extra_executions() as u64;
+            self.unexplained_executions += e.unexplained_executions() as u64;
+            self.finished_without_report += e.resolved_from_table as u64;
+        }
+        self.untracked_count += untracked.len() as u64;
+        let room = LIST_LIMIT.saturating_sub(self.untracked.len());
+        self.untracked.extend(
+            untracked
+                .into_iter()
+                .take(room)
+                .map(|(id, status)| JobProblem {
+                    id,
+                    ledger: "never committed".into(),
+                    table: status,
+                }),
+        );
+    }
+
+    fn conclude(
+        self,
+        ledger: &Ledger,
+        audited: Option<BTreeMap<JobId, i64>>,
+        outbox: Option<OutboxProof>,
+        opts: ProofOptions,
+    ) -> AccountingProof {
+        let ledger_view = |id: JobId| match ledger.get(id) {
+            Some(e) if e.completions > 1 => format!("done x{}", e.completions),
+            Some(e) => e.expected_status().to_string(),
+            None => "unknown".to_string(),
+        };
+        // Jobs the table did not report are in exactly the state the ledger expects.
+        let table_view = |id: JobId| {
+            self.table_views.get(&id).cloned().unwrap_or_else(|| {
                 ledger
                     .get(id)
                     .map_or("?", |e| e.expected_status())
                     .to_string()
-            },
-            |s| s.to_string(),
-        )
-    };
-    let finished = |s: &str| s == "done" || s == "dead_letter";
-    let queued = |s: &str| s == "pending" || s == "processing";
-
-    let unfinished: BTreeSet<JobId> = if opts.drained {
-        BTreeSet::new()
-    } else {
-        mismatches
+            })
+        };
+        let audit_view = |id: JobId| match audited.as_ref().and_then(|a| a.get(&id)) {
+            Some(n) => format!("done x{n}"),
+            None => table_view(id),
+        };
+        let problem = |id: JobId, table: String| JobProblem {
+            id,
+            ledger: ledger_view(id),
+            table,
+        };
+        let lost_ids: BTreeSet<JobId> = self.ledger_lost.union(&self.table_lost).copied().collect();
+        let table_dups: Option<BTreeSet<JobId>> =
+            audited.as_ref().map(|rows| rows.keys().copied().collect());
+        let mut dup_ids = self.ledger_dups.clone();
+        dup_ids.extend(table_dups.iter().flatten());
+        // A second completion is allowed only in committed mode, for a job the reaper returned.
+        let allowed = |id: &JobId| {
+            opts.claim_mode == ClaimMode::Committed && ledger.get(*id).is_some_and(|e| e.reaps > 0)
+        };
+        let executions = Duplicates {
+            extra_executions: self.extra_executions,
+            unexplained_executions: self.unexplained_executions,
+            completions: dup_ids.len() as u64,
+            allowed_completions: dup_ids.iter().filter(|id| allowed(id)).count() as u64,
+        };
+        let lost: Vec<JobProblem> = lost_ids
             .iter()
-            .filter(|m| m.expected == "open" && queued(&m.table_status))
-            .map(|m| m.id)
-            .collect()
-    };
-    let ledger_lost: BTreeSet<JobId> = committed
-        .iter()
-        .filter(|(id, e)| !e.finished() && !unfinished.contains(id))
-        .map(|(id, _)| *id)
-        .collect();
-    let table_lost: BTreeSet<JobId> = mismatches
-        .iter()
-        .filter(|m| !finished(&m.table_status) && !unfinished.contains(&m.id))
-        .map(|m| m.id)
-        .collect();
-    let lost_ids: BTreeSet<JobId> = ledger_lost.union(&table_lost).copied().collect();
-    // Both views say finished, but not the same way (done vs dead_letter).
-    let finished_differently: Vec<&TableMismatch> = mismatches
-        .iter()
-        .filter(|m| finished(&m.table_status) && m.expected != "open")
-        .collect();
-
-    let ledger_dups: BTreeSet<JobId> = committed
-        .iter()
-        .filter(|(_, e)| e.completions > 1)
-        .map(|(id, _)| *id)
-        .collect();
-    let table_dups: Option<BTreeSet<JobId>> =
-        audited.as_ref().map(|rows| rows.keys().copied().collect());
-    let mut dup_ids = ledger_dups.clone();
-    dup_ids.extend(table_dups.iter().flatten());
-    // A second completion is allowed only in committed mode, for a job the reaper returned.
-    let allowed = |id: &JobId| {
-        opts.claim_mode == ClaimMode::Committed && ledger.get(*id).is_some_and(|e| e.reaps > 0)
-    };
-    let executions = Duplicates {
-        extra_executions: committed
+            .take(LIST_LIMIT)
+            .map(|&id| problem(id, table_view(id)))
+            .collect();
+        let duplicates: Vec<JobProblem> = dup_ids
             .iter()
-            .map(|(_, e)| e.extra_executions() as u64)
-            .sum(),
-        unexplained_executions: committed
-            .iter()
-            .map(|(_, e)| e.unexplained_executions() as u64)
-            .sum(),
-        completions: dup_ids.len() as u64,
-        allowed_completions: dup_ids.iter().filter(|id| allowed(id)).count() as u64,
-    };
-    let audit_view = |id: JobId| match audited.as_ref().and_then(|a| a.get(&id)) {
-        Some(n) => format!("done x{n}"),
-        None => table_view(id),
-    };
-
-    let problem = |id: JobId, table: String| JobProblem {
-        id,
-        ledger: ledger_view(id),
-        table,
-    };
-    let lost: Vec<JobProblem> = lost_ids
-        .iter()
-        .take(LIST_LIMIT)
-        .map(|&id| problem(id, table_view(id)))
-        .collect();
-    let disagreements: Vec<JobProblem> = finished_differently
-        .iter()
-        .take(LIST_LIMIT)
-        .map(|m| problem(m.id, m.table_status.clone()))
-        .collect();
-    let duplicates: Vec<JobProblem> = dup_ids
-        .iter()
-        .take(LIST_LIMIT)
-        .map(|&id| problem(id, audit_view(id)))
-        .collect();
-    let untracked: Vec<JobProblem> = untracked_rows
-        .iter()
-        .take(LIST_LIMIT)
-        .map(|(id, status)| JobProblem {
-            id: *id,
-            ledger: "never committed".into(),
-            table: status.clone(),
-        })
-        .collect();
-
-    let views_agree = ledger_lost == table_lost
-        && finished_differently.is_empty()
-        && table_dups.as_ref().is_none_or(|t| *t == ledger_dups);
-    let unexplained_dups = executions.completions - executions.allowed_completions;
-    let ok = lost_ids.is_empty()
-        && unexplained_dups == 0
-        && executions.unexplained_executions == 0
-        && views_agree
-        && unfinished.is_empty()
-        && outbox.as_ref().is_none_or(|o| o.ok);
-
-    let ledger_counts = ViewCounts {
-        lost: ledger_lost.len() as u64,
-        duplicate_completions: Some(ledger_dups.len() as u64),
-    };
-    let table_counts = ViewCounts {
-        lost: table_lost.len() as u64,
-        duplicate_completions: table_dups.as_ref().map(|t| t.len() as u64),
-    };
-    let verdict = Findings {
-        committed: ids.len(),
-        ledger: &ledger_counts,
-        table: &table_counts,
-        agree: views_agree,
-        lost: &lost,
-        duplicates: &duplicates,
-        executions: &executions,
-        unfinished: unfinished.len(),
-        untracked: untracked_rows.len(),
-        outbox: outbox.as_ref(),
+            .take(LIST_LIMIT)
+            .map(|&id| problem(id, audit_view(id)))
+            .collect();
+        let views_agree = self.ledger_lost == self.table_lost
+            && self.finished_differently == 0
+            && table_dups.as_ref().is_none_or(|t| *t == self.ledger_dups);
+        let unexplained_dups = executions.completions - executions.allowed_completions;
+        let ok = lost_ids.is_empty()
+            && unexplained_dups == 0
+            && executions.unexplained_executions == 0
+            && views_agree
+            && self.unfinished == 0
+            && outbox.as_ref().is_none_or(|o| o.ok);
+        let ledger_counts = ViewCounts {
+            lost: self.ledger_lost.len() as u64,
+            duplicate_completions: Some(self.ledger_dups.len() as u64),
+        };
+        let table_counts = ViewCounts {
+            lost: self.table_lost.len() as u64,
+            duplicate_completions: table_dups.as_ref().map(|t| t.len() as u64),
+        };
+        let verdict = Findings {
+            committed: self.committed as usize,
+            ledger: &ledger_counts,
+            table: &table_counts,
+            agree: views_agree,
+            lost: &lost,
+            duplicates: &duplicates,
+            executions: &executions,
+            unfinished: self.unfinished as usize,
+            untracked: self.untracked_count as usize,
+            outbox: outbox.as_ref(),
+        }
+        .line();
+        AccountingProof {
+            ok,
+            committed: self.committed,
+            ledger: ledger_counts,
+            table: table_counts,
+            views_agree,
+            lost_total: lost_ids.len() as u64,
+            duplicate_total: dup_ids.len() as u64,
+            lost,
+            disagreements: self.disagreements,
+            duplicates,
+            executions,
+            unfinished: self.unfinished,
+            in_doubt_inserts: ledger.in_doubt_enqueues,
+            in_doubt_inserts_committed: ledger.in_doubt_committed,
+            finished_without_report: self.finished_without_report,
+            untracked: self.untracked,
+            untracked_count: self.untracked_count,
+            outbox,
+            verdict,
+        }
     }
-    .line();
-
-    Ok(AccountingProof {
-        ok,
-        committed: ids.len() as u64,
-        ledger: ledger_counts,
-        table: table_counts,
-        views_agree,
-        lost_total: lost_ids.len() as u64,
-        duplicate_total: dup_ids.len() as u64,
-        lost,
-        disagreements,
-        duplicates,
-        executions,
-        unfinished: unfinished.len() as u64,
-        in_doubt_inserts: ledger.in_doubt_enqueues,
-        in_doubt_inserts_committed: ledger.in_doubt_committed,
-        finished_without_report: committed
-            .iter()
-            .filter(|(_, e)| e.resolved_from_table)
-            .count() as u64,
-        untracked,
-        untracked_count: untracked_rows.len() as u64,
-        outbox,
-        verdict,
-    })
 }
 
 async fn outbox_proof(

@@ -228,12 +228,10 @@ impl Worker {
         let run = self.handler.draw(&mut self.rng);
         let start = self.ctx.clock.now_us();
         if self.crashes_at(CrashPoint::MidHandler, job) {
-            tokio::time::sleep(run.duration / 2).await;
+            self.handler.spend(run.duration / 2).await;
             return Work::Crash;
         }
-        if !run.duration.is_zero() {
-            tokio::time::sleep(run.duration).await;
-        }
+        self.handler.spend(run.duration).await;
         let handler_us = self.ctx.clock.now_us() - start;
         if self.crashes_at(CrashPoint::AfterHandler, job) {
             return Work::Crash;

@@ -45,6 +45,20 @@ impl SimulatedHandler {
             fails: self.plan.error_rate > 0.0 && rng.random_bool(self.plan.error_rate),
         }
     }
+
+    /// Spends `d`: asleep, or (`cpu_bound`) busy on this thread, as a CPU-bound job would.
+    pub async fn spend(&self, d: Duration) {
+        if d.is_zero() {
+            return;
+        }
+        if !self.plan.cpu_bound {
+            return tokio::time::sleep(d).await;
+        }
+        let end = std::time::Instant::now() + d;
+        while std::time::Instant::now() < end {
+            std::hint::spin_loop();
+        }
+    }
 }
 
 #[cfg(test)]
@@ -58,6 +72,7 @@ mod tests {
         let h = SimulatedHandler::new(HandlerPlan {
             duration: dist,
             error_rate: 0.0,
+            cpu_bound: false,
         });
         let mut rng = StdRng::seed_from_u64(9);
         (0..20_000)
@@ -94,6 +109,7 @@ mod tests {
         let h = SimulatedHandler::new(HandlerPlan {
             duration: DurationDist::default(),
             error_rate: 0.25,
+            cpu_bound: false,
         });
         let mut rng = StdRng::seed_from_u64(1);
         let fails = (0..10_000).filter(|_| h.draw(&mut rng).fails).count();

@@ -22,6 +22,15 @@ pub enum Event {
         poison: bool,
         crash: bool,
     },
+    /// A prefill batch committed: its ids as runs of consecutive ids (a bulk insert's ids
+    /// almost always are one run), so a prefill of millions waits in little memory.
+    Prefilled {
+        runs: Vec<(JobId, u32)>,
+        poison: u64,
+        crash: u64,
+        sent_us: u64,
+        committed_us: u64,
+    },
     /// A producer's insert failed before it could commit; `retrying` says whether the same
     /// job is tried again.
     EnqueueFailed {
@@ -100,6 +109,8 @@ pub enum Event {
     },
     /// In-doubt inserts that the table shows never committed.
     NeverCommitted { keys: Vec<String> },
+    /// A second of the harness's own figures: its timer's lateness, its CPU, the machine's.
+    HarnessSample(super::harness::HarnessSample),
     /// A sample of database statistics (its `pending` count is the queue depth).
     DbSample { at_us: u64, sample: Box<DbSample> },
     /// The claim, run once under `EXPLAIN (ANALYZE, BUFFERS)` and rolled back.

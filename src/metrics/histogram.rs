@@ -75,6 +75,11 @@ impl MetricSet {
         self.hists[metric.index()].saturating_record(us.min(MAX_US));
     }
 
+    /// Records `us` for `n` jobs at once (a prefill batch).
+    pub fn record_n(&mut self, metric: Metric, us: u64, n: u64) {
+        let _ = self.hists[metric.index()].record_n(us.min(MAX_US), n);
+    }
+
     pub fn get(&self, metric: Metric) -> &Histogram<u64> {
         &self.hists[metric.index()]
     }

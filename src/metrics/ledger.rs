@@ -59,9 +59,49 @@ impl LedgerEntry {
     }
 }
 
+/// Ids per page of the compact stores: job ids are mostly dense (a sequence), so a page
+/// holds a run of them and a run's memory is about one byte (ledger) or bit (id set) a job.
+const PAGE: i64 = 4096;
+
+/// A job on the common path fits one byte: enqueued, claimed once, completed once.
+const ENQUEUED: u8 = 1;
+const CLAIMED: u8 = 2;
+const COMPLETED: u8 = 4;
+/// Anything else (failures, retries, crashes, doubt) is kept whole in `unusual`.
+const UNUSUAL: u8 = 0xFF;
+
+impl LedgerEntry {
+    /// The entry as one byte, when it is on the common path.
+    fn to_byte(self) -> Option<u8> {
+        let common = LedgerEntry {
+            enqueued: self.enqueued,
+            claims: self.claims.min(1),
+            completions: self.completions.min(1),
+            ..LedgerEntry::default()
+        };
+        (self == common).then_some(
+            (u8::from(self.enqueued) * ENQUEUED)
+                | (u8::from(self.claims == 1) * CLAIMED)
+                | (u8::from(self.completions == 1) * COMPLETED),
+        )
+    }
+
+    fn from_byte(b: u8) -> LedgerEntry {
+        LedgerEntry {
+            enqueued: b & ENQUEUED != 0,
+            claims: u32::from(b & CLAIMED != 0),
+            completions: u32::from(b & COMPLETED != 0),
+            ..LedgerEntry::default()
+        }
+    }
+}
+
+/// The ledger in about one byte a job: pages of bytes for jobs on the common path, whole
+/// entries for the few that are not.
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
-    entries: HashMap<JobId, LedgerEntry>,
+    pages: BTreeMap<i64, Box<[u8]>>,
+    unusual: HashMap<JobId, LedgerEntry>,
     outstanding: i64,
     /// Keys of inserts whose commit outcome is not known yet.
     in_doubt_keys: BTreeSet<String>,
@@ -73,12 +113,57 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    fn byte(&self, id: JobId) -> u8 {
+        self.pages
+            .get(&id.div_euclid(PAGE))
+            .map_or(0, |p| p[id.rem_euclid(PAGE) as usize])
+    }
+
+    fn entry(&self, id: JobId, byte: u8) -> LedgerEntry {
+        match byte {
+            UNUSUAL => self.unusual[&id],
+            b => LedgerEntry::from_byte(b),
+        }
+    }
+
     fn update(&mut self, id: JobId, f: impl FnOnce(&mut LedgerEntry)) {
-        let e = self.entries.entry(id).or_default();
+        let byte = self.byte(id);
+        let mut e = self.entry(id, byte);
         let before = e.enqueued && !e.finished();
-        f(e);
+        f(&mut e);
         let after = e.enqueued && !e.finished();
         self.outstanding += after as i64 - before as i64;
+        let new = match e.to_byte() {
+            Some(b) => {
+                if byte == UNUSUAL {
+                    self.unusual.remove(&id);
+                }
+                b
+            }
+            None => {
+                self.unusual.insert(id, e);
+                UNUSUAL
+            }
+        };
+        let page = self
+            .pages
+            .entry(id.div_euclid(PAGE))
+            .or_insert_with(|| vec![0; PAGE as usize].into_boxed_slice());
+        page[id.rem_euclid(PAGE) as usize] = new;
+    }
+
+    /// Every job the ledger has heard of, in id order.
+    fn entries(&self) -> impl Iterator<Item = (JobId, LedgerEntry)> + '_ {
+        self.pages.iter().flat_map(move |(page, bytes)| {
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b != 0)
+                .map(move |(i, b)| {
+                    let id = page * PAGE + i as i64;
+                    (id, self.entry(id, *b))
+                })
+        })
     }
 
     pub fn enqueued(&mut self, id: JobId) {
@@ -180,7 +265,7 @@ impl Ledger {
     pub fn unresolved(&self) -> (Vec<String>, Vec<JobId>) {
         let keys = self.in_doubt_keys.iter().cloned().collect();
         let mut jobs: Vec<JobId> = self
-            .entries
+            .unusual
             .iter()
             .filter(|(_, e)| e.in_doubt && !e.finished())
             .map(|(id, _)| *id)
@@ -189,29 +274,64 @@ impl Ledger {
         (keys, jobs)
     }
 
-    pub fn get(&self, id: JobId) -> Option<&LedgerEntry> {
-        self.entries.get(&id)
+    pub fn get(&self, id: JobId) -> Option<LedgerEntry> {
+        match self.byte(id) {
+            0 => None,
+            b => Some(self.entry(id, b)),
+        }
     }
 
     /// Committed jobs with their entries, in id order.
-    pub fn committed(&self) -> Vec<(JobId, LedgerEntry)> {
-        let mut v: Vec<_> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.enqueued)
-            .map(|(id, e)| (*id, *e))
-            .collect();
-        v.sort_unstable_by_key(|(id, _)| *id);
-        v
+    pub fn committed(&self) -> impl Iterator<Item = (JobId, LedgerEntry)> + '_ {
+        self.entries().filter(|(_, e)| e.enqueued)
     }
 
     /// How many committed jobs were claimed once, twice, …
     pub fn attempts_histogram(&self) -> BTreeMap<u32, u64> {
         let mut h = BTreeMap::new();
-        for e in self.entries.values().filter(|e| e.enqueued) {
+        for (_, e) in self.committed() {
             *h.entry(e.claims).or_insert(0) += 1;
         }
         h
+    }
+}
+
+/// A set of job ids in about one bit a job (pages of bits).
+#[derive(Debug, Clone, Default)]
+pub struct IdSet {
+    pages: BTreeMap<i64, Box<[u64]>>,
+}
+
+impl IdSet {
+    pub fn insert(&mut self, id: JobId) {
+        let page = self
+            .pages
+            .entry(id.div_euclid(PAGE))
+            .or_insert_with(|| vec![0; (PAGE / 64) as usize].into_boxed_slice());
+        let bit = id.rem_euclid(PAGE);
+        page[(bit / 64) as usize] |= 1 << (bit % 64);
+    }
+
+    pub fn contains(&self, id: JobId) -> bool {
+        let bit = id.rem_euclid(PAGE);
+        self.pages
+            .get(&id.div_euclid(PAGE))
+            .is_some_and(|p| p[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pages.is_empty()
+    }
+
+    /// The ids in order.
+    pub fn iter(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.pages.iter().flat_map(|(page, words)| {
+            words.iter().enumerate().flat_map(move |(w, word)| {
+                (0..64)
+                    .filter(move |b| word & (1 << b) != 0)
+                    .map(move |b| page * PAGE + w as i64 * 64 + b)
+            })
+        })
     }
 }
 
@@ -236,7 +356,7 @@ mod tests {
         l.completed(2);
         assert_eq!(l.outstanding(), 0);
         assert_eq!(l.get(1).unwrap().expected_status(), "dead_letter");
-        assert_eq!(l.committed().len(), 3);
+        assert_eq!(l.committed().count(), 3);
     }
 
     #[test]
@@ -261,5 +381,35 @@ mod tests {
         assert_eq!(l.unresolved(), (vec![], vec![]));
         assert_eq!((l.in_doubt_enqueues, l.in_doubt_committed), (2, 1));
         assert_eq!(l.outstanding(), 1);
+    }
+
+    #[test]
+    fn common_jobs_take_a_byte_and_unusual_ones_are_kept_whole() {
+        let mut l = Ledger::default();
+        for id in [-5, 0, 1, 4095, 4096, 1 << 40] {
+            l.enqueued(id);
+            l.claimed(id);
+        }
+        l.completed(1);
+        l.failed(4096, false);
+        l.claimed(4096);
+        l.completed(4096);
+        assert_eq!(l.unusual.len(), 1, "only the retried job is unusual");
+        let e = l.get(4096).unwrap();
+        assert_eq!((e.claims, e.failures, e.completions), (2, 1, 1));
+        assert_eq!(l.get(1).unwrap().expected_status(), "done");
+        assert_eq!(l.get(2), None);
+        let ids: Vec<JobId> = l.committed().map(|(id, _)| id).collect();
+        assert_eq!(ids, [-5, 0, 1, 4095, 4096, 1 << 40]);
+        assert_eq!(l.outstanding(), 4);
+        assert_eq!(l.attempts_histogram(), BTreeMap::from([(1, 5), (2, 1)]));
+
+        let mut set = IdSet::default();
+        for id in [9000, 3, -1, 4096 * 3 + 63, 4096 * 3 + 64] {
+            set.insert(id);
+        }
+        assert!(set.contains(3) && !set.contains(4) && set.contains(-1));
+        let ids: Vec<JobId> = set.iter().collect();
+        assert_eq!(ids, [-1, 3, 9000, 4096 * 3 + 63, 4096 * 3 + 64]);
     }
 }

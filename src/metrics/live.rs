@@ -44,7 +44,10 @@ impl LiveStats {
     }
 
     pub(super) fn add_enqueued(&self) {
-        self.enqueued.fetch_add(1, Ordering::Relaxed);
+        self.add_enqueued_n(1);
+    }
+    pub(super) fn add_enqueued_n(&self, n: u64) {
+        self.enqueued.fetch_add(n, Ordering::Relaxed);
     }
     pub(super) fn add_completed(&self) {
         self.completed.fetch_add(1, Ordering::Relaxed);

@@ -4,6 +4,7 @@
 //! database sampler (`sampler`).
 
 pub mod event;
+pub mod harness;
 pub mod histogram;
 pub mod ledger;
 pub mod live;
@@ -11,8 +12,9 @@ pub mod recorder;
 pub mod sampler;
 
 pub use event::{Event, FaultRecord, JobId};
+pub use harness::{HarnessMonitor, HarnessSample, HarnessSummary};
 pub use histogram::{LatencyReport, LatencySummary, Metric, MetricSet};
-pub use ledger::{Ledger, LedgerEntry};
+pub use ledger::{IdSet, Ledger, LedgerEntry};
 pub use live::{LiveSnapshot, LiveStats};
 pub use recorder::{
     ClaimProbeRecord, FrozenJob, Measurements, PhaseCounts, PhaseWindow, Recorder, Snapshot,

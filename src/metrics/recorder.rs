@@ -159,6 +159,8 @@ pub struct Measurements {
     pub probes: Vec<TableProbe>,
     /// Database statistics sampled during the run: (run-clock µs, sample).
     pub db_samples: Vec<(u64, DbSample)>,
+    /// The harness's own figures, one sample a second.
+    pub harness: Vec<super::harness::HarnessSample>,
     /// The claim measured under `EXPLAIN (ANALYZE, BUFFERS)` at phase boundaries.
     pub claim_probes: Vec<ClaimProbeRecord>,
 }
@@ -225,6 +227,7 @@ pub struct Recorder {
     frozen: Vec<FrozenJob>,
     probes: Vec<TableProbe>,
     db_samples: Vec<(u64, DbSample)>,
+    harness: Vec<super::harness::HarnessSample>,
     claim_probes: Vec<ClaimProbeRecord>,
     /// Set when an event made some outcome uncertain; cleared when the live list is updated.
     doubt_changed: bool,
@@ -262,6 +265,7 @@ impl Recorder {
             frozen: Vec::new(),
             probes: Vec::new(),
             db_samples: Vec::new(),
+            harness: Vec::new(),
             claim_probes: Vec::new(),
             doubt_changed: false,
         }
@@ -342,6 +346,32 @@ impl Recorder {
                 if open_loop {
                     b.metrics.record(Metric::ScheduleLag, lag);
                 }
+            }
+            Event::Prefilled {
+                runs,
+                poison,
+                crash,
+                sent_us,
+                committed_us,
+            } => {
+                let mut n = 0;
+                for (first, len) in runs {
+                    for id in first..first + i64::from(len) {
+                        self.ledger.enqueued(id);
+                    }
+                    n += u64::from(len);
+                }
+                self.live.add_enqueued_n(n);
+                let latency = committed_us.saturating_sub(sent_us);
+                let (wi, wc) = (self.window_of(sent_us), self.window_of(committed_us));
+                self.metrics[wi].record_n(Metric::Enqueue, latency, n);
+                let c = &mut self.counts[wc];
+                c.enqueued += n;
+                c.poison_enqueued += poison;
+                c.crash_enqueued += crash;
+                let b = self.bucket(committed_us);
+                b.counts.enqueued += n;
+                b.metrics.record_n(Metric::Enqueue, latency, n);
             }
             Event::EnqueueFailed {
                 at_us,
@@ -496,6 +526,7 @@ impl Recorder {
                 self.ledger.settle(&event);
                 self.doubt_changed = true;
             }
+            Event::HarnessSample(sample) => self.harness.push(sample),
             Event::DbSample { at_us, sample } => {
                 self.live.set_queue_depth(sample.pending);
                 self.bucket(at_us).depth = Some(sample.pending);
@@ -677,6 +708,7 @@ impl Recorder {
             frozen: self.frozen,
             probes: self.probes,
             db_samples: self.db_samples,
+            harness: self.harness,
             claim_probes: self.claim_probes,
         }
     }

@@ -455,14 +455,24 @@ impl Queue {
             .collect()
     }
 
-    /// Rows the harness never saw committed: (id, status).
-    pub async fn untracked(
+    /// Rows with ids in `[from, to)` that are not among `known` (the harness never saw
+    /// them committed): (id, status). The variant's statement is wrapped in the range, which
+    /// PostgreSQL pushes down into it, so each chunk of the proof reads only its stretch.
+    pub async fn untracked_between(
         &self,
         conn: &mut PgConnection,
-        ids: &[i64],
+        known: &[i64],
+        from: i64,
+        to: i64,
     ) -> sqlx::Result<Vec<(i64, String)>> {
-        sqlx::query_as(AssertSqlSafe(self.variant.sql.untracked.as_str()))
-            .bind(ids)
+        let inner = self.variant.sql.untracked.trim().trim_end_matches(';');
+        let sql = format!(
+            "SELECT u.id, u.status FROM (\n{inner}\n) AS u WHERE u.id >= $2 AND u.id < $3 ORDER BY u.id"
+        );
+        sqlx::query_as(AssertSqlSafe(sql))
+            .bind(known)
+            .bind(from)
+            .bind(to)
             .fetch_all(&mut *conn)
             .await
     }

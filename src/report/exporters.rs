@@ -125,6 +125,9 @@ impl Exporter for Markdown {
         }
         md.push_str(&format!("**Verdict.** {}\n\n", s.verdict.text));
         md.push_str(&format!("**Accounting.** {}\n\n", s.accounting.verdict));
+        if let Some(h) = &s.harness {
+            md.push_str(&format!("**Load generator.** {}.\n\n", h.describe()));
+        }
         if !s.thresholds.is_empty() {
             md.push_str("## Thresholds\n\n| metric | judged on | condition | actual | result |\n|---|---|---|---|---|\n");
             for t in &s.thresholds {

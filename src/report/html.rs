@@ -1,7 +1,7 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no scripts, no links) with
 //! the verdict, the accounting proof, thresholds, charts and tables.
 
-use super::summary::Summary;
+use super::summary::{Summary, VerdictState};
 use super::svg::{Band, Marker, Series, SpectrumChart, TimeChart, bars, escape};
 use super::{RunResults, ms, number};
 use crate::metrics::WindowKind;
@@ -56,7 +56,11 @@ pub fn render(r: &RunResults) -> String {
     let _ = write!(
         h,
         "<div class=\"box {}\"><b>Verdict.</b> {}</div>",
-        class(s.verdict.kept_up),
+        match s.verdict.state {
+            VerdictState::KeptUp => "ok",
+            VerdictState::LoadGeneratorLimited => "warn",
+            VerdictState::DidNotKeepUp => "bad",
+        },
         escape(&s.verdict.text)
     );
     let _ = write!(

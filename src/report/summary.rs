@@ -36,6 +36,10 @@ pub struct Summary {
     pub accounting: AccountingProof,
     pub queue: QueueInfo,
     pub verdict: Verdict,
+    /// The harness's own figures over the measured phases (its timer's lateness, its CPU,
+    /// the machine's), which tell a load generator limit from a queue that fell behind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<crate::metrics::HarnessSummary>,
     pub faults: FaultSummary,
     /// What the database reported during the run (sampled once per `sampler.interval`).
     pub db_stats: DbStatsSummary,
@@ -209,10 +213,36 @@ pub struct Verdict {
     pub queue_depth_start: Option<i64>,
     pub queue_depth_end: Option<i64>,
     pub kept_up: bool,
+    /// Kept up, limited by the load generator, or did not keep up.
+    #[serde(default)]
+    pub state: VerdictState,
     pub text: String,
     /// The capacity result the text cites (`run --capacity DIR`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<article::CapacityCitation>,
+}
+
+/// The verdict in one word. `LoadGeneratorLimited`: the producers missed their schedule
+/// while the consumers kept up and the harness's own timer was late as often (its machine
+/// was saturated), so the shortfall is the harness's, not the queue's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictState {
+    #[default]
+    KeptUp,
+    LoadGeneratorLimited,
+    DidNotKeepUp,
+}
+
+impl VerdictState {
+    /// The verdict's opening words.
+    pub fn headline(self) -> &'static str {
+        match self {
+            VerdictState::KeptUp => "Kept up",
+            VerdictState::LoadGeneratorLimited => "Limited by the load generator",
+            VerdictState::DidNotKeepUp => "Did not keep up",
+        }
+    }
 }
 
 /// What `run` knows besides the measurements, for the summary.
@@ -356,7 +386,15 @@ impl Summary {
         };
         let faults = FaultSummary::build(m, &all, ledger, &proof, plan.consumers.claim_mode);
         let scheduled = measured_metrics.get(Metric::ScheduleLag).len();
-        let mut verdict = verdict(m, &throughput, &measured_counts, scheduled);
+        let harness = measured_span(m)
+            .and_then(|(from, to)| crate::metrics::HarnessSummary::over(&m.harness, from, to));
+        let mut verdict = verdict(
+            m,
+            &throughput,
+            &measured_counts,
+            scheduled,
+            harness.as_ref(),
+        );
         if let Some(p) = phases.iter().find(|p| p.kept_up == Some(false)) {
             verdict.text.push_str(&format!(
                 " The first phase that did not keep up: \"{}\" at {} jobs/s offered ({:.0} completed/s).",
@@ -433,6 +471,7 @@ impl Summary {
                 claim_plan_end: facts.claim_plan_end,
             },
             verdict,
+            harness,
             faults,
             db_stats: dbstats::summarize(&rows, &phase_names),
             claim_probes,
@@ -508,6 +547,14 @@ fn memory_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// From the start of the first measured phase to the end of the last, µs on the run clock.
+fn measured_span(m: &Measurements) -> Option<(u64, u64)> {
+    let measured = m.windows.iter().filter(|w| w.measured);
+    let from = measured.clone().map(|w| w.start_us).min()?;
+    let to = measured.map(|w| w.end_us).max()?;
+    Some((from, to))
+}
+
 /// Queue depth in the first and last timeline second of the measured phases.
 fn measured_depths(m: &Measurements) -> (Option<i64>, Option<i64>) {
     let measured: Vec<&str> = m
@@ -528,7 +575,13 @@ fn measured_depths(m: &Measurements) -> (Option<i64>, Option<i64>) {
 
 /// `scheduled`: jobs the measured phases' schedules intended, the denominator of the late
 /// share (both counted by intended time).
-fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts, scheduled: u64) -> Verdict {
+fn verdict(
+    m: &Measurements,
+    t: &Throughput,
+    counts: &PhaseCounts,
+    scheduled: u64,
+    harness: Option<&crate::metrics::HarnessSummary>,
+) -> Verdict {
     let multiple = t.completed_per_s / article::FEW_HUNDRED_PER_S;
     let late_pct = 100.0 * counts.sent_late as f64 / scheduled.max(1) as f64;
     let producers_kept_schedule = late_pct <= 1.0;
@@ -539,6 +592,14 @@ fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts, scheduled: u6
     let consumers_kept_up =
         completion_gap <= tolerance_jobs && backlog_growth.is_none_or(|g| g <= tolerance_jobs);
     let kept_up = producers_kept_schedule && consumers_kept_up;
+    let harness_saturated = harness.is_some_and(|h| h.saturated());
+    let state = if kept_up {
+        VerdictState::KeptUp
+    } else if consumers_kept_up && harness_saturated {
+        VerdictState::LoadGeneratorLimited
+    } else {
+        VerdictState::DidNotKeepUp
+    };
 
     let offered = t
         .offered_per_s
@@ -560,10 +621,14 @@ fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts, scheduled: u6
             "consumers fell behind ({completion_gap} more jobs enqueued than finished)"
         ));
     }
-    let head = if kept_up {
-        "Kept up".to_string()
-    } else {
-        format!("Did not keep up: {}", reasons.join(" and "))
+    let head = match (state, harness) {
+        (VerdictState::KeptUp, _) => state.headline().to_string(),
+        (VerdictState::LoadGeneratorLimited, Some(h)) => format!(
+            "{}: producers missed their schedule ({late_pct:.1}% of jobs sent late) while the consumers kept up, and {}; the queue kept up with what was sent, so this is not the queue's limit",
+            state.headline(),
+            h.describe()
+        ),
+        _ => format!("{}: {}", state.headline(), reasons.join(" and ")),
     };
     let text = format!(
         "{head}. {:.0} jobs/s completed over {:.0} s measured = {}; offered {offered}; {depth}; {late_pct:.1}% of jobs sent late.",
@@ -583,6 +648,7 @@ fn verdict(m: &Measurements, t: &Throughput, counts: &PhaseCounts, scheduled: u6
         queue_depth_start: start,
         queue_depth_end: end,
         kept_up,
+        state,
         text,
         capacity: None,
     }

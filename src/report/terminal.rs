@@ -96,6 +96,9 @@ pub fn render(s: &Summary) -> String {
     }
     t.push_str(&format!("verdict    {}\n", s.verdict.text));
     t.push_str(&format!("accounting {}\n", s.accounting.verdict));
+    if let Some(h) = &s.harness {
+        t.push_str(&format!("harness    {}\n", h.describe()));
+    }
     t
 }
 

@@ -14,7 +14,8 @@ use crate::fleet::reaper::StaleJobReaper;
 use crate::fleet::registry::WorkerRegistry;
 use crate::fleet::{FleetContext, consumer};
 use crate::metrics::{
-    DbSampler, Event, LiveStats, Measurements, PhaseWindow, Recorder, SnapshotRequest, WindowKind,
+    DbSampler, Event, HarnessMonitor, LiveStats, Measurements, PhaseWindow, Recorder,
+    SnapshotRequest, WindowKind,
 };
 use crate::progress::Progress;
 use crate::report;
@@ -307,7 +308,8 @@ impl Load {
     }
 }
 
-/// The database sampler, with a claim probe at the start of each phase and at the end.
+/// The database sampler, with a claim probe at the start of each phase and at the end, and
+/// the harness's monitor of itself.
 fn start_sampler(
     plan: &Plan,
     ctx: &FleetContext,
@@ -329,7 +331,18 @@ fn start_sampler(
         probes,
     };
     let stop = CancellationToken::new();
-    (tokio::spawn(sampler.run(stop.clone())), stop)
+    let monitor = HarnessMonitor {
+        clock: ctx.clock,
+        events: ctx.events.clone(),
+        late_after: plan.producers.late_after,
+    };
+    let monitor = tokio::spawn(monitor.run(stop.clone()));
+    let sampler = tokio::spawn(sampler.run(stop.clone()));
+    let both = tokio::spawn(async move {
+        sampler.await.ok();
+        monitor.await.ok();
+    });
+    (both, stop)
 }
 
 /// Consumers as tasks of this process, or as worker processes.

@@ -327,6 +327,18 @@ struct Prefilled {
     events: Vec<Event>,
 }
 
+/// Ids as runs of consecutive ids: (first, length).
+fn runs_of(ids: &[i64]) -> Vec<(i64, u32)> {
+    let mut runs: Vec<(i64, u32)> = Vec::new();
+    for &id in ids {
+        match runs.last_mut() {
+            Some((first, len)) if *first + i64::from(*len) == id => *len += 1,
+            _ => runs.push((id, 1)),
+        }
+    }
+    runs
+}
+
 /// Bulk-inserts `producers.prefill` jobs before the load.
 async fn prefill(
     plan: &Plan,
@@ -343,15 +355,15 @@ async fn prefill(
     }
     let factory = JobFactory::new(&plan.producers);
     let mut rng: rand::rngs::StdRng = rand::SeedableRng::seed_from_u64(plan.seed ^ 0xF1F1);
-    let mut events = Vec::with_capacity(total);
-    while events.len() < total && !shutdown.is_cancelled() {
-        let n = PREFILL_BATCH.min(total - events.len());
+    let (mut count, mut events) = (0, Vec::new());
+    while (count as usize) < total && !shutdown.is_cancelled() {
+        let n = PREFILL_BATCH.min(total - count as usize);
         let now = clock.now_us();
         let made: Vec<_> = (0..n)
             .map(|i| {
                 factory.make(
                     &mut rng,
-                    format!("{key_prefix}-f-{}", events.len() + i),
+                    format!("{key_prefix}-f-{}", count as usize + i),
                     now,
                     None,
                 )
@@ -362,21 +374,14 @@ async fn prefill(
             .enqueue_batch(conn, &jobs)
             .await
             .context("prefilling the queue")?;
-        let committed_us = clock.now_us();
-        for (id, m) in ids.into_iter().zip(&made) {
-            events.push(Event::Enqueued {
-                job: id,
-                intended_us: now,
-                sent_us: now,
-                committed_us,
-                open_loop: false,
-                poison: m.poison,
-                crash: m.crash,
-            });
-        }
+        count += ids.len() as u64;
+        events.push(Event::Prefilled {
+            runs: runs_of(&ids),
+            poison: made.iter().filter(|m| m.poison).count() as u64,
+            crash: made.iter().filter(|m| m.crash).count() as u64,
+            sent_us: now,
+            committed_us: clock.now_us(),
+        });
     }
-    Ok(Prefilled {
-        count: events.len() as u64,
-        events,
-    })
+    Ok(Prefilled { count, events })
 }

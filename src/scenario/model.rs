@@ -444,6 +444,10 @@ pub struct HandlerSection {
     /// Probability that one run of the handler fails (0.0 – 1.0).
     #[serde(default)]
     pub error_rate: f64,
+    /// Keep the worker's thread busy for the duration instead of sleeping: a CPU-bound job
+    /// run inside the harness's process, which takes CPU from the load generator itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cpu_bound: bool,
 }
 
 /// The seed's stale-job reaper (run from cron every 1–5 minutes in the article).

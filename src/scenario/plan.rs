@@ -113,6 +113,8 @@ pub struct ConsumerPlan {
 pub struct HandlerPlan {
     pub duration: DurationDist,
     pub error_rate: f64,
+    /// Keep the worker's thread busy for the duration instead of sleeping.
+    pub cpu_bound: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -331,6 +333,7 @@ impl Plan {
             handler: HandlerPlan {
                 duration: h.duration,
                 error_rate: h.error_rate,
+                cpu_bound: h.cpu_bound,
             },
         };
 

@@ -1,5 +1,6 @@
 //! The command line: validation errors, exit codes, results on disk, Ctrl-C.
 
+use crate::support::shared_url;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -280,4 +281,58 @@ fn the_schema_describes_every_section_and_fault_kind() {
             "expected fault kind {kind} in the schema"
         );
     }
+}
+
+/// A load generator whose own runtime is saturated (one runtime thread, CPU-bound handlers
+/// busy half of it) sends jobs late while the queue keeps up: the verdict says the load
+/// generator was the limit, with its figures, in its own (non-red) state.
+#[test]
+fn a_saturated_load_generator_is_named_as_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .env("TOKIO_WORKER_THREADS", "1")
+        .args([
+            "run",
+            "scenarios/smoke.toml",
+            "--db",
+            "url",
+            "--database-url",
+            shared_url(),
+            "--quiet",
+            "--out",
+            dir.path().to_str().unwrap(),
+            "--set",
+            "producers.prefill=0",
+            "--set",
+            "consumers.count=8",
+            "--set",
+            "consumers.handler={ duration = { fixed = \"8ms\" }, cpu_bound = true }",
+            "--set",
+            "phases=[{ name = \"steady\", duration = \"4s\", rate = 60 }]",
+        ])
+        .output()
+        .unwrap();
+    let s = summary(dir.path());
+    let v = &s["verdict"];
+    let text = v["text"].as_str().unwrap_or_default();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{text}; stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        v["state"], "load_generator_limited",
+        "{text}\n{}",
+        s["harness"]
+    );
+    assert_eq!(v["producers_kept_schedule"], false);
+    assert_eq!(v["consumers_kept_up"], true);
+    assert!(
+        text.starts_with("Limited by the load generator") && text.contains("timer woke late"),
+        "{text}"
+    );
+    assert!(s["harness"]["timer_late_pct"].as_f64().unwrap() > 1.0);
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("<div class=\"box warn\"><b>Verdict.</b> Limited by the load generator"));
 }

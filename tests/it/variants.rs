@@ -120,7 +120,6 @@ async fn batch_claims_take_several_jobs_and_never_hand_one_to_two_workers() {
     let claimed_twice: Vec<i64> = outcome
         .ledger
         .committed()
-        .into_iter()
         .filter(|(_, e)| e.claims != 1)
         .map(|(id, _)| id)
         .collect();
