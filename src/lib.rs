@@ -8,6 +8,7 @@
 //! stages in order.
 
 pub mod accounting;
+pub mod calibrate;
 pub mod capacity;
 pub mod clock;
 pub mod compare;

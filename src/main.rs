@@ -61,6 +61,12 @@ enum Command {
     ///
     /// Writes DIR/steps/<k>-<rate>-per-s/ (every step's results) and DIR/capacity.{json,md,html}.
     Capacity(CapacityArgs),
+    /// Is this load machine fast enough? Runs pgbench and dbq-bench on the same server, the
+    /// same prefilled seed table and the same claim + complete transaction (0 ms handler)
+    /// at each connection count, and prints their jobs/s and CPU per job side by side.
+    ///
+    /// Writes DIR/calibrate.{json,md} and each harness run's results in DIR/harness-<n>/.
+    Calibrate(CalibrateArgs),
     /// Regression gate: compare two results measured the same way (runs or matrices) and
     /// exit 99 when a headline figure got worse beyond its allowance and beyond the noise.
     ///
@@ -240,6 +246,38 @@ struct CapacityArgs {
     overrides: OverrideArgs,
 }
 
+#[derive(Args)]
+struct CalibrateArgs {
+    /// Scenario whose database settings are used (its load is replaced).
+    #[arg(default_value = "scenarios/baseline.toml")]
+    scenario: PathBuf,
+    /// Connection counts: pgbench clients and dbq-bench workers.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,4,16",
+        value_name = "N,N,…"
+    )]
+    connections: Vec<u32>,
+    /// How long each tool runs at each connection count.
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+    duration: std::time::Duration,
+    /// Jobs prefilled before each tool runs (enough that neither runs dry).
+    #[arg(long, default_value_t = 150_000)]
+    prefill: u64,
+    /// The pgbench executable [default: on PATH, or beside PostgreSQL's server binaries].
+    #[arg(long, value_name = "PATH")]
+    pgbench: Option<PathBuf>,
+    /// Results directory [default: results/<UTC time>-calibrate].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// No status lines on the terminal (the table is still printed and written).
+    #[arg(long, short)]
+    quiet: bool,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+}
+
 #[derive(Subcommand)]
 enum MatrixCommand {
     /// Build the comparison from matrix directories whose cells ran separately (--cell I).
@@ -306,6 +344,13 @@ fn main() -> ExitCode {
         Command::Report { dir, quiet } => report_command(&dir, quiet),
         Command::Matrix(args) => match tokio::runtime::Runtime::new() {
             Ok(rt) => rt.block_on(matrix_command(args)),
+            Err(e) => {
+                eprintln!("error: cannot start the async runtime: {e}");
+                ExitStatus::RunFailed
+            }
+        },
+        Command::Calibrate(args) => match tokio::runtime::Runtime::new() {
+            Ok(rt) => rt.block_on(calibrate_command(args)),
             Err(e) => {
                 eprintln!("error: cannot start the async runtime: {e}");
                 ExitStatus::RunFailed
@@ -460,6 +505,51 @@ async fn run_command(args: RunArgs) -> ExitStatus {
                 ),
                 other => eprintln!("error: {other}"),
             }
+            f.exit_status()
+        }
+    }
+}
+
+/// `calibrate`: pgbench and the harness side by side.
+async fn calibrate_command(args: CalibrateArgs) -> ExitStatus {
+    use dbq_bench::calibrate::{self, CalibrateRequest};
+    if args.connections.is_empty() || args.connections.iter().any(|c| !(1..=1000).contains(c)) {
+        eprintln!("error: --connections: each count must be between 1 and 1000");
+        return ExitStatus::BadInput;
+    }
+    if args.duration < std::time::Duration::from_secs(1) {
+        eprintln!("error: --duration: must be at least 1s");
+        return ExitStatus::BadInput;
+    }
+    let Some(pgbench) = args.pgbench.or_else(calibrate::find_pgbench) else {
+        eprintln!(
+            "error: pgbench not found on PATH or in /usr/lib/postgresql/*/bin; install PostgreSQL's client tools (Debian: postgresql-client) or pass --pgbench PATH"
+        );
+        return ExitStatus::BadInput;
+    };
+    let request = CalibrateRequest {
+        out_dir: args
+            .out
+            .unwrap_or_else(|| dbq_bench::run::default_out_dir("calibrate")),
+        scenario: args.scenario,
+        overrides: args.overrides.overrides(),
+        env: env_defaults(),
+        connections: args.connections,
+        duration: args.duration,
+        prefill: args.prefill,
+        pgbench,
+        status: !args.quiet,
+    };
+    let shutdown = CancellationToken::new();
+    tokio::spawn(watch_signals(shutdown.clone()));
+    match calibrate::run(&request, &shutdown).await {
+        Ok(c) => {
+            print!("{}", calibrate::markdown(&c));
+            println!("\nresults    {}", request.out_dir.display());
+            ExitStatus::Ok
+        }
+        Err(f) => {
+            eprintln!("error: {f}");
             f.exit_status()
         }
     }

@@ -34,6 +34,10 @@ impl DbSampler {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let sessions = format!("{}%", self.schema.application_name(""));
         let mut conn: Option<PgConnection> = None;
+        // The first sample, and the first after each claim probe (phase boundaries), count
+        // every status; the others only the waiting jobs, so their cost does not grow with
+        // the table.
+        let mut full = true;
         self.probes.reverse();
         loop {
             let next_probe = self.probes.last().map(|(at, _)| self.clock.until(*at));
@@ -49,6 +53,7 @@ impl DbSampler {
             let result = match self.probes.last() {
                 Some((at, _)) if self.clock.now_us() >= *at => {
                     let (_, label) = self.probes.pop().expect("just looked");
+                    full = true;
                     self.queue
                         .probe_claim(c)
                         .await
@@ -60,7 +65,7 @@ impl DbSampler {
                 }
                 _ => self
                     .queue
-                    .sample(c, &sessions)
+                    .sample(c, &sessions, std::mem::take(&mut full))
                     .await
                     .map(|s| Event::DbSample {
                         at_us: self.clock.now_us(),

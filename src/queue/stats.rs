@@ -15,11 +15,20 @@ const WAIT_EVENTS: &str = include_str!("stats/wait_events.sql");
 /// One sample of database statistics.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DbSample {
-    /// Jobs by status.
+    /// Jobs waiting: every sample counts them (from the pending index, so the cost follows
+    /// the backlog, not the table).
     pub pending: i64,
-    pub processing: i64,
-    pub done: i64,
-    pub dead_letter: i64,
+    /// The other statuses need a scan of the whole table, so only full samples (the first,
+    /// and one at each phase boundary) count them.
+    #[serde(default)]
+    pub processing: Option<i64>,
+    #[serde(default)]
+    pub done: Option<i64>,
+    #[serde(default)]
+    pub dead_letter: Option<i64>,
+    /// How long the sample took, ms.
+    #[serde(default)]
+    pub sample_ms: f64,
     pub live_tuples: i64,
     pub dead_tuples: i64,
     pub vacuums: i64,
@@ -60,20 +69,33 @@ pub struct ClaimProbe {
 
 impl Queue {
     /// Takes one sample; `sessions` is the `application_name` pattern of the run's sessions.
-    pub async fn sample(&self, conn: &mut PgConnection, sessions: &str) -> sqlx::Result<DbSample> {
+    /// A `full` sample also counts every status (a scan of the table).
+    pub async fn sample(
+        &self,
+        conn: &mut PgConnection,
+        sessions: &str,
+        full: bool,
+    ) -> sqlx::Result<DbSample> {
+        let started = std::time::Instant::now();
         let mut s = DbSample::default();
-        let status_counts = sqlx::AssertSqlSafe(self.variant().sql.status_counts.as_str());
-        for (status, n) in sqlx::query_as::<_, (String, i64)>(status_counts)
-            .fetch_all(&mut *conn)
-            .await?
-        {
-            match status.as_str() {
-                "pending" => s.pending = n,
-                "processing" => s.processing = n,
-                "done" => s.done = n,
-                "dead_letter" => s.dead_letter = n,
-                _ => {}
+        if full {
+            let status_counts = sqlx::AssertSqlSafe(self.variant().sql.status_counts.as_str());
+            let (mut processing, mut done, mut dead) = (0, 0, 0);
+            for (status, n) in sqlx::query_as::<_, (String, i64)>(status_counts)
+                .fetch_all(&mut *conn)
+                .await?
+            {
+                match status.as_str() {
+                    "pending" => s.pending = n,
+                    "processing" => processing = n,
+                    "done" => done = n,
+                    "dead_letter" => dead = n,
+                    _ => {}
+                }
             }
+            (s.processing, s.done, s.dead_letter) = (Some(processing), Some(done), Some(dead));
+        } else {
+            s.pending = self.pending_count(conn).await?;
         }
         let table = self.variant().table;
         let t = sqlx::query(TABLE).bind(table).fetch_one(&mut *conn).await?;
@@ -105,6 +127,7 @@ impl Queue {
             .await?
             .into_iter()
             .collect();
+        s.sample_ms = started.elapsed().as_secs_f64() * 1e3;
         Ok(s)
     }
 

@@ -113,7 +113,7 @@ pub fn summarize(rows: &[DbStatsRow], phases: &[String]) -> DbStatsSummary {
     }
 }
 
-const COLUMNS: [&str; 22] = [
+const COLUMNS: [&str; 23] = [
     "t_s",
     "phase",
     "pending",
@@ -136,6 +136,7 @@ const COLUMNS: [&str; 22] = [
     "oldest_xact_s",
     "notify_queue_usage",
     "waiting_sessions",
+    "sample_ms",
 ];
 
 /// Writes `db_stats.csv`: the columns above, then one `index_bytes:<name>` per index.
@@ -154,11 +155,13 @@ pub fn write_csv(rows: &[DbStatsRow], out: &mut dyn Write) -> Result<()> {
         let s = &r.sample;
         let mut rec = vec![format!("{:.3}", r.t_s), r.phase.clone()];
         rec.extend(
+            [s.pending.to_string()].into_iter().chain(
+                [s.processing, s.done, s.dead_letter]
+                    .map(|v| v.map_or(String::new(), |n| n.to_string())),
+            ),
+        );
+        rec.extend(
             [
-                s.pending,
-                s.processing,
-                s.done,
-                s.dead_letter,
                 s.live_tuples,
                 s.dead_tuples,
                 s.table_bytes,
@@ -179,6 +182,7 @@ pub fn write_csv(rows: &[DbStatsRow], out: &mut dyn Write) -> Result<()> {
         rec.push(format!("{:.3}", s.oldest_xact_s));
         rec.push(format!("{}", s.notify_queue_usage));
         rec.push(s.wait_events.values().sum::<i64>().to_string());
+        rec.push(format!("{:.3}", s.sample_ms));
         rec.extend(indexes.iter().map(|i| {
             s.index_bytes
                 .get(i)
@@ -204,6 +208,13 @@ pub fn read_csv(input: impl Read) -> Result<Vec<DbStatsRow>> {
                 .parse::<i64>()
                 .with_context(|| format!("db_stats.csv row {}: column {name}", n + 1))
         };
+        let optional_int = |name: &str| match get(name) {
+            "" => Ok(None),
+            v => v
+                .parse::<i64>()
+                .map(Some)
+                .with_context(|| format!("db_stats.csv row {}: column {name}", n + 1)),
+        };
         let float = |name: &str| {
             get(name)
                 .parse::<f64>()
@@ -211,9 +222,10 @@ pub fn read_csv(input: impl Read) -> Result<Vec<DbStatsRow>> {
         };
         let sample = DbSample {
             pending: int("pending")?,
-            processing: int("processing")?,
-            done: int("done")?,
-            dead_letter: int("dead_letter")?,
+            processing: optional_int("processing")?,
+            done: optional_int("done")?,
+            dead_letter: optional_int("dead_letter")?,
+            sample_ms: get("sample_ms").parse().unwrap_or(0.0),
             live_tuples: int("live_tuples")?,
             dead_tuples: int("dead_tuples")?,
             vacuums: int("vacuums")?,

@@ -161,12 +161,12 @@ fn charts(h: &mut String, r: &RunResults) {
             .filter_map(|row| Some((row.second as f64 + 0.5, f(row)?)))
             .collect(),
     };
-    let db = |name: &str, f: &dyn Fn(&crate::queue::DbSample) -> f64| Series {
+    let db = |name: &str, f: &dyn Fn(&crate::queue::DbSample) -> Option<f64>| Series {
         name: name.into(),
         points: r
             .db_stats
             .iter()
-            .map(|row| (row.t_s, f(&row.sample)))
+            .filter_map(|row| f(&row.sample).map(|v| (row.t_s, v)))
             .collect(),
     };
     // Every time chart spans the load and the drain.
@@ -203,8 +203,10 @@ fn charts(h: &mut String, r: &RunResults) {
         "Jobs waiting (pending) and being worked on (processing, as committed)",
         "jobs",
         vec![
-            db("pending", &|d| d.pending as f64),
-            db("processing", &|d| d.processing as f64),
+            db("pending", &|d| Some(d.pending as f64)),
+            db("processing (full samples)", &|d| {
+                d.processing.map(|p| p as f64)
+            }),
         ],
     ));
     h.push_str("<h2>End-to-end latency over time</h2>");
@@ -239,16 +241,18 @@ fn charts(h: &mut String, r: &RunResults) {
         "Row versions in the queue table",
         "tuples",
         vec![
-            db("dead tuples", &|d| d.dead_tuples as f64),
-            db("live tuples", &|d| d.live_tuples as f64),
+            db("dead tuples", &|d| Some(d.dead_tuples as f64)),
+            db("live tuples", &|d| Some(d.live_tuples as f64)),
         ],
     ));
     h.push_str(&time(
         "Size of the queue table",
         "MB",
         vec![
-            db("table + indexes", &|d| d.total_bytes as f64 / 1_048_576.0),
-            db("table", &|d| d.table_bytes as f64 / 1_048_576.0),
+            db("table + indexes", &|d| {
+                Some(d.total_bytes as f64 / 1_048_576.0)
+            }),
+            db("table", &|d| Some(d.table_bytes as f64 / 1_048_576.0)),
         ],
     ));
     h.push_str("<h2>Wait events</h2>");

@@ -388,12 +388,22 @@ impl Summary {
         let scheduled = measured_metrics.get(Metric::ScheduleLag).len();
         let harness = measured_span(m)
             .and_then(|(from, to)| crate::metrics::HarnessSummary::over(&m.harness, from, to));
+        let producers = ProducerPace {
+            gap_ms: throughput
+                .offered_per_s
+                .map(|r| plan.producers.count as f64 / r.max(1e-9) * 1e3),
+            enqueue_p99_ms: measured_metrics
+                .get(Metric::Enqueue)
+                .value_at_quantile(0.99) as f64
+                / 1e3,
+        };
         let mut verdict = verdict(
             m,
             &throughput,
             &measured_counts,
             scheduled,
             harness.as_ref(),
+            &producers,
         );
         if let Some(p) = phases.iter().find(|p| p.kept_up == Some(false)) {
             verdict.text.push_str(&format!(
@@ -547,6 +557,21 @@ fn memory_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// How the producers' schedule compares with their inserts: each producer sends one insert
+/// at a time, so when an insert takes longer than the gap its schedule leaves between jobs,
+/// it falls behind however fast the queue is.
+struct ProducerPace {
+    /// Milliseconds between one producer's jobs at the offered rate (open loop only).
+    gap_ms: Option<f64>,
+    enqueue_p99_ms: f64,
+}
+
+impl ProducerPace {
+    fn too_few(&self) -> bool {
+        self.gap_ms.is_some_and(|gap| self.enqueue_p99_ms > gap)
+    }
+}
+
 /// From the start of the first measured phase to the end of the last, µs on the run clock.
 fn measured_span(m: &Measurements) -> Option<(u64, u64)> {
     let measured = m.windows.iter().filter(|w| w.measured);
@@ -581,6 +606,7 @@ fn verdict(
     counts: &PhaseCounts,
     scheduled: u64,
     harness: Option<&crate::metrics::HarnessSummary>,
+    producers: &ProducerPace,
 ) -> Verdict {
     let multiple = t.completed_per_s / article::FEW_HUNDRED_PER_S;
     let late_pct = 100.0 * counts.sent_late as f64 / scheduled.max(1) as f64;
@@ -595,7 +621,7 @@ fn verdict(
     let harness_saturated = harness.is_some_and(|h| h.saturated());
     let state = if kept_up {
         VerdictState::KeptUp
-    } else if consumers_kept_up && harness_saturated {
+    } else if consumers_kept_up && (harness_saturated || producers.too_few()) {
         VerdictState::LoadGeneratorLimited
     } else {
         VerdictState::DidNotKeepUp
@@ -623,6 +649,13 @@ fn verdict(
     }
     let head = match (state, harness) {
         (VerdictState::KeptUp, _) => state.headline().to_string(),
+        (VerdictState::LoadGeneratorLimited, Some(h)) if producers.too_few() => format!(
+            "{}: producers missed their schedule ({late_pct:.1}% of jobs sent late) while the consumers kept up: each producer sends one insert at a time, and inserts took up to {:.1} ms (p99) where its schedule left {:.1} ms between jobs; more producers (producers.count) would send on time ({})",
+            state.headline(),
+            producers.enqueue_p99_ms,
+            producers.gap_ms.unwrap_or(f64::NAN),
+            h.describe()
+        ),
         (VerdictState::LoadGeneratorLimited, Some(h)) => format!(
             "{}: producers missed their schedule ({late_pct:.1}% of jobs sent late) while the consumers kept up, and {}; the queue kept up with what was sent, so this is not the queue's limit",
             state.headline(),

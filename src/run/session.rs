@@ -77,6 +77,11 @@ impl Session {
         }
     }
 
+    /// The schema the queue is installed in.
+    pub fn schema(&self) -> &RunSchema {
+        &self.schema
+    }
+
     /// How many steps have run.
     pub fn steps_run(&self) -> usize {
         self.steps

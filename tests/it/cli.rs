@@ -336,3 +336,60 @@ fn a_saturated_load_generator_is_named_as_the_limit() {
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(html.contains("<div class=\"box warn\"><b>Verdict.</b> Limited by the load generator"));
 }
+
+/// `calibrate` runs pgbench and the harness on the same table and prints both; the numbers
+/// themselves are machine-dependent (no timing assertions), so the test checks that both
+/// tools ran the transaction and each row is complete.
+#[test]
+fn calibrate_runs_pgbench_and_the_harness_side_by_side() {
+    crate::support::require_local_binaries();
+    let dir = tempfile::tempdir().unwrap();
+    let o = dbq(&[
+        "calibrate",
+        "scenarios/smoke.toml",
+        "--db",
+        "url",
+        "--database-url",
+        shared_url(),
+        "--quiet",
+        "--connections",
+        "1,2",
+        "--duration",
+        "1s",
+        "--prefill",
+        "40000",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}\nstderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("| connections | pgbench jobs/s | dbq-bench jobs/s"),
+        "{stdout}"
+    );
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("calibrate.json")).unwrap())
+            .unwrap();
+    let rows = c["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        for k in [
+            "pgbench_per_s",
+            "harness_per_s",
+            "pgbench_cpu_us_per_job",
+            "harness_cpu_us_per_job",
+        ] {
+            assert!(r[k].as_f64().unwrap() > 0.0, "{k}: {r}");
+        }
+    }
+    assert!(dir.path().join("harness-2/summary.json").exists());
+    assert!(
+        !shared_url().is_empty() && !stdout.contains(shared_url()),
+        "no URL printed"
+    );
+}

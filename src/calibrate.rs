@@ -1,0 +1,327 @@
+//! `dbq-bench calibrate`: is this load machine fast enough? Runs pgbench and the harness on
+//! the same server, the same prefilled seed table and the same transaction (the seed's claim
+//! and its success update, 0 ms handler), one after the other at each connection count, and
+//! prints their jobs/s and CPU per job side by side.
+//!
+//! pgbench waits for each statement's reply on one connection per client, as the seed's
+//! worker does, and is written in C: when the harness drains as fast with no more CPU per
+//! job, the harness is not what limits a measurement on this machine.
+
+use crate::db::{self, RunSchema};
+use crate::error::{Failure, InputError};
+use crate::run::{RunOptions, Session};
+use crate::scenario::{EnvDefaults, Overrides, Plan, load_plan};
+use anyhow::{Context, Result, bail};
+use nix::sys::resource::{UsageWho, getrusage};
+use serde::{Deserialize, Serialize};
+use sqlx::ConnectOptions;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The transaction pgbench runs: the seed's claim (`src/queue/seed/claim.sql`) and success
+/// update (`complete.sql`), in one transaction, as the seed's worker runs them.
+///
+/// `\\aset` leaves `id` as it was when the claim finds nothing (the script sets it to 0
+/// first), so a queue that runs dry does not abort pgbench; jobs are counted from the table.
+const PGBENCH_SCRIPT: &str = "\\set id 0
+BEGIN;
+WITH next_job AS (
+  SELECT id FROM job_queue
+  WHERE  status = 'pending' AND next_run_at <= NOW()
+  ORDER  BY priority DESC, next_run_at, id
+  LIMIT  1
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE job_queue SET status = 'processing', started_at = NOW()
+WHERE  id = (SELECT id FROM next_job)
+RETURNING id \\aset
+UPDATE job_queue SET status = 'done', completed_at = NOW() WHERE id = :id;
+COMMIT;
+";
+
+pub struct CalibrateRequest {
+    pub scenario: PathBuf,
+    pub overrides: Overrides,
+    pub env: EnvDefaults,
+    pub connections: Vec<u32>,
+    pub duration: Duration,
+    pub prefill: u64,
+    pub pgbench: PathBuf,
+    pub out_dir: PathBuf,
+    pub status: bool,
+}
+
+/// One connection count, both tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub connections: u32,
+    pub pgbench_per_s: f64,
+    pub harness_per_s: f64,
+    /// harness / pgbench jobs/s (≥ 1: the harness drains at least as fast).
+    pub ratio: f64,
+    /// CPU (user + system) per job finished, µs, of each client process.
+    pub pgbench_cpu_us_per_job: f64,
+    pub harness_cpu_us_per_job: f64,
+    /// harness / pgbench CPU per job (≤ 1: the harness is no costlier).
+    pub cpu_ratio: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    pub server: String,
+    pub duration_s: f64,
+    pub prefill: u64,
+    pub rows: Vec<Row>,
+}
+
+impl CalibrateRequest {
+    /// The harness's plan at `connections`: the seed with a prefilled backlog, no producers,
+    /// `connections` workers with a 0 ms handler, one measured phase of `duration`.
+    fn plan(&self, connections: u32) -> Result<Plan, InputError> {
+        let mut overrides = self.overrides.clone();
+        overrides.sets.extend([
+            "queue.variant=\"seed\"".into(),
+            format!("producers.prefill={}", self.prefill),
+            format!("consumers.count={connections}"),
+            "consumers.handler={ duration = { fixed = \"0ms\" }, error_rate = 0.0 }".into(),
+            format!(
+                "phases=[{{ name = \"load\", duration = \"{}ms\", rate = 0 }}]",
+                self.duration.as_millis()
+            ),
+            "thresholds={}".into(),
+        ]);
+        load_plan(&self.scenario, &overrides, &self.env)
+    }
+}
+
+/// Runs both tools at every connection count and writes `calibrate.json` and `.md`.
+pub async fn run(
+    request: &CalibrateRequest,
+    shutdown: &CancellationToken,
+) -> Result<Calibration, Failure> {
+    let first = request.plan(request.connections[0])?;
+    std::fs::create_dir_all(&request.out_dir)
+        .with_context(|| format!("creating {}", request.out_dir.display()))?;
+    let server = Arc::new(db::provision(&first.database).await?);
+    let result = measure_all(request, &server, shutdown).await;
+    if let Ok(server) = Arc::try_unwrap(server)
+        && let Err(e) = server.teardown().await
+    {
+        eprintln!("dbq-bench: warning: teardown: {e:#}");
+    }
+    let calibration = Calibration {
+        server: first.database.provider.as_str().into(),
+        duration_s: request.duration.as_secs_f64(),
+        prefill: request.prefill,
+        rows: result?,
+    };
+    std::fs::write(
+        request.out_dir.join("calibrate.json"),
+        serde_json::to_string_pretty(&calibration).context("calibrate.json")?,
+    )
+    .context("writing calibrate.json")?;
+    std::fs::write(request.out_dir.join("calibrate.md"), markdown(&calibration))
+        .context("writing calibrate.md")?;
+    Ok(calibration)
+}
+
+async fn measure_all(
+    request: &CalibrateRequest,
+    server: &Arc<db::Server>,
+    shutdown: &CancellationToken,
+) -> Result<Vec<Row>, Failure> {
+    let mut rows = Vec::new();
+    for &c in &request.connections {
+        let plan = request.plan(c)?;
+        if request.status {
+            eprintln!("dbq-bench: calibrate: {c} connection(s): pgbench…");
+        }
+        let session = Session::set_up(&plan, &RunOptions::default(), server, shutdown).await?;
+        let pgbench = run_pgbench(request, session.schema(), c).await;
+        session.tear_down(false).await;
+        let (pg_jobs, pg_cpu) = pgbench.map_err(Failure::Run)?;
+        if shutdown.is_cancelled() {
+            return Err(Failure::Interrupted);
+        }
+        if request.status {
+            eprintln!("dbq-bench: calibrate: {c} connection(s): dbq-bench…");
+        }
+        let mut session = Session::set_up(&plan, &RunOptions::default(), server, shutdown).await?;
+        let opts = RunOptions {
+            out_dir: Some(request.out_dir.join(format!("harness-{c}"))),
+            ..Default::default()
+        };
+        let outcome = session.step(&plan, &opts, shutdown).await;
+        session.tear_down(false).await;
+        let s = outcome?.results.summary;
+        let load = s.phases.iter().find(|p| p.name == "load");
+        if load.is_some_and(|p| p.busy_s.is_some_and(|b| b < 0.95 * p.duration_s)) {
+            return Err(Failure::Run(anyhow::anyhow!(
+                "the queue ran dry during dbq-bench's run at {c} connection(s): raise --prefill"
+            )));
+        }
+        let seconds = request.duration.as_secs_f64();
+        let pg_per_s = pg_jobs as f64 / seconds;
+        // The harness's CPU over its measured phase (from its own monitor), per job finished
+        // in it: the drain, the proof and the report after the load are not load generation.
+        let cores = s
+            .harness
+            .as_ref()
+            .and_then(|h| h.process_cores)
+            .unwrap_or(f64::NAN);
+        let finished = s.throughput.completed_per_s * s.throughput.window_s;
+        let (pg_us, h_us) = (
+            pg_cpu / pg_jobs.max(1) as f64 * 1e6,
+            cores * s.throughput.window_s / finished.max(1.0) * 1e6,
+        );
+        rows.push(Row {
+            connections: c,
+            pgbench_per_s: pg_per_s,
+            harness_per_s: s.throughput.completed_per_s,
+            ratio: s.throughput.completed_per_s / pg_per_s.max(1e-9),
+            pgbench_cpu_us_per_job: pg_us,
+            harness_cpu_us_per_job: h_us,
+            cpu_ratio: h_us / pg_us.max(1e-9),
+        });
+    }
+    Ok(rows)
+}
+
+fn cpu_seconds(who: UsageWho) -> f64 {
+    getrusage(who).map_or(0.0, |u| {
+        let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+        t(u.user_time()) + t(u.system_time())
+    })
+}
+
+/// Runs pgbench against `schema` for the request's duration; returns the transactions it
+/// committed and the CPU seconds it used.
+async fn run_pgbench(
+    request: &CalibrateRequest,
+    schema: &RunSchema,
+    connections: u32,
+) -> Result<(u64, f64)> {
+    let dir = tempfile::tempdir().context("a directory for the pgbench script")?;
+    let script = dir.path().join("claim-complete.sql");
+    std::fs::write(&script, PGBENCH_SCRIPT).context("writing the pgbench script")?;
+    let url = schema.options().to_url_lossy();
+    let threads = connections.min(
+        std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+    );
+    let mut cmd = tokio::process::Command::new(&request.pgbench);
+    cmd.args(["-n", "-M", "prepared", "-f"])
+        .arg(&script)
+        .args(["-c", &connections.to_string(), "-j", &threads.to_string()])
+        .args(["-T", &request.duration.as_secs().max(1).to_string()])
+        .env("PGHOST", url.host_str().unwrap_or("localhost"))
+        .env("PGPORT", url.port().unwrap_or(5432).to_string())
+        .env("PGUSER", url.username())
+        .env("PGPASSWORD", url.password().unwrap_or(""))
+        .env("PGDATABASE", url.path().trim_start_matches('/'))
+        .env("PGOPTIONS", format!("-c search_path={}", schema.name));
+    if let Some(socket) = schema.options().get_socket() {
+        cmd.env("PGHOST", socket);
+    }
+    let before = cpu_seconds(UsageWho::RUSAGE_CHILDREN);
+    let out = cmd.output().await.with_context(|| {
+        format!(
+            "running {} (install PostgreSQL's client tools, or point --pgbench at it)",
+            request.pgbench.display()
+        )
+    })?;
+    let cpu = cpu_seconds(UsageWho::RUSAGE_CHILDREN) - before;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let errors: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("error") || l.contains("FATAL"))
+            .take(3)
+            .collect();
+        bail!("pgbench failed: {}", errors.join("; "));
+    }
+    transactions(&stdout).context("reading pgbench's output")?;
+    let mut conn = schema.connect().await?;
+    let (done, pending): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE status = 'done'), count(*) FILTER (WHERE status = 'pending') FROM job_queue",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .context("counting the jobs pgbench finished")?;
+    if pending == 0 {
+        bail!(
+            "the queue ran dry during pgbench's run ({done} jobs done in {} s): raise --prefill",
+            request.duration.as_secs()
+        );
+    }
+    Ok((done as u64, cpu))
+}
+
+/// "number of transactions actually processed: N" from pgbench's report.
+fn transactions(report: &str) -> Result<u64> {
+    report
+        .lines()
+        .find_map(|l| l.strip_prefix("number of transactions actually processed: "))
+        .and_then(|v| v.split(['/', ' ']).next())
+        .and_then(|v| v.trim().parse().ok())
+        .context("no 'number of transactions actually processed' line")
+}
+
+/// The table, one row per connection count.
+pub fn markdown(c: &Calibration) -> String {
+    let mut md = format!(
+        "# dbq-bench calibrate\n\nThe seed's claim + complete transaction on a table prefilled with {} jobs, 0 ms handler, {:.0} s per tool and connection count ({} server); pgbench `-M prepared` first, then `dbq-bench` draining the same way.\n\n| connections | pgbench jobs/s | dbq-bench jobs/s | ratio | pgbench CPU µs/job | dbq-bench CPU µs/job | CPU ratio |\n|---|---|---|---|---|---|---|\n",
+        c.prefill, c.duration_s, c.server
+    );
+    for r in &c.rows {
+        md.push_str(&format!(
+            "| {} | {:.0} | {:.0} | {:.2}× | {:.0} | {:.0} | {:.2}× |\n",
+            r.connections,
+            r.pgbench_per_s,
+            r.harness_per_s,
+            r.ratio,
+            r.pgbench_cpu_us_per_job,
+            r.harness_cpu_us_per_job,
+            r.cpu_ratio
+        ));
+    }
+    md.push_str(
+        "\nratio ≥ 1.00× and CPU ratio ≤ 1.00×: the harness is not the limit on this machine.\n",
+    );
+    md
+}
+
+/// Where pgbench is: on PATH, or beside the local server binaries.
+pub fn find_pgbench() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("pgbench"))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| {
+        let root = Path::new("/usr/lib/postgresql");
+        let mut versions: Vec<PathBuf> = std::fs::read_dir(root)
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin/pgbench")))
+            .filter(|p| p.is_file())
+            .collect();
+        versions.sort();
+        versions.pop()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgbench_reports_are_read() {
+        let report = "transaction type: claim-complete.sql\nnumber of clients: 4\nnumber of transactions actually processed: 61234\nnumber of failed transactions: 0 (0.000%)\ntps = 4082.2 (without initial connection time)\n";
+        assert_eq!(transactions(report).unwrap(), 61234);
+        assert!(transactions("nothing").is_err());
+    }
+}
