@@ -23,6 +23,7 @@ fn events() -> Vec<Event> {
             open_loop: true,
             poison: false,
             crash: false,
+            behind: false,
         });
         v.push(Event::Claimed {
             job,

@@ -393,6 +393,25 @@ impl Tally {
         );
     }
 
+    /// Executions and completions beyond one, and which of those the claim mode allows: a
+    /// second completion only in committed mode, for a job the reaper returned.
+    fn executions(
+        &self,
+        ledger: &Ledger,
+        dup_ids: &BTreeSet<JobId>,
+        mode: ClaimMode,
+    ) -> Duplicates {
+        let allowed = |id: &JobId| {
+            mode == ClaimMode::Committed && ledger.get(*id).is_some_and(|e| e.reaps > 0)
+        };
+        Duplicates {
+            extra_executions: self.extra_executions,
+            unexplained_executions: self.unexplained_executions,
+            completions: dup_ids.len() as u64,
+            allowed_completions: dup_ids.iter().filter(|id| allowed(id)).count() as u64,
+        }
+    }
+
     fn conclude(
         self,
         ledger: &Ledger,
@@ -428,26 +447,15 @@ impl Tally {
             audited.as_ref().map(|rows| rows.keys().copied().collect());
         let mut dup_ids = self.ledger_dups.clone();
         dup_ids.extend(table_dups.iter().flatten());
-        // A second completion is allowed only in committed mode, for a job the reaper returned.
-        let allowed = |id: &JobId| {
-            opts.claim_mode == ClaimMode::Committed && ledger.get(*id).is_some_and(|e| e.reaps > 0)
+        let executions = self.executions(ledger, &dup_ids, opts.claim_mode);
+        let list = |ids: &BTreeSet<JobId>, view: &dyn Fn(JobId) -> String| -> Vec<JobProblem> {
+            ids.iter()
+                .take(LIST_LIMIT)
+                .map(|&id| problem(id, view(id)))
+                .collect()
         };
-        let executions = Duplicates {
-            extra_executions: self.extra_executions,
-            unexplained_executions: self.unexplained_executions,
-            completions: dup_ids.len() as u64,
-            allowed_completions: dup_ids.iter().filter(|id| allowed(id)).count() as u64,
-        };
-        let lost: Vec<JobProblem> = lost_ids
-            .iter()
-            .take(LIST_LIMIT)
-            .map(|&id| problem(id, table_view(id)))
-            .collect();
-        let duplicates: Vec<JobProblem> = dup_ids
-            .iter()
-            .take(LIST_LIMIT)
-            .map(|&id| problem(id, audit_view(id)))
-            .collect();
+        let lost = list(&lost_ids, &table_view);
+        let duplicates = list(&dup_ids, &audit_view);
         let views_agree = self.ledger_lost == self.table_lost
             && self.finished_differently == 0
             && table_dups.as_ref().is_none_or(|t| *t == self.ledger_dups);
@@ -458,14 +466,16 @@ impl Tally {
             && views_agree
             && self.unfinished == 0
             && outbox.as_ref().is_none_or(|o| o.ok);
-        let ledger_counts = ViewCounts {
-            lost: self.ledger_lost.len() as u64,
-            duplicate_completions: Some(self.ledger_dups.len() as u64),
-        };
-        let table_counts = ViewCounts {
-            lost: self.table_lost.len() as u64,
-            duplicate_completions: table_dups.as_ref().map(|t| t.len() as u64),
-        };
+        let (ledger_counts, table_counts) = (
+            ViewCounts {
+                lost: self.ledger_lost.len() as u64,
+                duplicate_completions: Some(self.ledger_dups.len() as u64),
+            },
+            ViewCounts {
+                lost: self.table_lost.len() as u64,
+                duplicate_completions: table_dups.as_ref().map(|t| t.len() as u64),
+            },
+        );
         let verdict = Findings {
             committed: self.committed as usize,
             ledger: &ledger_counts,

@@ -94,7 +94,7 @@ impl Producer {
                 Rate::Max => {
                     while self.ctx.clock.now_us() < phase.end_us && !stop.is_cancelled() {
                         let now = self.ctx.clock.now_us();
-                        self.enqueue(now, false, &stop).await;
+                        self.enqueue(now, None, &stop).await;
                     }
                 }
                 Rate::PerSecond(r) if r <= 0.0 => {
@@ -113,10 +113,12 @@ impl Producer {
                         &mut self.rng,
                     );
                     while let Some(intended) = schedule.next(&mut self.rng) {
+                        // Already past its time before sleeping: the previous insert made it late.
+                        let behind = self.ctx.clock.now_us() > intended;
                         if !sleep_or_stop(self.ctx.clock.until(intended), &stop).await {
                             break;
                         }
-                        self.enqueue(intended, true, &stop).await;
+                        self.enqueue(intended, Some(behind), &stop).await;
                     }
                 }
             }
@@ -129,7 +131,10 @@ impl Producer {
     /// Enqueues one job scheduled for `intended_us`, retrying while it surely has not
     /// committed. An insert is never abandoned half-way: `stop` is only looked at between
     /// tries.
-    async fn enqueue(&mut self, intended_us: u64, open_loop: bool, stop: &CancellationToken) {
+    /// `behind`: open loop, and whether the producer was still busy when the job was due
+    /// (`None` in closed loop).
+    async fn enqueue(&mut self, intended_us: u64, behind: Option<bool>, stop: &CancellationToken) {
+        let open_loop = behind.is_some();
         self.seq += 1;
         let key = format!("{}-p{}-{}", self.fleet.key_prefix, self.index, self.seq);
         // Order ids are unique across producers: seq·count + index.
@@ -175,6 +180,7 @@ impl Producer {
                         open_loop,
                         poison,
                         crash,
+                        behind: behind.unwrap_or(false),
                     });
                     return;
                 }

@@ -21,6 +21,8 @@ pub enum Event {
         /// A poison job (its handler always fails) or a crashing one.
         poison: bool,
         crash: bool,
+        /// Open loop: its producer was still busy with its previous insert when it was due.
+        behind: bool,
     },
     /// A prefill batch committed: its ids as runs of consecutive ids (a bulk insert's ids
     /// almost always are one run), so a prefill of millions waits in little memory.

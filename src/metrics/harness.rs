@@ -219,4 +219,24 @@ mod tests {
         assert!(!w.saturated());
         assert!(HarnessSummary::over(&samples, 3_000_000, 4_000_000).is_none());
     }
+
+    /// summary.json must read back exactly as written (`report DIR` and `compare` read it):
+    /// serde_json parses floats exactly only with its `float_roundtrip` feature.
+    #[test]
+    fn figures_read_back_exactly() {
+        let mut x = 0.123_456_789_f64;
+        for i in 0..10_000 {
+            x = (x * 3.7 + i as f64 / 7.0).fract() * 100.0;
+            let s = HarnessSummary {
+                timer_late_pct: x,
+                timer_max_lag_ms: x / 3.0,
+                process_cores: Some(x / 97.0),
+                machine_busy_pct: Some(x * 0.7),
+                machine_cores: 2,
+            };
+            let back: HarnessSummary =
+                serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+            assert_eq!(back, s);
+        }
+    }
 }

@@ -76,6 +76,11 @@ pub struct PhaseCounts {
     pub claims: u64,
     pub empty_polls: u64,
     pub sent_late: u64,
+    /// Late jobs that were due while their producer was still waiting for its previous
+    /// insert: late because a producer sends one insert at a time, not because the
+    /// harness woke late.
+    #[serde(default)]
+    pub sent_late_behind: u64,
     pub enqueue_errors: u64,
     pub worker_errors: u64,
     /// Jobs the stale-job reaper returned to `pending` (or dead-lettered).
@@ -102,6 +107,7 @@ impl PhaseCounts {
         self.claims += o.claims;
         self.empty_polls += o.empty_polls;
         self.sent_late += o.sent_late;
+        self.sent_late_behind += o.sent_late_behind;
         self.enqueue_errors += o.enqueue_errors;
         self.worker_errors += o.worker_errors;
         self.reaped += o.reaped;
@@ -313,6 +319,34 @@ impl Recorder {
         }
     }
 
+    /// A prefill batch: every job enqueued, its insert latency recorded once per job.
+    fn prefilled(
+        &mut self,
+        runs: &[(JobId, u32)],
+        (poison, crash): (u64, u64),
+        sent_us: u64,
+        committed_us: u64,
+    ) {
+        let mut n = 0;
+        for &(first, len) in runs {
+            for id in first..first + i64::from(len) {
+                self.ledger.enqueued(id);
+            }
+            n += u64::from(len);
+        }
+        self.live.add_enqueued_n(n);
+        let latency = committed_us.saturating_sub(sent_us);
+        let (wi, wc) = (self.window_of(sent_us), self.window_of(committed_us));
+        self.metrics[wi].record_n(Metric::Enqueue, latency, n);
+        let c = &mut self.counts[wc];
+        c.enqueued += n;
+        c.poison_enqueued += poison;
+        c.crash_enqueued += crash;
+        let b = self.bucket(committed_us);
+        b.counts.enqueued += n;
+        b.metrics.record_n(Metric::Enqueue, latency, n);
+    }
+
     /// Applies one event to the figures.
     pub fn handle(&mut self, event: Event) {
         match event {
@@ -324,6 +358,7 @@ impl Recorder {
                 open_loop,
                 poison,
                 crash,
+                behind,
             } => {
                 self.ledger.enqueued(job);
                 self.live.add_enqueued();
@@ -339,6 +374,7 @@ impl Recorder {
                 if open_loop {
                     self.metrics[wi].record(Metric::ScheduleLag, lag);
                     self.counts[wi].sent_late += late as u64;
+                    self.counts[wi].sent_late_behind += (late && behind) as u64;
                 }
                 let b = self.bucket(committed_us);
                 b.counts.enqueued += 1;
@@ -353,26 +389,7 @@ impl Recorder {
                 crash,
                 sent_us,
                 committed_us,
-            } => {
-                let mut n = 0;
-                for (first, len) in runs {
-                    for id in first..first + i64::from(len) {
-                        self.ledger.enqueued(id);
-                    }
-                    n += u64::from(len);
-                }
-                self.live.add_enqueued_n(n);
-                let latency = committed_us.saturating_sub(sent_us);
-                let (wi, wc) = (self.window_of(sent_us), self.window_of(committed_us));
-                self.metrics[wi].record_n(Metric::Enqueue, latency, n);
-                let c = &mut self.counts[wc];
-                c.enqueued += n;
-                c.poison_enqueued += poison;
-                c.crash_enqueued += crash;
-                let b = self.bucket(committed_us);
-                b.counts.enqueued += n;
-                b.metrics.record_n(Metric::Enqueue, latency, n);
-            }
+            } => self.prefilled(&runs, (poison, crash), sent_us, committed_us),
             Event::EnqueueFailed {
                 at_us,
                 error,
@@ -741,6 +758,7 @@ mod tests {
             open_loop: false,
             poison: false,
             crash: false,
+            behind: false,
         })
         .unwrap();
         // Scheduled in "steady" at 2.0 s, sent 10 ms late, completed during the drain at 4.0 s.
@@ -752,6 +770,7 @@ mod tests {
             open_loop: true,
             poison: false,
             crash: false,
+            behind: false,
         })
         .unwrap();
         tx.send(Event::Claimed {

@@ -388,24 +388,19 @@ impl Summary {
         let scheduled = measured_metrics.get(Metric::ScheduleLag).len();
         let harness = measured_span(m)
             .and_then(|(from, to)| crate::metrics::HarnessSummary::over(&m.harness, from, to));
-        let producers = ProducerPace {
-            gap_ms: throughput
-                .offered_per_s
-                .map(|r| plan.producers.count as f64 / r.max(1e-9) * 1e3),
-            enqueue_p99_ms: measured_metrics
-                .get(Metric::Enqueue)
-                .value_at_quantile(0.99) as f64
-                / 1e3,
-        };
+        let pace = ProducerPace::of(&measured_counts);
         let mut verdict = verdict(
             m,
             &throughput,
             &measured_counts,
             scheduled,
             harness.as_ref(),
-            &producers,
+            &pace,
         );
-        if let Some(p) = phases.iter().find(|p| p.kept_up == Some(false)) {
+        let first_behind = phases.iter().find(|p| p.kept_up == Some(false));
+        if verdict.state == VerdictState::DidNotKeepUp
+            && let Some(p) = first_behind
+        {
             verdict.text.push_str(&format!(
                 " The first phase that did not keep up: \"{}\" at {} jobs/s offered ({:.0} completed/s).",
                 p.name,
@@ -557,18 +552,29 @@ fn memory_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// How the producers' schedule compares with their inserts: each producer sends one insert
-/// at a time, so when an insert takes longer than the gap its schedule leaves between jobs,
-/// it falls behind however fast the queue is.
+/// Why the producers' late jobs were late: a producer sends one insert at a time, so a job
+/// due while its producer still waits for the previous insert goes out late however fast the
+/// queue is. When at least half of the late jobs were late that way, more producers would
+/// have sent them on time: the load generator, not the queue, set the pace.
 struct ProducerPace {
-    /// Milliseconds between one producer's jobs at the offered rate (open loop only).
-    gap_ms: Option<f64>,
-    enqueue_p99_ms: f64,
+    late: u64,
+    late_behind: u64,
 }
 
 impl ProducerPace {
+    fn of(counts: &PhaseCounts) -> ProducerPace {
+        ProducerPace {
+            late: counts.sent_late,
+            late_behind: counts.sent_late_behind,
+        }
+    }
+
     fn too_few(&self) -> bool {
-        self.gap_ms.is_some_and(|gap| self.enqueue_p99_ms > gap)
+        self.late > 0 && 2 * self.late_behind >= self.late
+    }
+
+    fn behind_pct(&self) -> f64 {
+        100.0 * self.late_behind as f64 / self.late.max(1) as f64
     }
 }
 
@@ -650,10 +656,9 @@ fn verdict(
     let head = match (state, harness) {
         (VerdictState::KeptUp, _) => state.headline().to_string(),
         (VerdictState::LoadGeneratorLimited, Some(h)) if producers.too_few() => format!(
-            "{}: producers missed their schedule ({late_pct:.1}% of jobs sent late) while the consumers kept up: each producer sends one insert at a time, and inserts took up to {:.1} ms (p99) where its schedule left {:.1} ms between jobs; more producers (producers.count) would send on time ({})",
+            "{}: producers missed their schedule ({late_pct:.1}% of jobs sent late) while the consumers kept up; {:.0}% of the late jobs were due while their producer was still waiting for its previous insert (a producer sends one insert at a time), so more producers (producers.count) would have sent them on time ({})",
             state.headline(),
-            producers.enqueue_p99_ms,
-            producers.gap_ms.unwrap_or(f64::NAN),
+            producers.behind_pct(),
             h.describe()
         ),
         (VerdictState::LoadGeneratorLimited, Some(h)) => format!(
