@@ -113,14 +113,9 @@ impl Exporter for Markdown {
         let s = &r.summary;
         let mut md = String::new();
         md.push_str(&format!("# dbq-bench: {}\n\n", s.scenario.name));
-        if !s.complete {
+        if let Some(why) = s.incomplete_because() {
             md.push_str(&format!(
-                "> **Incomplete run** ({}): figures cover what happened before it stopped.\n\n",
-                if s.interrupted {
-                    "interrupted"
-                } else {
-                    "the drain timed out"
-                }
+                "> **Incomplete run** ({why}): the figures cover what happened before it stopped.\n\n"
             ));
         }
         md.push_str(&format!("**Verdict.** {}\n\n", s.verdict.text));

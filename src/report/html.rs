@@ -38,14 +38,7 @@ pub fn render(r: &RunResults) -> String {
     if !s.scenario.description.is_empty() {
         let _ = write!(h, "<p>{}</p>", escape(&s.scenario.description));
     }
-    if !s.complete {
-        let why = if let Some(t) = &s.aborted_by_threshold {
-            format!("stopped early by --abort-on-fail: {t}")
-        } else if s.interrupted {
-            "interrupted".into()
-        } else {
-            "the drain timed out".into()
-        };
+    if let Some(why) = s.incomplete_because() {
         let _ = write!(
             h,
             "<div class=\"box warn\"><b>Incomplete run</b> ({}): the figures cover what happened before it stopped.</div>",

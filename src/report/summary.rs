@@ -278,6 +278,21 @@ fn per_s(n: u64, window_s: f64) -> f64 {
 }
 
 impl Summary {
+    /// Why the run is incomplete (`None` when it is complete): the one wording every format
+    /// uses.
+    pub fn incomplete_because(&self) -> Option<String> {
+        if self.complete {
+            return None;
+        }
+        Some(if let Some(t) = &self.aborted_by_threshold {
+            format!("stopped early by --abort-on-fail: {t}")
+        } else if self.interrupted {
+            "interrupted".into()
+        } else {
+            "the drain timed out".into()
+        })
+    }
+
     /// Holds a capacity result against the claim in the verdict (`run --capacity DIR`).
     pub fn cite_capacity(&mut self, citation: article::CapacityCitation) {
         let sentence = citation.sentence(&self.queue.variant, self.verdict.completed_per_s);

@@ -4,12 +4,9 @@ use super::Summary;
 
 pub fn render(s: &Summary) -> String {
     let mut t = String::new();
-    let status = if s.complete {
-        "complete"
-    } else if s.interrupted {
-        "INTERRUPTED"
-    } else {
-        "INCOMPLETE (drain timed out)"
+    let status = match s.incomplete_because() {
+        None => "complete".to_string(),
+        Some(why) => format!("INCOMPLETE: {why}"),
     };
     t.push_str(&format!(
         "\n== dbq-bench: {} ({status}) ==\n",

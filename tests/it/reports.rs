@@ -351,4 +351,18 @@ fn abort_on_fail_stops_the_load_at_the_first_failed_phase() {
         .unwrap();
     assert!(long["duration_s"].as_f64().unwrap() < 30.0, "{long}");
     assert_eq!(s["jobs"]["lost"], 0);
+    // Every format gives the same reason for the incomplete run.
+    let said = "stopped early by --abort-on-fail: claim.max";
+    let terminal = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        terminal.contains(&format!("INCOMPLETE: {said}")),
+        "{terminal}"
+    );
+    for file in ["report.md", "report.html"] {
+        let text = std::fs::read_to_string(dir.path().join("out").join(file)).unwrap();
+        assert!(
+            text.contains(said),
+            "{file} does not say why the run is incomplete"
+        );
+    }
 }
