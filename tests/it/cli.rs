@@ -393,3 +393,36 @@ fn calibrate_runs_pgbench_and_the_harness_side_by_side() {
         "no URL printed"
     );
 }
+
+/// No form of connection string prints its password: URL userinfo (with or without `//`),
+/// URL query parameters, libpq `key=value` strings, quoted values.
+#[test]
+fn no_connection_string_form_prints_its_password() {
+    for url in [
+        "postgres://u:s3cr3t@127.0.0.1:1/db",
+        "postgres:u:s3cr3t@127.0.0.1:1/db",
+        "postgres://u@127.0.0.1:1/db?password=s3cr3t&sslmode=disable",
+        "host=127.0.0.1 port=1 user=u password=s3cr3t",
+        "host=127.0.0.1 port=1 password='s3 cr3t'",
+    ] {
+        let o = dbq(&[
+            "run",
+            "scenarios/smoke.toml",
+            "--db",
+            "url",
+            "--database-url",
+            url,
+            "--quiet",
+            "--set",
+            "database.startup_timeout=\"1s\"",
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_ne!(o.status.code(), Some(0), "{url}");
+        assert!(
+            !err.contains("s3cr3t") && !err.contains("s3 cr3t"),
+            "{url}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{url}: {err}");
+        assert!(err.contains("***"), "{url}: {err}");
+    }
+}
