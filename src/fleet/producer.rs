@@ -113,8 +113,22 @@ impl Producer {
                         &mut self.rng,
                     );
                     while let Some(intended) = schedule.next(&mut self.rng) {
+                        let now = self.ctx.clock.now_us();
+                        if now >= phase.end_us {
+                            // The phase is over: what its schedule still holds is dropped,
+                            // not sent late into the next phase (or the drain).
+                            let mut count = 1;
+                            while schedule.next(&mut self.rng).is_some() {
+                                count += 1;
+                            }
+                            self.ctx.emit(Event::Dropped {
+                                intended_us: intended,
+                                count,
+                            });
+                            break;
+                        }
                         // Already past its time before sleeping: the previous insert made it late.
-                        let behind = self.ctx.clock.now_us() > intended;
+                        let behind = now > intended;
                         if !sleep_or_stop(self.ctx.clock.until(intended), &stop).await {
                             break;
                         }

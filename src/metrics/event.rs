@@ -33,6 +33,9 @@ pub enum Event {
         sent_us: u64,
         committed_us: u64,
     },
+    /// Jobs a producer's schedule still held when their phase ended (the first due at
+    /// `intended_us`): never sent, as k6 counts dropped iterations.
+    Dropped { intended_us: u64, count: u64 },
     /// A producer's insert failed before it could commit; `retrying` says whether the same
     /// job is tried again.
     EnqueueFailed {

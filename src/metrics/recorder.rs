@@ -81,6 +81,9 @@ pub struct PhaseCounts {
     /// harness woke late.
     #[serde(default)]
     pub sent_late_behind: u64,
+    /// Scheduled jobs never sent because their phase ended first.
+    #[serde(default)]
+    pub dropped: u64,
     pub enqueue_errors: u64,
     pub worker_errors: u64,
     /// Jobs the stale-job reaper returned to `pending` (or dead-lettered).
@@ -108,6 +111,7 @@ impl PhaseCounts {
         self.empty_polls += o.empty_polls;
         self.sent_late += o.sent_late;
         self.sent_late_behind += o.sent_late_behind;
+        self.dropped += o.dropped;
         self.enqueue_errors += o.enqueue_errors;
         self.worker_errors += o.worker_errors;
         self.reaped += o.reaped;
@@ -382,6 +386,10 @@ impl Recorder {
                 if open_loop {
                     b.metrics.record(Metric::ScheduleLag, lag);
                 }
+            }
+            Event::Dropped { intended_us, count } => {
+                let w = self.window_of(intended_us);
+                self.counts[w].dropped += count;
             }
             Event::Prefilled {
                 runs,

@@ -176,10 +176,10 @@ impl Exporter for Markdown {
             s.throughput.completed_per_s
         ));
 
-        md.push_str("## Jobs\n\n| enqueued | prefilled | completed | dead-lettered | failed attempts | lost | unfinished | duplicate completions | sent late | enqueue errors | worker errors | reaped |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        md.push_str("## Jobs\n\n| enqueued | prefilled | completed | dead-lettered | failed attempts | lost | unfinished | duplicate completions | sent late | never sent | enqueue errors | worker errors | reaped |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         let j = &s.jobs;
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
             j.enqueued,
             j.prefilled,
             j.completed,
@@ -189,6 +189,7 @@ impl Exporter for Markdown {
             j.unfinished,
             j.duplicate_completions,
             j.sent_late,
+            j.dropped,
             j.enqueue_errors,
             j.worker_errors,
             j.reaped

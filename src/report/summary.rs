@@ -145,6 +145,9 @@ pub struct JobCounts {
     pub enqueue_errors: u64,
     pub worker_errors: u64,
     pub sent_late: u64,
+    /// Scheduled jobs the producers never sent: their phase ended first.
+    #[serde(default)]
+    pub dropped: u64,
     /// Jobs the stale-job reaper returned to `pending`.
     pub reaped: u64,
 }
@@ -397,6 +400,7 @@ impl Summary {
             enqueue_errors: all.enqueue_errors,
             worker_errors: all.worker_errors,
             sent_late: all.sent_late,
+            dropped: all.dropped,
             reaped: all.reaped,
         };
         let faults = FaultSummary::build(m, &all, ledger, &proof, plan.consumers.claim_mode);
@@ -520,7 +524,8 @@ impl Summary {
 fn phase_kept_up(c: &PhaseCounts, scheduled: u64) -> bool {
     let tolerance = ((c.enqueued as f64 * 0.02) as i64).max(10);
     let gap = c.enqueued as i64 - (c.completed + c.dead_lettered) as i64;
-    c.sent_late as f64 <= 0.01 * scheduled.max(1) as f64 && gap <= tolerance
+    (c.sent_late + c.dropped) as f64 <= 0.01 * (scheduled + c.dropped).max(1) as f64
+        && gap <= tolerance
 }
 
 /// Percentiles at which the spectrum is read.
@@ -578,9 +583,10 @@ struct ProducerPace {
 
 impl ProducerPace {
     fn of(counts: &PhaseCounts) -> ProducerPace {
+        // A dropped job was due while its producer was still busy: behind, by definition.
         ProducerPace {
-            late: counts.sent_late,
-            late_behind: counts.sent_late_behind,
+            late: counts.sent_late + counts.dropped,
+            late_behind: counts.sent_late_behind + counts.dropped,
         }
     }
 
@@ -630,8 +636,16 @@ fn verdict(
     producers: &ProducerPace,
 ) -> Verdict {
     let multiple = t.completed_per_s / article::FEW_HUNDRED_PER_S;
-    let late_pct = 100.0 * counts.sent_late as f64 / scheduled.max(1) as f64;
+    // Jobs never sent (their phase ended first) are as late as jobs can be.
+    let late_pct = 100.0 * (counts.sent_late + counts.dropped) as f64
+        / (scheduled + counts.dropped).max(1) as f64;
     let producers_kept_schedule = late_pct <= 1.0;
+    let late = match counts.dropped {
+        0 => format!("{late_pct:.1}% of jobs sent late"),
+        n => format!(
+            "{late_pct:.1}% of jobs sent late or not at all: {n} never sent before their phase ended"
+        ),
+    };
     let (start, end) = measured_depths(m);
     let tolerance_jobs = ((counts.enqueued as f64 * 0.02) as i64).max(10);
     let backlog_growth = start.zip(end).map(|(s, e)| e - s);
@@ -659,9 +673,7 @@ fn verdict(
     };
     let mut reasons = Vec::new();
     if !producers_kept_schedule {
-        reasons.push(format!(
-            "producers missed their schedule ({late_pct:.1}% of jobs sent late)"
-        ));
+        reasons.push(format!("producers missed their schedule ({late})"));
     }
     if !consumers_kept_up {
         reasons.push(format!(
@@ -671,13 +683,13 @@ fn verdict(
     let head = match (state, harness) {
         (VerdictState::KeptUp, _) => state.headline().to_string(),
         (VerdictState::LoadGeneratorLimited, Some(h)) if producers.too_few() => format!(
-            "{}: producers missed their schedule ({late_pct:.1}% of jobs sent late) while the consumers kept up; {:.0}% of the late jobs were due while their producer was still waiting for its previous insert (a producer sends one insert at a time), so more producers (producers.count) would have sent them on time ({})",
+            "{}: producers missed their schedule ({late}) while the consumers kept up; {:.0}% of the late jobs were due while their producer was still waiting for its previous insert (a producer sends one insert at a time), so more producers (producers.count) would have sent them on time ({})",
             state.headline(),
             producers.behind_pct(),
             h.describe()
         ),
         (VerdictState::LoadGeneratorLimited, Some(h)) => format!(
-            "{}: producers missed their schedule ({late_pct:.1}% of jobs sent late) while the consumers kept up, and {}; the queue kept up with what was sent, so this is not the queue's limit",
+            "{}: producers missed their schedule ({late}) while the consumers kept up, and {}; the queue kept up with what was sent, so this is not the queue's limit",
             state.headline(),
             h.describe()
         ),

@@ -33,8 +33,12 @@ pub fn render(s: &Summary) -> String {
     } else {
         String::new()
     };
+    let dropped = match j.dropped {
+        0 => String::new(),
+        n => format!(", {n} never sent (their phase ended first)"),
+    };
     t.push_str(&format!(
-        "jobs       {} enqueued, {} completed{unreported}, {} dead-lettered, {} failed attempts, {} lost, {} unfinished, {} duplicate completions\n",
+        "jobs       {} enqueued, {} completed{unreported}, {} dead-lettered, {} failed attempts, {} lost, {} unfinished, {} duplicate completions{dropped}\n",
         j.enqueued, j.completed, j.dead_lettered, j.failed_attempts, j.lost, j.unfinished, j.duplicate_completions
     ));
     let f = &s.faults;

@@ -253,3 +253,44 @@ async fn the_reaper_returns_only_stale_processing_jobs_to_pending() {
     conn.close().await.ok();
     schema.drop_schema().await.unwrap();
 }
+
+/// A rate far beyond what one producer can send: the producer stops at the end of its
+/// phase instead of sending the rest of the schedule for a minute more, and every scheduled
+/// job is accounted for as sent or never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phase_ends_on_time_and_counts_the_jobs_it_could_not_send() {
+    let p = plan(
+        SMALL,
+        &[
+            "producers.count=1",
+            "producers.arrival=\"constant\"",
+            "phases=[{ name = \"steady\", duration = \"2s\", rate = 50000 }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(s.accounting.ok, "{}", s.accounting.verdict);
+    let j = &s.jobs;
+    assert!(j.dropped > 0, "{j:?}");
+    let scheduled = j.enqueued + j.dropped;
+    assert!(
+        (99_990..=100_010).contains(&scheduled),
+        "sent + never sent = the schedule (2 s × 50,000/s): {j:?}"
+    );
+    // At most the insert in flight when the phase ended commits after it.
+    let after: u64 = outcome
+        .results
+        .timeline
+        .iter()
+        .filter(|r| r.phase == "drain")
+        .map(|r| r.enqueued)
+        .sum();
+    assert!(after <= 1, "{after} inserts after the phase ended");
+    assert!(
+        s.verdict
+            .text
+            .contains("never sent before their phase ended"),
+        "{}",
+        s.verdict.text
+    );
+}
