@@ -482,6 +482,11 @@ async fn run_command(args: RunArgs) -> ExitStatus {
     match run(&plan, &opts, shutdown).await {
         Ok(outcome) => {
             let s = &outcome.results.summary;
+            if s.fatal_error.is_some()
+                && let Some(why) = s.incomplete_because()
+            {
+                eprintln!("error: {why}");
+            }
             if args.json {
                 println!("{}", serde_json::to_string_pretty(s).unwrap_or_default());
             } else if !args.quiet {

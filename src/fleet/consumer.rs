@@ -16,7 +16,8 @@
 use super::handler::SimulatedHandler;
 use super::registry::WorkerRegistry;
 use super::{
-    FleetContext, WakeUps, error_kind, is_connection_error, outcome_unknown, sleep_or_stop,
+    FleetContext, WakeUps, error_kind, error_line, is_connection_error, is_permanent,
+    outcome_unknown, sleep_or_stop,
 };
 use crate::metrics::{Event, JobId};
 use crate::queue::{ClaimedJob, FailOutcome};
@@ -176,12 +177,23 @@ impl Worker {
                     in_doubt,
                 }) => {
                     self.registry.set_in_flight(self.slot, None);
+                    let permanent = is_permanent(&error);
+                    let at_us = self.ctx.clock.now_us();
                     self.ctx.emit(Event::WorkerError {
-                        at_us: self.ctx.clock.now_us(),
+                        at_us,
                         error: error_kind(&error),
                         jobs,
                         in_doubt,
                     });
+                    if permanent {
+                        // Retrying cannot help: report it and stop; the run stops with it.
+                        self.ctx.emit(Event::Fatal {
+                            at_us,
+                            role: name.clone(),
+                            error: error_line(&error),
+                        });
+                        break;
+                    }
                     if is_connection_error(&error) {
                         conn = None;
                     }

@@ -150,6 +150,40 @@ pub fn outcome_unknown(e: &sqlx::Error) -> bool {
     )
 }
 
+/// Whether retrying cannot help: the server rejects the statement itself (SQLSTATE classes
+/// 22 data, 23 integrity, 42 syntax or access, 0A not supported, 28 authorization, 3D/3F no
+/// such database or schema). Connection loss, shutdowns, serialization failures, deadlocks,
+/// lock and statement timeouts and resource shortages are transient.
+pub fn is_permanent(e: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = e else {
+        return false;
+    };
+    let code = db.code().unwrap_or_default();
+    ["22", "23", "42", "0A", "28", "3D", "3F"]
+        .iter()
+        .any(|class| code.starts_with(class))
+}
+
+/// The server's message and SQLSTATE on one line, as it was (for a fatal error's report).
+pub fn error_line(e: &sqlx::Error) -> String {
+    let text = match e {
+        sqlx::Error::Database(db) => {
+            format!(
+                "{} (SQLSTATE {})",
+                db.message(),
+                db.code().unwrap_or_default()
+            )
+        }
+        other => other.to_string(),
+    };
+    text.lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(300)
+        .collect()
+}
+
 /// Whether an error means the connection is unusable and must be replaced.
 pub fn is_connection_error(e: &sqlx::Error) -> bool {
     match e {

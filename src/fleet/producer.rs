@@ -9,7 +9,10 @@
 
 use super::jobs::{JobFactory, MadeJob};
 use super::schedule::ArrivalSchedule;
-use super::{FleetContext, error_kind, is_connection_error, outcome_unknown, sleep_or_stop};
+use super::{
+    FleetContext, error_kind, error_line, is_connection_error, is_permanent, outcome_unknown,
+    sleep_or_stop,
+};
 use crate::metrics::{Event, JobId};
 use crate::scenario::{Arrival, Rate};
 use rand::rngs::StdRng;
@@ -56,6 +59,7 @@ impl ProducerFleet {
                 ),
                 seq: 0,
                 conn: None,
+                halted: false,
             };
             set.spawn(producer.run(stop.clone()));
         }
@@ -70,6 +74,8 @@ struct Producer {
     rng: StdRng,
     seq: u64,
     conn: Option<PgConnection>,
+    /// A permanent error stopped this producer (the run stops with it).
+    halted: bool,
 }
 
 /// How one try of an insert ended.
@@ -92,7 +98,10 @@ impl Producer {
             }
             match phase.rate {
                 Rate::Max => {
-                    while self.ctx.clock.now_us() < phase.end_us && !stop.is_cancelled() {
+                    while self.ctx.clock.now_us() < phase.end_us
+                        && !stop.is_cancelled()
+                        && !self.halted
+                    {
                         let now = self.ctx.clock.now_us();
                         self.enqueue(now, None, &stop).await;
                     }
@@ -113,6 +122,9 @@ impl Producer {
                         &mut self.rng,
                     );
                     while let Some(intended) = schedule.next(&mut self.rng) {
+                        if self.halted {
+                            break;
+                        }
                         let now = self.ctx.clock.now_us();
                         if now >= phase.end_us {
                             // The phase is over: what its schedule still holds is dropped,
@@ -212,6 +224,20 @@ impl Producer {
                         key: made.key,
                         error: error_kind(&e),
                     });
+                    return;
+                }
+                Err((e, _)) if is_permanent(&e) => {
+                    self.ctx.emit(Event::EnqueueFailed {
+                        at_us,
+                        error: error_kind(&e),
+                        retrying: false,
+                    });
+                    self.ctx.emit(Event::Fatal {
+                        at_us,
+                        role: format!("{} (insert)", self.name()),
+                        error: error_line(&e),
+                    });
+                    self.halted = true;
                     return;
                 }
                 Err((e, _)) => {

@@ -33,6 +33,13 @@ pub enum Event {
         sent_us: u64,
         committed_us: u64,
     },
+    /// A permanent database error (data, constraint, syntax, permission, undefined object):
+    /// retrying cannot help, so the run stops. `role` is who met it and doing what.
+    Fatal {
+        at_us: u64,
+        role: String,
+        error: String,
+    },
     /// Jobs a producer's schedule still held when their phase ended (the first due at
     /// `intended_us`): never sent, as k6 counts dropped iterations.
     Dropped { intended_us: u64, count: u64 },

@@ -18,6 +18,8 @@ pub struct LiveStats {
     producers_stopped: AtomicBool,
     /// In-doubt insert keys and in-doubt open jobs, for the drain to settle from the table.
     unresolved: Mutex<(Vec<String>, Vec<JobId>)>,
+    /// The first permanent database error reported: the run must stop.
+    fatal: Mutex<Option<String>>,
 }
 
 /// A copy of the live counters at one moment.
@@ -101,6 +103,16 @@ impl LiveStats {
 
     /// True once every producer has stopped and every job they committed has finished, as
     /// far as the events processed so far show.
+    pub(super) fn set_fatal(&self, error: &str) {
+        let mut f = self.fatal.lock().unwrap_or_else(|e| e.into_inner());
+        f.get_or_insert_with(|| error.to_string());
+    }
+
+    /// The permanent error that must stop the run, if one was reported.
+    pub fn fatal(&self) -> Option<String> {
+        self.fatal.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     pub fn drained(&self) -> bool {
         let s = self.snapshot();
         s.producers_stopped && s.outstanding <= 0

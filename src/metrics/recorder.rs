@@ -167,6 +167,8 @@ pub struct Measurements {
     pub frozen: Vec<FrozenJob>,
     /// Queue-table statistics taken by faults.
     pub probes: Vec<TableProbe>,
+    /// The permanent database error that stopped the run: "role: message".
+    pub fatal: Option<String>,
     /// Database statistics sampled during the run: (run-clock µs, sample).
     pub db_samples: Vec<(u64, DbSample)>,
     /// The harness's own figures, one sample a second.
@@ -236,6 +238,7 @@ pub struct Recorder {
     faults: Vec<FaultRecord>,
     frozen: Vec<FrozenJob>,
     probes: Vec<TableProbe>,
+    fatal: Option<String>,
     db_samples: Vec<(u64, DbSample)>,
     harness: Vec<super::harness::HarnessSample>,
     claim_probes: Vec<ClaimProbeRecord>,
@@ -276,6 +279,7 @@ impl Recorder {
             probes: Vec::new(),
             db_samples: Vec::new(),
             harness: Vec::new(),
+            fatal: None,
             claim_probes: Vec::new(),
             doubt_changed: false,
         }
@@ -386,6 +390,13 @@ impl Recorder {
                 if open_loop {
                     b.metrics.record(Metric::ScheduleLag, lag);
                 }
+            }
+            Event::Fatal { at_us, role, error } => {
+                let line = format!("{role}: {error}");
+                self.live.set_fatal(&line);
+                self.fatal.get_or_insert(line);
+                self.note_error(format!("fatal: {error}"));
+                let _ = at_us;
             }
             Event::Dropped { intended_us, count } => {
                 let w = self.window_of(intended_us);
@@ -732,6 +743,7 @@ impl Recorder {
             faults: self.faults,
             frozen: self.frozen,
             probes: self.probes,
+            fatal: self.fatal,
             db_samples: self.db_samples,
             harness: self.harness,
             claim_probes: self.claim_probes,

@@ -53,6 +53,10 @@ pub struct Summary {
     pub thresholds_passed: bool,
     /// Set when `--abort-on-fail` stopped the run: the threshold that failed.
     pub aborted_by_threshold: Option<String>,
+    /// Set when a permanent database error stopped the run: who met it, and the server's
+    /// message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fatal_error: Option<String>,
     pub meta: Metadata,
     /// Database errors seen by producers and workers, by kind.
     pub errors: BTreeMap<String, u64>,
@@ -287,7 +291,9 @@ impl Summary {
         if self.complete {
             return None;
         }
-        Some(if let Some(t) = &self.aborted_by_threshold {
+        Some(if let Some(f) = &self.fatal_error {
+            format!("stopped by a permanent database error: {f}")
+        } else if let Some(t) = &self.aborted_by_threshold {
             format!("stopped early by --abort-on-fail: {t}")
         } else if self.interrupted {
             "interrupted".into()
@@ -458,7 +464,11 @@ impl Summary {
         };
         Summary {
             schema_version: SCHEMA_VERSION,
-            complete: !facts.interrupted && !facts.drain_timed_out && facts.aborted_by_threshold.is_none(),
+            complete: !facts.interrupted
+                && !facts.drain_timed_out
+                && facts.aborted_by_threshold.is_none()
+                && m.fatal.is_none(),
+            fatal_error: m.fatal.clone(),
             interrupted: facts.interrupted,
             tool: ToolInfo { name: "dbq-bench".into(), version: env!("CARGO_PKG_VERSION").into() },
             scenario: ScenarioInfo {

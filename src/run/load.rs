@@ -171,6 +171,8 @@ impl Load {
             tokio::spawn(reaper.run(ctx.clone(), stop_consumers.clone()))
         });
         let stop_load = shutdown.child_token();
+        // A permanent database error (reported by any fleet, in any process) stops the load.
+        tokio::spawn(stop_on_fatal(live.clone(), stop_load.clone()));
         let watcher = (opts.abort_on_fail && !plan.thresholds.is_empty()).then(|| {
             tokio::spawn(watch_thresholds(
                 plan.thresholds.clone(),
@@ -306,6 +308,16 @@ impl Load {
             aborted_by_threshold,
         })
     }
+}
+
+/// Cancels `stop_load` as soon as a permanent error is reported.
+async fn stop_on_fatal(live: Arc<LiveStats>, stop_load: CancellationToken) {
+    while live.fatal().is_none() {
+        if !crate::fleet::sleep_or_stop(Duration::from_millis(50), &stop_load).await {
+            return;
+        }
+    }
+    stop_load.cancel();
 }
 
 /// The database sampler, with a claim probe at the start of each phase and at the end, and

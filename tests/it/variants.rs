@@ -311,3 +311,62 @@ async fn storage_knobs_reach_the_queue_table() {
     conn.close().await.ok();
     schema.drop_schema().await.unwrap();
 }
+
+/// A permanent database error during the load (here every insert breaks a CHECK the custom
+/// schema adds) is not retried forever: the run stops, exits 1, and says in one line who
+/// met it and what the server said; partial results are written.
+#[test]
+fn a_permanent_insert_error_stops_the_run() {
+    let schema = std::fs::read_to_string(format!("{}/schema.sql", custom_seed_dir())).unwrap();
+    let rejecting = format!(
+        "{schema}\nALTER TABLE job_queue ADD CONSTRAINT no_jobs_today CHECK (type = 'none');\n"
+    );
+    let dir = broken_custom("schema.sql", Some(&rejecting));
+    let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args([
+            "run",
+            "scenarios/smoke.toml",
+            "--db",
+            "url",
+            "--database-url",
+            shared_url(),
+            "--quiet",
+            "--set",
+            "producers.prefill=0",
+            "--set",
+            "phases=[{ name = \"steady\", duration = \"60s\", rate = 50 }]",
+            "--set",
+            "queue.variant=custom",
+            "--set",
+        ])
+        .arg(format!("queue.dir=\"{}\"", dir.path().display()))
+        .arg("--out")
+        .arg(dir.path().join("results"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {err}");
+    assert!(
+        lines[0].contains("permanent database error")
+            && lines[0].contains("producer-")
+            && lines[0].contains("no_jobs_today")
+            && lines[0].contains("23514"),
+        "{err}"
+    );
+    let s: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("results/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(s["complete"], false);
+    // Stopped within seconds of its 60 s phase's start: well under one retry per second.
+    let steady = s["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "steady")
+        .unwrap();
+    assert!(steady["duration_s"].as_f64().unwrap() < 30.0, "{steady}");
+    assert_eq!(s["jobs"]["lost"], 0);
+}
