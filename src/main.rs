@@ -1,6 +1,21 @@
 //! The `dbq-bench` command line. Parses arguments, loads scenarios, runs them and maps every
 //! outcome to an exit code; all the work happens in the library.
 
+/// Standard output without a panic when its reader has gone (`dbq-bench run … | head`):
+/// the rest of the output is dropped and the command still ends as it would have.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 use clap::{Args, Parser, Subcommand};
 use dbq_bench::error::{ExitStatus, Failure};
 use dbq_bench::fleet::process;
@@ -431,7 +446,7 @@ fn validate(files: &[PathBuf], overrides: &Overrides) -> ExitStatus {
     let mut status = ExitStatus::Ok;
     for f in files {
         match load_plan(f, overrides, &env) {
-            Ok(plan) => println!(
+            Ok(plan) => outln!(
                 "ok: {} ({} phase(s), {:.0} s measured, {} producer(s), {} consumer(s))",
                 f.display(),
                 plan.phases.len(),
@@ -488,15 +503,15 @@ async fn run_command(args: RunArgs) -> ExitStatus {
                 eprintln!("error: {why}");
             }
             if args.json {
-                println!("{}", serde_json::to_string_pretty(s).unwrap_or_default());
+                outln!("{}", serde_json::to_string_pretty(s).unwrap_or_default());
             } else if !args.quiet {
-                println!("{}", terminal::render(s));
-                println!("results    {}", outcome.out_dir.display());
+                outln!("{}", terminal::render(s));
+                outln!("results    {}", outcome.out_dir.display());
                 if let Some(schema) = &outcome.kept_schema {
-                    println!("kept       schema {}", schema.name);
+                    outln!("kept       schema {}", schema.name);
                 }
                 if let Some(server) = &outcome.kept_server {
-                    println!("kept       server {server}");
+                    outln!("kept       server {server}");
                 }
             }
             append_step_summary(&outcome.out_dir);
@@ -549,8 +564,8 @@ async fn calibrate_command(args: CalibrateArgs) -> ExitStatus {
     tokio::spawn(watch_signals(shutdown.clone()));
     match calibrate::run(&request, &shutdown).await {
         Ok(c) => {
-            print!("{}", calibrate::markdown(&c));
-            println!("\nresults    {}", request.out_dir.display());
+            out!("{}", calibrate::markdown(&c));
+            outln!("\nresults    {}", request.out_dir.display());
             ExitStatus::Ok
         }
         Err(f) => {
@@ -603,8 +618,8 @@ async fn capacity_command(args: CapacityArgs) -> ExitStatus {
     match capacity::run(&request, &shutdown).await {
         Ok(c) => {
             if !args.quiet {
-                print!("{}", capacity::markdown(&c));
-                println!("\nresults    {}", request.out_dir.display());
+                out!("{}", capacity::markdown(&c));
+                outln!("\nresults    {}", request.out_dir.display());
             }
             append_to_step_summary(capacity::markdown(&c).as_bytes());
             let found = match c.search.consumers_for_rate {
@@ -664,7 +679,7 @@ fn compare_command(
         &candidate.display().to_string(),
     );
     if !quiet {
-        print!("{md}");
+        out!("{md}");
     }
     append_to_step_summary(md.as_bytes());
     let mut status = ExitStatus::Ok;
@@ -692,8 +707,8 @@ async fn matrix_command(args: MatrixArgs) -> ExitStatus {
         return match merged {
             Ok(c) => {
                 if !args.quiet {
-                    print!("{}", c.markdown());
-                    println!("\ncomparison {}", out.display());
+                    out!("{}", c.markdown());
+                    outln!("\ncomparison {}", out.display());
                 }
                 if c.lost_jobs() {
                     ExitStatus::RunFailed
@@ -752,8 +767,8 @@ async fn matrix_command(args: MatrixArgs) -> ExitStatus {
     match matrix::run(&request, &plan, &shutdown).await {
         Ok(outcome) => {
             if !args.quiet {
-                print!("{}", outcome.comparison.markdown());
-                println!("\nresults    {}", request.out_dir.display());
+                out!("{}", outcome.comparison.markdown());
+                outln!("\nresults    {}", request.out_dir.display());
             }
             if outcome.interrupted {
                 ExitStatus::Interrupted
@@ -837,8 +852,8 @@ fn report_command(dir: &std::path::Path, quiet: bool) -> ExitStatus {
         return ExitStatus::RunFailed;
     }
     if !quiet {
-        println!("{}", terminal::render(&results.summary));
-        println!("results    {} (rendered again)", dir.display());
+        outln!("{}", terminal::render(&results.summary));
+        outln!("results    {} (rendered again)", dir.display());
     }
     // The run's own outcome is in the files; rendering them again worked.
     ExitStatus::Ok

@@ -426,3 +426,23 @@ fn no_connection_string_form_prints_its_password() {
         assert!(err.contains("***"), "{url}: {err}");
     }
 }
+
+/// A reader that goes away (`dbq-bench … | head`) does not make the command panic.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args([
+            "validate",
+            "scenarios/smoke.toml",
+            "scenarios/baseline.toml",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
