@@ -343,7 +343,10 @@ fn env_defaults() -> EnvDefaults {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return flag_error(e),
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -573,6 +576,31 @@ async fn calibrate_command(args: CalibrateArgs) -> ExitStatus {
             f.exit_status()
         }
     }
+}
+
+/// Help and version as clap prints them; a mistake in the flags as one line (the allowed
+/// values included) and exit 2, like every other bad input.
+fn flag_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+    }
+    let text = e.to_string();
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:")
+        })
+        .collect();
+    eprintln!("{} (see --help)", parts.join(" "));
+    ExitCode::from(ExitStatus::BadInput as u8)
 }
 
 /// `capacity`: searches the offered rate and prints the answer.

@@ -446,3 +446,26 @@ fn a_closed_stdout_is_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
 }
+
+/// Mistakes in the flags are one line, with the allowed values, and exit 2.
+#[test]
+fn flag_mistakes_are_one_line() {
+    for (args, expected) in [
+        (
+            vec!["run", "scenarios/smoke.toml", "--db", "bogus"],
+            "'--db <PROVIDER>' [possible values: auto, container, local, url]",
+        ),
+        (vec!["run"], "<SCENARIO>"),
+        (vec!["frobnicate"], "unrecognized subcommand 'frobnicate'"),
+        (
+            vec!["calibrate", "--connections", "4,x"],
+            "invalid value 'x' for '--connections",
+        ),
+        (
+            vec!["run", "scenarios/smoke.toml", "--max-regression", "10%"],
+            "--baseline",
+        ),
+    ] {
+        crate::support::assert_bad_input(&dbq(&args), &args.join(" "), expected);
+    }
+}
