@@ -37,7 +37,19 @@ pub fn parse(source: &str, text: &str, overrides: &Overrides) -> Result<Scenario
     let mut scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table))
         .map_err(|e| {
             let (key, reason) = describe(e.path().to_string(), e.inner().message());
-            InputError::new(source, key, reason)
+            // A key a --set wrote is that flag's fault, not the file's.
+            let dotted = |k: &str| k.trim().replace('[', ".").replace(']', "");
+            let at = dotted(&key);
+            let from_flag = overrides.sets.iter().rev().find(|set| {
+                set.split_once('=').is_some_and(|(k, _)| {
+                    let k = dotted(k);
+                    at == k || at.starts_with(&format!("{k}."))
+                })
+            });
+            match from_flag {
+                Some(set) => InputError::new(format!("--set {set}"), key, reason),
+                None => InputError::new(source, key, reason),
+            }
         })?;
     if let Some(p) = overrides.provider {
         scenario.database.provider = p;
@@ -121,7 +133,48 @@ fn describe(path: String, message: &str) -> (String, String) {
                 .to_string(),
         );
     }
-    (key, message)
+    (key, plain_words(&message))
+}
+
+/// serde's Rust-flavoured expectations in the words of the scenario reference.
+fn plain_words(message: &str) -> String {
+    const WORDS: [(&str, &str); 12] = [
+        ("expected u8", "expected a whole number from 0 to 255"),
+        ("expected u16", "expected a whole number from 0 to 65535"),
+        (
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        ),
+        ("expected u64", "expected a whole number from 0 up"),
+        ("expected usize", "expected a whole number from 0 up"),
+        ("expected i64", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected a list, e.g. [ … ]"),
+        ("expected a boolean", "expected true or false"),
+        ("expected a map", "expected a table, e.g. { key = value }"),
+        ("expected a string", "expected a string in quotes"),
+        (
+            "expected struct ",
+            "expected a table, e.g. { key = value }: ",
+        ),
+    ];
+    let mut out = message.to_string();
+    for (rust, plain) in WORDS {
+        if let Some(at) = out.find(rust) {
+            let end = at + rust.len();
+            // `expected struct PhaseSection` names a Rust type: drop the name.
+            let rest = if rust.ends_with(' ') {
+                out[end..]
+                    .trim_start_matches(|c: char| c.is_alphanumeric())
+                    .to_string()
+            } else {
+                out[end..].to_string()
+            };
+            let plain = plain.trim_end_matches(": ");
+            out = format!("{}{plain}{rest}", &out[..at]);
+        }
+    }
+    out.replace("integer `", "`").replace("string \"", "\"")
 }
 
 /// Applies one `--set key.path=value`. Array elements are addressed by index
@@ -305,7 +358,18 @@ mod tests {
                 "--set phases.3.rate=1: phases[3]: no such element",
             ),
             ("producers", "--set producers: expected key.path=value"),
-            ("producers.rat=1", "s.toml: producers.rat: unknown key"),
+            (
+                "producers.rat=1",
+                "--set producers.rat=1: producers.rat: unknown key",
+            ),
+            (
+                "producers.count=-1",
+                "--set producers.count=-1: producers.count: invalid value: `-1`, expected a whole number from 0 to 4294967295",
+            ),
+            (
+                "phases=[5]",
+                "--set phases=[5]: phases[0]: invalid type: `5`, expected a table, e.g. { key = value }",
+            ),
         ] {
             let o = Overrides {
                 sets: vec![set.into()],

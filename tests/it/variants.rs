@@ -128,11 +128,13 @@ async fn batch_claims_take_several_jobs_and_never_hand_one_to_two_workers() {
         "expected every job claimed exactly once; claimed more (or never): {claimed_twice:?}"
     );
     assert_eq!(s.faults.duplicate_completions, 0);
-    // Jobs claimed by one statement share its transaction's started_at.
+    // Jobs claimed by one statement were completed in its transaction, so their rows share
+    // that transaction's id (xmin). (Not started_at: two workers' transactions can start in
+    // the same microsecond, which made this test count two claims as one.)
     let schema = outcome.kept_schema.expect("kept");
     let mut conn = schema.connect().await.unwrap();
     let largest_claim: i64 = sqlx::query_scalar(
-        "SELECT max(n) FROM (SELECT count(*) AS n FROM job_queue GROUP BY started_at) AS claims",
+        "SELECT max(n) FROM (SELECT count(*) AS n FROM job_queue GROUP BY xmin::text) AS claims",
     )
     .fetch_one(&mut conn)
     .await
