@@ -38,18 +38,7 @@ pub fn parse(source: &str, text: &str, overrides: &Overrides) -> Result<Scenario
         .map_err(|e| {
             let (key, reason) = describe(e.path().to_string(), e.inner().message());
             // A key a --set wrote is that flag's fault, not the file's.
-            let dotted = |k: &str| k.trim().replace('[', ".").replace(']', "");
-            let at = dotted(&key);
-            let from_flag = overrides.sets.iter().rev().find(|set| {
-                set.split_once('=').is_some_and(|(k, _)| {
-                    let k = dotted(k);
-                    at == k || at.starts_with(&format!("{k}."))
-                })
-            });
-            match from_flag {
-                Some(set) => InputError::new(format!("--set {set}"), key, reason),
-                None => InputError::new(source, key, reason),
-            }
+            blame_the_flag(InputError::new(source, key, reason), overrides)
         })?;
     if let Some(p) = overrides.provider {
         scenario.database.provider = p;
@@ -134,6 +123,25 @@ fn describe(path: String, message: &str) -> (String, String) {
         );
     }
     (key, plain_words(&message))
+}
+
+/// An error about a key that a `--set` wrote is that flag's fault, not the file's: its
+/// source becomes `--set KEY=VALUE` (the last such flag, as the last one wins).
+pub fn blame_the_flag(mut e: InputError, overrides: &Overrides) -> InputError {
+    let dotted = |k: &str| k.trim().replace('[', ".").replace(']', "");
+    let Some(at) = e.key.as_deref().map(dotted) else {
+        return e;
+    };
+    let from_flag = overrides.sets.iter().rev().find(|set| {
+        set.split_once('=').is_some_and(|(k, _)| {
+            let k = dotted(k);
+            at == k || at.starts_with(&format!("{k}."))
+        })
+    });
+    if let Some(set) = from_flag {
+        e.source = format!("--set {set}");
+    }
+    e
 }
 
 /// serde's Rust-flavoured expectations in the words of the scenario reference.

@@ -36,4 +36,5 @@ pub fn load_plan(
         .and_then(|s| s.to_str())
         .unwrap_or("scenario");
     Plan::build(scenario, &path.display().to_string(), stem, env)
+        .map_err(|e| load::blame_the_flag(e, overrides))
 }

@@ -198,6 +198,23 @@ impl Plan {
             ));
         }
         let url = db.url.clone().or_else(|| env.database_url.clone());
+        // Only PostgreSQL's schemes: anything else would be tried as PostgreSQL until the
+        // startup timeout.
+        if let Some(u) = &url
+            && let Some((scheme, _)) = u.split_once(':')
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            && !["postgres", "postgresql"].contains(&scheme.to_ascii_lowercase().as_str())
+        {
+            return Err(err(
+                "database.url",
+                format!(
+                    "{} uses the scheme {scheme}: only postgres:// and postgresql:// are supported; it came from --database-url, database.url or DATABASE_URL",
+                    crate::db::redact_url(u)
+                ),
+            ));
+        }
         if let Some(u) = &url
             && let Err(e) = sqlx::postgres::PgConnectOptions::from_str(u)
         {
@@ -616,6 +633,18 @@ fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError
             "base and cap must be at most 24h".into(),
         ));
     }
+    if let Some(cap) = b.cap
+        && cap.0 < b.base.0
+    {
+        return Err(err(
+            "queue.backoff.cap",
+            format!(
+                "must be at least the base ({}), got {}",
+                humantime::format_duration(b.base.0),
+                humantime::format_duration(cap.0)
+            ),
+        ));
+    }
     let claim_batch = match (q.variant, q.claim_batch) {
         (VariantName::Batch, n) => n.unwrap_or(10),
         (VariantName::Custom, n) => n.unwrap_or(1),
@@ -763,6 +792,11 @@ mod tests {
                 "producers.priorities.high",
             ),
             ("[database]\nurl = \"mysql//x\"", "database.url"),
+            ("[database]\nurl = \"mysql://u@h/db\"", "database.url"),
+            (
+                "[queue.backoff]\nbase = \"1s\"\ncap = \"10ms\"",
+                "queue.backoff.cap",
+            ),
         ];
         for (extra, key) in cases {
             let e = build(extra).unwrap_err();

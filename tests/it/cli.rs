@@ -470,6 +470,26 @@ fn flag_mistakes_are_one_line() {
             vec!["run", "scenarios/smoke.toml", "--max-regression", "10%"],
             "--baseline",
         ),
+        (
+            vec![
+                "validate",
+                "scenarios/smoke.toml",
+                "--set",
+                "queue.backoff.cap=\"1ms\"",
+            ],
+            "--set queue.backoff.cap=\"1ms\": queue.backoff.cap: must be at least the base (100ms)",
+        ),
+        (
+            vec![
+                "run",
+                "scenarios/smoke.toml",
+                "--db",
+                "url",
+                "--database-url",
+                "mysql://u:pw@h/db",
+            ],
+            "mysql://u:***@h/db uses the scheme mysql: only postgres:// and postgresql://",
+        ),
     ] {
         crate::support::assert_bad_input(&dbq(&args), &args.join(" "), expected);
     }

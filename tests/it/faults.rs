@@ -377,7 +377,7 @@ async fn backoff_respects_its_cap_and_jitter_spreads_retries() {
     let p = plan(
         SMALL,
         &[
-            "queue.backoff={ base = \"1h\", factor = 2.0, cap = \"2s\", jitter = \"full\" }",
+            "queue.backoff={ base = \"1s\", factor = 100.0, cap = \"2s\", jitter = \"full\" }",
             "queue.max_retries=100",
         ],
     );
@@ -394,10 +394,13 @@ async fn backoff_respects_its_cap_and_jitter_spreads_retries() {
         .fetch_all(&mut conn)
         .await
         .unwrap();
-    for id in &ids {
-        queue.fail(&mut conn, *id, "test").await.unwrap();
+    // Two failures each: the second backoff, 1 s · 100¹ = 100 s, is capped at 2 s, then full
+    // jitter draws a delay in [0, 2 s).
+    for _ in 0..2 {
+        for id in &ids {
+            queue.fail(&mut conn, *id, "test").await.unwrap();
+        }
     }
-    // 1 h · 2^0 is capped at 2 s, then full jitter draws a delay in [0, 2 s).
     let delays: Vec<f64> =
         sqlx::query_scalar("SELECT extract(epoch FROM next_run_at - now())::float8 FROM job_queue")
             .fetch_all(&mut conn)
