@@ -327,6 +327,14 @@ impl Recorder {
         }
     }
 
+    /// A permanent error: the first one is the run's (and stops it, through the live stats).
+    fn fatal(&mut self, role: &str, error: &str) {
+        let line = format!("{role}: {error}");
+        self.live.set_fatal(&line);
+        self.fatal.get_or_insert(line);
+        self.note_error(format!("fatal: {error}"));
+    }
+
     /// A prefill batch: every job enqueued, its insert latency recorded once per job.
     fn prefilled(
         &mut self,
@@ -391,13 +399,7 @@ impl Recorder {
                     b.metrics.record(Metric::ScheduleLag, lag);
                 }
             }
-            Event::Fatal { at_us, role, error } => {
-                let line = format!("{role}: {error}");
-                self.live.set_fatal(&line);
-                self.fatal.get_or_insert(line);
-                self.note_error(format!("fatal: {error}"));
-                let _ = at_us;
-            }
+            Event::Fatal { role, error, .. } => self.fatal(&role, &error),
             Event::Dropped { intended_us, count } => {
                 let w = self.window_of(intended_us);
                 self.counts[w].dropped += count;

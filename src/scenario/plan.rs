@@ -198,33 +198,8 @@ impl Plan {
             ));
         }
         let url = db.url.clone().or_else(|| env.database_url.clone());
-        // Only PostgreSQL's schemes: anything else would be tried as PostgreSQL until the
-        // startup timeout.
-        if let Some(u) = &url
-            && let Some((scheme, _)) = u.split_once(':')
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-            && !["postgres", "postgresql"].contains(&scheme.to_ascii_lowercase().as_str())
-        {
-            return Err(err(
-                "database.url",
-                format!(
-                    "{} uses the scheme {scheme}: only postgres:// and postgresql:// are supported; it came from --database-url, database.url or DATABASE_URL",
-                    crate::db::redact_url(u)
-                ),
-            ));
-        }
-        if let Some(u) = &url
-            && let Err(e) = sqlx::postgres::PgConnectOptions::from_str(u)
-        {
-            return Err(err(
-                "database.url",
-                format!(
-                    "{} is not a usable PostgreSQL URL ({e}); it came from --database-url, database.url or DATABASE_URL",
-                    crate::db::redact_url(u)
-                ),
-            ));
+        if let Some(u) = &url {
+            check_url(u).map_err(|reason| err("database.url", reason))?;
         }
         if db.provider == ProviderKind::Url && url.is_none() {
             return Err(err(
@@ -610,6 +585,52 @@ fn is_setting_name(s: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.')
 }
 
+/// `[queue.backoff]`, checked; the error names its key.
+fn check_backoff(b: &crate::scenario::model::BackoffSection) -> Result<(), (&'static str, String)> {
+    if !(b.factor.is_finite() && (1.0..=100.0).contains(&b.factor)) {
+        return Err((
+            "queue.backoff.factor",
+            format!("must be between 1 and 100, got {}", b.factor),
+        ));
+    }
+    if b.base.0 > 24 * HOUR || b.cap.is_some_and(|c| c.0 > 24 * HOUR) {
+        return Err(("queue.backoff", "base and cap must be at most 24h".into()));
+    }
+    if let Some(cap) = b.cap
+        && cap.0 < b.base.0
+    {
+        return Err((
+            "queue.backoff.cap",
+            format!(
+                "must be at least the base ({}), got {}",
+                humantime::format_duration(b.base.0),
+                humantime::format_duration(cap.0)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A server URL, checked: a PostgreSQL scheme (anything else would be tried as PostgreSQL
+/// until the startup timeout) that sqlx can parse. The reason names the URL, password masked.
+fn check_url(u: &str) -> Result<(), String> {
+    let shown = crate::db::redact_url(u);
+    let from = "it came from --database-url, database.url or DATABASE_URL";
+    if let Some((scheme, _)) = u.split_once(':')
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        && !["postgres", "postgresql"].contains(&scheme.to_ascii_lowercase().as_str())
+    {
+        return Err(format!(
+            "{shown} uses the scheme {scheme}: only postgres:// and postgresql:// are supported; {from}"
+        ));
+    }
+    sqlx::postgres::PgConnectOptions::from_str(u)
+        .map(|_| ())
+        .map_err(|e| format!("{shown} is not a usable PostgreSQL URL ({e}); {from}"))
+}
+
 /// The `[queue]` section, checked: the variant and its options, retries and backoff.
 fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError> {
     let err = |key: &str, reason: String| InputError::new(source, key, reason);
@@ -621,30 +642,7 @@ fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError
         ));
     }
     let b = &q.backoff;
-    if !(b.factor.is_finite() && (1.0..=100.0).contains(&b.factor)) {
-        return Err(err(
-            "queue.backoff.factor",
-            format!("must be between 1 and 100, got {}", b.factor),
-        ));
-    }
-    if b.base.0 > 24 * HOUR || b.cap.is_some_and(|c| c.0 > 24 * HOUR) {
-        return Err(err(
-            "queue.backoff",
-            "base and cap must be at most 24h".into(),
-        ));
-    }
-    if let Some(cap) = b.cap
-        && cap.0 < b.base.0
-    {
-        return Err(err(
-            "queue.backoff.cap",
-            format!(
-                "must be at least the base ({}), got {}",
-                humantime::format_duration(b.base.0),
-                humantime::format_duration(cap.0)
-            ),
-        ));
-    }
+    check_backoff(b).map_err(|(key, reason)| err(key, reason))?;
     let claim_batch = match (q.variant, q.claim_batch) {
         (VariantName::Batch, n) => n.unwrap_or(10),
         (VariantName::Custom, n) => n.unwrap_or(1),
