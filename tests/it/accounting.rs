@@ -1,15 +1,7 @@
 //! The accounting proof can fail: rows changed behind the harness's back are named.
 
-use crate::support::{SMALL, plan, run_plan};
-use dbq_bench::accounting::{ProofOptions, prove};
-use dbq_bench::scenario::ClaimMode;
+use crate::support::{DRAINED_AUDITED, SMALL, plan, prove_again, run_plan};
 
-const OPTIONS: ProofOptions = ProofOptions {
-    audit: true,
-    drained: true,
-    claim_mode: ClaimMode::InTransaction,
-    outbox: false,
-};
 use dbq_bench::queue::Queue;
 use sqlx::Connection;
 
@@ -27,15 +19,7 @@ async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_ba
     let queue = Queue::new(&p.queue, &schema.name).unwrap();
 
     // Untouched, the proof still holds.
-    let again = prove(
-        &mut conn,
-        &queue,
-        &mut outcome.ledger.clone(),
-        OPTIONS,
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    let again = prove_again(&mut conn, &queue, &outcome.ledger, DRAINED_AUDITED).await;
     assert!(again.ok, "{}", again.verdict);
 
     let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM job_queue ORDER BY id LIMIT 3")
@@ -66,15 +50,7 @@ async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_ba
         .await
         .unwrap();
 
-    let proof = prove(
-        &mut conn,
-        &queue,
-        &mut outcome.ledger.clone(),
-        OPTIONS,
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    let proof = prove_again(&mut conn, &queue, &outcome.ledger, DRAINED_AUDITED).await;
     assert!(!proof.ok);
     assert!(!proof.views_agree);
     // The ledger saw every job finish; the table lost two of them.
@@ -100,15 +76,7 @@ async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_ba
         .execute(&mut conn)
         .await
         .unwrap();
-    let proof = prove(
-        &mut conn,
-        &queue,
-        &mut outcome.ledger.clone(),
-        OPTIONS,
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    let proof = prove_again(&mut conn, &queue, &outcome.ledger, DRAINED_AUDITED).await;
     assert_eq!(proof.untracked_count, 1);
 
     conn.close().await.ok();

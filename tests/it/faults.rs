@@ -1,7 +1,7 @@
 //! One test per fault kind: the fault really happened (its counter and its effect are
 //! visible) and no job was lost. Runs are short; nothing is asserted about speed.
 
-use crate::support::{SMALL, plan, run_plan, shared_url};
+use crate::support::{SMALL, plan, prove_again, run_plan, shared_url};
 use dbq_bench::error::Failure;
 use dbq_bench::report::Summary;
 use dbq_bench::run::{RunOptions, run};
@@ -449,15 +449,7 @@ async fn the_outbox_never_runs_a_rolled_back_job_and_pays_each_order_once() {
         claim_mode: dbq_bench::scenario::ClaimMode::InTransaction,
         outbox: true,
     };
-    let proof = dbq_bench::accounting::prove(
-        &mut conn,
-        &queue,
-        &mut outcome.ledger.clone(),
-        opts,
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    let proof = prove_again(&mut conn, &queue, &outcome.ledger, opts).await;
     let o = proof.outbox.unwrap();
     assert!(
         !o.ok && o.bad_orders.iter().any(|(id, _, _)| *id == 999_999),

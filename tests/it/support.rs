@@ -209,3 +209,32 @@ pub fn assert_bad_input(o: &std::process::Output, what: &str, expected: &str) {
         "{what}: expected {expected:?} in: {err}"
     );
 }
+
+/// The proof of a drained in-transaction run with the completion audit, as the accounting
+/// and variant tests run it again on a kept schema.
+pub const DRAINED_AUDITED: dbq_bench::accounting::ProofOptions =
+    dbq_bench::accounting::ProofOptions {
+        audit: true,
+        drained: true,
+        claim_mode: dbq_bench::scenario::ClaimMode::InTransaction,
+        outbox: false,
+    };
+
+/// Runs the accounting proof again on a finished run's ledger (a single step: no earlier
+/// steps' jobs on the queue).
+pub async fn prove_again(
+    conn: &mut sqlx::postgres::PgConnection,
+    queue: &dbq_bench::queue::Queue,
+    ledger: &dbq_bench::metrics::Ledger,
+    options: dbq_bench::accounting::ProofOptions,
+) -> dbq_bench::accounting::AccountingProof {
+    dbq_bench::accounting::prove(
+        conn,
+        queue,
+        &mut ledger.clone(),
+        options,
+        &Default::default(),
+    )
+    .await
+    .unwrap()
+}

@@ -2,19 +2,10 @@
 //! batch claims never hand one job to two workers, notify wakes idle workers, and a custom
 //! variant runs from its own files or fails before the load, naming the file.
 
-use crate::support::{SMALL, plan, run_plan, shared_url};
-use dbq_bench::accounting::{ProofOptions, prove};
+use crate::support::{DRAINED_AUDITED, SMALL, plan, prove_again, run_plan, shared_url};
 use dbq_bench::queue::Queue;
-use dbq_bench::scenario::ClaimMode;
 use sqlx::Connection;
 use std::process::Command;
-
-const OPTIONS: ProofOptions = ProofOptions {
-    audit: true,
-    drained: true,
-    claim_mode: ClaimMode::InTransaction,
-    outbox: false,
-};
 
 /// Where each variant keeps the evidence that a job finished, and a statement that removes
 /// one job's evidence behind the harness's back.
@@ -67,30 +58,14 @@ async fn every_built_in_variant_keeps_every_job_and_its_proof_can_fail() {
         let schema = outcome.kept_schema.expect("kept");
         let queue = Queue::new(&p.queue, &schema.name).unwrap();
         let mut conn = schema.connect().await.unwrap();
-        let again = prove(
-            &mut conn,
-            &queue,
-            &mut outcome.ledger.clone(),
-            OPTIONS,
-            &Default::default(),
-        )
-        .await
-        .unwrap();
+        let again = prove_again(&mut conn, &queue, &outcome.ledger, DRAINED_AUDITED).await;
         assert!(again.ok, "variant {variant}, untouched: {}", again.verdict);
 
         let gone: i64 = sqlx::query_scalar(remove_evidence)
             .fetch_one(&mut conn)
             .await
             .unwrap_or_else(|e| panic!("variant {variant}: {remove_evidence}: {e}"));
-        let proof = prove(
-            &mut conn,
-            &queue,
-            &mut outcome.ledger.clone(),
-            OPTIONS,
-            &Default::default(),
-        )
-        .await
-        .unwrap();
+        let proof = prove_again(&mut conn, &queue, &outcome.ledger, DRAINED_AUDITED).await;
         assert!(
             !proof.ok && proof.lost.iter().any(|l| l.id == gone),
             "variant {variant}: expected the proof to name job {gone} as lost after `{remove_evidence}`; it says: {}",
