@@ -30,9 +30,12 @@ pub(super) async fn kill(job: &mut Job, count: usize) {
     );
 }
 
-/// A worker session's state as the server sees it.
+/// A worker's session state as the server sees it. A transaction that has not written yet
+/// (a `BEGIN` sent ahead with the last `COMMIT`, before its claim) holds no job, whatever
+/// its state says.
 const SESSION_STATE: &str = "
-SELECT state
+SELECT CASE WHEN state = 'idle in transaction' AND backend_xid IS NULL
+            THEN 'idle in an empty transaction' ELSE state END
 FROM   pg_stat_activity
 WHERE  datname = current_database()
   AND  application_name = $1";

@@ -48,7 +48,14 @@ pub fn worker_seed(seed: u64, slot: u32) -> u64 {
     seed.rotate_left(17) ^ 0xD1B5_4A32_D192_ED03u64.wrapping_mul(slot as u64 + 1)
 }
 
-/// Task workers, one per slot of the registry.
+/// Task workers, one per slot of the registry, shared out over one thread per core, each
+/// thread with a single-threaded runtime of its own (as pgbench shares its clients over
+/// `-j` threads). A worker's connection, its wake-ups and its task then stay on one thread:
+/// on a work-stealing runtime each reply could wake a parked thread to run the worker, and
+/// those thread switches cost more CPU per job than the worker itself. With
+/// `TOKIO_WORKER_THREADS` set, the workers share the process's runtime of that many threads
+/// instead, with everything else the harness runs (a way to hold the harness to fewer
+/// threads). The returned set ends when every worker has.
 pub fn spawn_tasks(
     plan: &ConsumerPlan,
     seed: u64,
@@ -56,10 +63,14 @@ pub fn spawn_tasks(
     registry: &Arc<WorkerRegistry>,
     stop: &CancellationToken,
 ) -> JoinSet<()> {
-    let mut set = JoinSet::new();
     let wake_ups = WakeUps::start(ctx, stop);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(registry.len().max(1));
+    let on_shared_runtime = std::env::var_os("TOKIO_WORKER_THREADS").is_some();
+    let mut shares: Vec<Vec<Worker>> = (0..threads).map(|_| Vec::new()).collect();
     for slot in 0..registry.len() as u32 {
-        let worker = Worker::new(
+        shares[slot as usize % threads].push(Worker::new(
             plan,
             seed,
             slot,
@@ -67,8 +78,44 @@ pub fn spawn_tasks(
             registry.clone(),
             wake_ups.clone(),
             CrashAction::RestartTask(plan.restart_after),
-        );
-        set.spawn(worker.run(stop.clone()));
+        ));
+    }
+    let mut set = JoinSet::new();
+    if on_shared_runtime {
+        for worker in shares.into_iter().flatten() {
+            set.spawn(worker.run(stop.clone()));
+        }
+        return set;
+    }
+    for (i, workers) in shares.into_iter().enumerate() {
+        let (done, finished) = tokio::sync::oneshot::channel::<()>();
+        let stop = stop.clone();
+        let started = std::thread::Builder::new()
+            .name(format!("workers-{i}"))
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(r) => r,
+                    Err(e) => return tracing::error!("no runtime for a workers' thread: {e}"),
+                };
+                runtime.block_on(async {
+                    let mut tasks = JoinSet::new();
+                    for worker in workers {
+                        tasks.spawn(worker.run(stop.clone()));
+                    }
+                    while tasks.join_next().await.is_some() {}
+                });
+                drop(done);
+            });
+        if let Err(e) = started {
+            tracing::error!("cannot start a workers' thread: {e}");
+            continue;
+        }
+        set.spawn(async move {
+            let _ = finished.await;
+        });
     }
     set
 }
@@ -112,6 +159,49 @@ enum Work {
     Done { handler_us: u64, fails: bool },
 }
 
+/// The worker's transaction on its connection, with one round trip fewer than pgbench's
+/// `BEGIN; claim; complete; COMMIT;`: after a job commits, the next job's `BEGIN` is sent in
+/// the same message as the `COMMIT` (`COMMIT; BEGIN`, a simple query the server runs in
+/// order), so the next step starts inside its transaction. The server sees the seed's
+/// statements in the seed's order; the one difference is that `NOW()` in the next claim
+/// reads that `BEGIN`'s time, microseconds before the claim on a busy worker. An idle worker
+/// (an empty claim) commits alone and begins afresh.
+#[derive(Default)]
+struct Transaction {
+    /// A `BEGIN` already ran on the connection.
+    open: bool,
+}
+
+impl Transaction {
+    async fn begin(&mut self, conn: &mut PgConnection) -> sqlx::Result<()> {
+        if !self.open {
+            sqlx::raw_sql("BEGIN").execute(&mut *conn).await?;
+            self.open = true;
+        }
+        Ok(())
+    }
+
+    async fn commit(&mut self, conn: &mut PgConnection) -> sqlx::Result<()> {
+        self.open = false;
+        sqlx::raw_sql("COMMIT").execute(&mut *conn).await?;
+        Ok(())
+    }
+
+    async fn commit_and_begin(&mut self, conn: &mut PgConnection) -> sqlx::Result<()> {
+        self.open = false;
+        sqlx::raw_sql("COMMIT; BEGIN").execute(&mut *conn).await?;
+        self.open = true;
+        Ok(())
+    }
+
+    /// After an error: rolls back whatever is open (a `ROLLBACK` outside a transaction is
+    /// only a warning); false when the connection cannot be used any more.
+    async fn roll_back(&mut self, conn: &mut PgConnection) -> bool {
+        self.open = false;
+        sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await.is_ok()
+    }
+}
+
 pub struct Worker {
     slot: u32,
     ctx: FleetContext,
@@ -122,6 +212,7 @@ pub struct Worker {
     registry: Arc<WorkerRegistry>,
     wake_ups: WakeUps,
     on_crash: CrashAction,
+    tx: Transaction,
 }
 
 impl Worker {
@@ -144,6 +235,7 @@ impl Worker {
             registry,
             wake_ups,
             on_crash,
+            tx: Transaction::default(),
         }
     }
 
@@ -169,6 +261,7 @@ impl Worker {
                     // The connection goes without COMMIT or ROLLBACK: the server sees the
                     // client vanish, as after a real crash.
                     drop(conn.take());
+                    self.tx = Transaction::default();
                     self.crash(jobs, &stop).await;
                 }
                 Err(StepError {
@@ -194,8 +287,11 @@ impl Worker {
                         });
                         break;
                     }
-                    if is_connection_error(&error) {
+                    let usable = !is_connection_error(&error)
+                        && (self.claim_mode == ClaimMode::Committed || self.tx.roll_back(c).await);
+                    if !usable {
                         conn = None;
+                        self.tx = Transaction::default();
                     }
                     sleep_or_stop(Duration::from_millis(50), &stop).await;
                 }
@@ -304,8 +400,9 @@ impl Worker {
     }
 
     /// The seed: claim, handle, complete or fail, commit, all in one transaction (with a
-    /// batch: every job of the batch in that one transaction). On an error the transaction
-    /// is dropped, which rolls it back (the claim with it).
+    /// batch: every job of the batch in that one transaction). The statements are the
+    /// seed's; the next job's `BEGIN` travels with this one's `COMMIT` (see [`Transaction`]).
+    /// On an error the caller rolls back.
     async fn step_in_transaction(&mut self, conn: &mut PgConnection) -> Result<Step, StepError> {
         let clock = self.ctx.clock;
         let queue = self.ctx.queue.clone();
@@ -314,12 +411,12 @@ impl Worker {
             jobs: Vec::new(),
             in_doubt: false,
         };
-        let mut tx = conn.begin().await.map_err(no_job)?;
+        self.tx.begin(conn).await.map_err(no_job)?;
         let started_us = clock.now_us();
-        let jobs = queue.claim(&mut tx).await.map_err(no_job)?;
+        let jobs = queue.claim(conn).await.map_err(no_job)?;
         let claimed_us = clock.now_us();
         if jobs.is_empty() {
-            tx.commit().await.map_err(no_job)?;
+            self.tx.commit(conn).await.map_err(no_job)?;
             self.ctx.emit(Event::EmptyPoll { at_us: claimed_us });
             return Ok(Step::Empty);
         }
@@ -328,14 +425,14 @@ impl Worker {
             self.claimed(job, started_us, claimed_us);
         }
         let Some(handled) = self.work_all(&jobs).await else {
-            // Neither commit nor roll back: forget the transaction, drop the connection.
-            std::mem::forget(tx);
+            // Neither commit nor roll back: the caller drops the connection.
+            self.tx.open = false;
             return Ok(Step::Crashed(ids));
         };
         let mut outcomes = Vec::with_capacity(handled.len());
         for h in handled.iter().filter(|h| h.fails) {
             let outcome = queue
-                .fail(&mut tx, h.job.id, SIMULATED_FAILURE)
+                .fail(conn, h.job.id, SIMULATED_FAILURE)
                 .await
                 .map_err(at(&ids, false))?;
             outcomes.push((h.job.id, outcome));
@@ -346,12 +443,12 @@ impl Worker {
             .map(|h| h.job.id)
             .collect();
         if !done.is_empty() {
-            queue
-                .complete(&mut tx, &done)
-                .await
-                .map_err(at(&ids, false))?;
+            queue.complete(conn, &done).await.map_err(at(&ids, false))?;
         }
-        tx.commit().await.map_err(at(&ids, true))?;
+        self.tx
+            .commit_and_begin(conn)
+            .await
+            .map_err(at(&ids, true))?;
         for h in &handled {
             let failed = outcomes.iter().find(|(id, _)| *id == h.job.id).map(|o| o.1);
             self.finished(h.job, h.handler_us, failed);
