@@ -14,7 +14,7 @@
 //! a rolled-back business transaction exists and that every paid order has exactly one job.
 
 use crate::metrics::{Event, IdSet, JobId, Ledger, LedgerEntry};
-use crate::queue::{Queue, TableMismatch};
+use crate::queue::{JobStatus, Queue, TableMismatch};
 use crate::scenario::ClaimMode;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -48,11 +48,10 @@ pub async fn settle(
             .cloned()
             .collect();
         for (id, key) in &found {
-            events.push(Event::Resolved {
+            events.push(Event::InsertFound {
                 at_us,
                 job: *id,
-                status: "committed".into(),
-                key: Some(key.clone()),
+                key: key.clone(),
             });
         }
         if final_pass && !missing.is_empty() {
@@ -60,17 +59,21 @@ pub async fn settle(
         }
     }
     if !jobs.is_empty() {
-        for (id, status) in queue
+        for (id, status, retry_count) in queue
             .job_statuses(conn, jobs)
             .await
             .context("settling in-doubt jobs")?
         {
-            if status == "done" || status == "dead_letter" {
+            // While workers run, only a finished job's state is final; on the last pass
+            // every job's is, and its retry_count settles in-doubt failure updates.
+            if final_pass || status.is_final() {
                 events.push(Event::Resolved {
                     at_us,
                     job: id,
                     status,
-                    key: None,
+                    // Read while workers run, a retry_count may be ahead of failure
+                    // reports still on their way: only the last pass settles by it.
+                    retry_count: retry_count.filter(|_| final_pass),
                 });
             }
         }
@@ -332,8 +335,9 @@ struct Tally {
     table_views: BTreeMap<JobId, String>,
 }
 
+/// A table status (or `missing`) that no worker will change again.
 fn finished(s: &str) -> bool {
-    s == "done" || s == "dead_letter"
+    JobStatus::parse(s).is_some_and(JobStatus::is_final)
 }
 
 impl Tally {
@@ -344,7 +348,7 @@ impl Tally {
         untracked: Vec<(JobId, String)>,
         drained: bool,
     ) {
-        let queued = |s: &str| s == "pending" || s == "processing";
+        let queued = |s: &str| JobStatus::parse(s).is_some_and(|s| !s.is_final());
         let mut unfinished = BTreeSet::new();
         for m in mismatches {
             if !drained && m.expected == "open" && queued(&m.table_status) {

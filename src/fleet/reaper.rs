@@ -38,6 +38,7 @@ impl StaleJobReaper {
                 Ok(jobs) => ctx.emit(Event::Reaped {
                     at_us: ctx.clock.now_us(),
                     jobs,
+                    counted: self.count_as_attempt,
                 }),
                 Err(e) => {
                     ctx.emit(Event::WorkerError {

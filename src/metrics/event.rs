@@ -2,7 +2,7 @@
 //! clock (`clock::RunClock`); they only stamp and send, the recorder decides what each event
 //! means for the figures.
 
-use crate::queue::{ClaimProbe, DbSample, TableStats};
+use crate::queue::{ClaimProbe, DbSample, JobStatus, TableStats};
 use serde::{Deserialize, Serialize};
 
 /// A job's id in `job_queue`.
@@ -110,15 +110,20 @@ pub enum Event {
     Reaped {
         at_us: u64,
         jobs: Vec<(JobId, bool)>,
+        /// Each reap counted as a failed attempt (`retry_count` + 1).
+        counted: bool,
     },
-    /// The table showed how an in-doubt job ended (`done` or `dead_letter`), or that an
-    /// in-doubt insert committed after all (`status` = "pending" etc., with `key`).
+    /// The table showed how an in-doubt job stands: its status and (where the table still
+    /// holds the row) its `retry_count`, which tells failure updates that committed after
+    /// all from ones that did not.
     Resolved {
         at_us: u64,
         job: JobId,
-        status: String,
-        key: Option<String>,
+        status: JobStatus,
+        retry_count: Option<i32>,
     },
+    /// An in-doubt insert committed after all: the table holds its key.
+    InsertFound { at_us: u64, job: JobId, key: String },
     /// In-doubt inserts that the table shows never committed.
     NeverCommitted { keys: Vec<String> },
     /// A second of the harness's own figures: its timer's lateness, its CPU, the machine's.

@@ -3,6 +3,7 @@
 //! the accounting proof; the table is the other.
 
 use super::event::{Event, JobId};
+use crate::queue::JobStatus;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -17,8 +18,12 @@ pub struct LedgerEntry {
     /// Failure updates that committed.
     pub failures: u32,
     pub dead_lettered: bool,
+    /// Its last failure update dead-lettered it (so that failure led to no further claim).
+    pub dead_lettered_by_failure: bool,
     /// Times the reaper returned this job to `pending`.
     pub reaps: u32,
+    /// Of those, reaps counted as a failed attempt (`retry_count` + 1).
+    pub counted_reaps: u32,
     /// Times a worker holding it crashed or was killed.
     pub crashes: u32,
     /// Times a worker's transaction holding it failed and rolled back.
@@ -38,18 +43,21 @@ impl LedgerEntry {
     /// The final state the table should show: `done`, `dead_letter`, or `open`.
     pub fn expected_status(&self) -> &'static str {
         if self.completions > 0 {
-            "done"
+            JobStatus::Done.as_str()
         } else if self.dead_lettered {
-            "dead_letter"
+            JobStatus::DeadLetter.as_str()
         } else {
             "open"
         }
     }
 
     /// Claims beyond the first that a failure update does not explain: the job ran again
-    /// because an earlier run was lost (crash, rollback, reap) or for no known reason.
+    /// because an earlier run was lost (crash, rollback, reap) or for no known reason. Each
+    /// failure that sent the job back to `pending` explains one more claim; the one that
+    /// dead-lettered it explains none, so a repeat before a dead letter is still counted.
     pub fn extra_executions(&self) -> u32 {
-        self.claims.saturating_sub(1 + self.failures)
+        let retried = self.failures - u32::from(self.dead_lettered_by_failure && self.failures > 0);
+        self.claims.saturating_sub(1 + retried)
     }
 
     /// Extra executions that no crash, rollback or reap explains.
@@ -108,6 +116,8 @@ pub struct Ledger {
     /// In-doubt inserts, in all: resolved as committed, and found never committed.
     pub in_doubt_enqueues: u64,
     pub in_doubt_committed: u64,
+    /// Failure updates whose commit the worker could not confirm, found committed.
+    pub failures_found_in_table: u64,
     /// Keys of outbox jobs whose business transaction rolled back.
     pub rolled_back_keys: Vec<String>,
 }
@@ -182,12 +192,14 @@ impl Ledger {
         self.update(id, |e| {
             e.failures += 1;
             e.dead_lettered |= dead_lettered;
+            e.dead_lettered_by_failure |= dead_lettered;
             e.in_doubt = false;
         });
     }
-    pub fn reaped(&mut self, id: JobId, dead_lettered: bool) {
+    pub fn reaped(&mut self, id: JobId, dead_lettered: bool, counted: bool) {
         self.update(id, |e| {
             e.reaps += 1;
+            e.counted_reaps += u32::from(counted);
             e.dead_lettered |= dead_lettered;
         });
     }
@@ -204,34 +216,50 @@ impl Ledger {
         });
     }
 
-    /// The table showed how an in-doubt job ended.
-    pub fn resolved(&mut self, id: JobId, status: &str) {
+    /// The table showed how an in-doubt job stands. A `retry_count` above the failed
+    /// attempts the ledger knows of (failure updates and counted reaps) means failure updates
+    /// committed though their workers could not tell: they are counted as failures, not as
+    /// the rollbacks they were taken for. Returns how many were found.
+    pub fn resolved(&mut self, id: JobId, status: JobStatus, retry_count: Option<i32>) -> u32 {
+        let mut found = 0;
         self.update(id, |e| {
+            let known = e.failures + e.counted_reaps;
+            if let Some(committed) = retry_count.and_then(|r| u32::try_from(r).ok())
+                && committed > known
+            {
+                found = committed - known;
+                e.failures += found;
+                e.rollbacks = e.rollbacks.saturating_sub(found);
+                e.dead_lettered_by_failure |= status == JobStatus::DeadLetter;
+            }
             if !e.finished() {
                 e.resolved_from_table = true;
                 match status {
-                    "done" => e.completions += 1,
-                    "dead_letter" => e.dead_lettered = true,
-                    _ => {}
+                    JobStatus::Done => e.completions += 1,
+                    JobStatus::DeadLetter => e.dead_lettered = true,
+                    JobStatus::Pending | JobStatus::Processing => {}
                 }
             }
             e.in_doubt = false;
         });
+        self.failures_found_in_table += u64::from(found);
+        found
     }
 
-    /// Applies what the table said about in-doubt outcomes (`Resolved`, `NeverCommitted`);
+    /// Applies what the table said about in-doubt outcomes (`Resolved`, `InsertFound`,
+    /// `NeverCommitted`);
     /// other events are ignored.
     pub fn settle(&mut self, event: &Event) {
         match event {
-            Event::Resolved {
-                job, key: Some(k), ..
-            } => self.enqueue_resolved(k, *job),
+            Event::InsertFound { job, key, .. } => self.enqueue_resolved(key, *job),
             Event::Resolved {
                 job,
                 status,
-                key: None,
+                retry_count,
                 ..
-            } => self.resolved(*job, status),
+            } => {
+                self.resolved(*job, *status, *retry_count);
+            }
             Event::NeverCommitted { keys } => self.never_committed(keys),
             _ => {}
         }
@@ -370,7 +398,7 @@ mod tests {
         l.claimed(1);
         assert_eq!(l.get(1).unwrap().extra_executions(), 1);
         assert_eq!(l.get(1).unwrap().unexplained_executions(), 0);
-        l.resolved(1, "done");
+        l.resolved(1, JobStatus::Done, Some(0));
         assert!(l.get(1).unwrap().resolved_from_table);
         assert_eq!(l.outstanding(), 0);
 
@@ -411,5 +439,54 @@ mod tests {
         assert!(set.contains(3) && !set.contains(4) && set.contains(-1));
         let ids: Vec<JobId> = set.iter().collect();
         assert_eq!(ids, [-1, 3, 9000, 4096 * 3 + 63, 4096 * 3 + 64]);
+    }
+
+    /// Crash, retry, dead letter: the first run was lost and repeated, though two failure
+    /// updates committed; the dead-lettering one explains no further claim.
+    #[test]
+    fn a_repeat_before_a_dead_letter_is_counted() {
+        let mut l = Ledger::default();
+        l.enqueued(1);
+        l.claimed(1);
+        l.crashed(1);
+        l.claimed(1);
+        l.failed(1, false);
+        l.claimed(1);
+        l.failed(1, true);
+        let e = l.get(1).unwrap();
+        assert_eq!(e.extra_executions(), 1);
+        assert_eq!(e.unexplained_executions(), 0);
+        // Two failures, no crash: nothing was repeated.
+        let mut l = Ledger::default();
+        l.enqueued(2);
+        l.claimed(2);
+        l.failed(2, false);
+        l.claimed(2);
+        l.failed(2, true);
+        assert_eq!(l.get(2).unwrap().extra_executions(), 0);
+    }
+
+    /// A failure update whose commit reply was lost was taken for a rollback; the table's
+    /// retry_count shows it committed (a counted reap is not mistaken for one).
+    #[test]
+    fn a_failure_whose_commit_was_in_doubt_is_settled_by_retry_count() {
+        let mut l = Ledger::default();
+        l.enqueued(1);
+        l.claimed(1);
+        l.reaped(1, false, true);
+        l.claimed(1);
+        l.rolled_back(1, true);
+        assert_eq!(l.resolved(1, JobStatus::Pending, Some(2)), 1);
+        let e = l.get(1).unwrap();
+        assert_eq!((e.failures, e.rollbacks, e.in_doubt), (1, 0, false));
+        assert_eq!(l.failures_found_in_table, 1);
+        // The same in doubt, but the table shows nothing new: a rollback it was.
+        l.claimed(1);
+        l.rolled_back(1, true);
+        assert_eq!(l.resolved(1, JobStatus::Pending, Some(2)), 0);
+        assert_eq!(l.get(1).unwrap().rollbacks, 1);
+        // No row to read (a deleted job): nothing settled by count.
+        assert_eq!(l.resolved(1, JobStatus::Done, None), 0);
+        assert!(l.get(1).unwrap().finished());
     }
 }

@@ -16,7 +16,7 @@ use super::event::{Event, FaultRecord, JobId};
 use super::histogram::{MAX_US, Metric, MetricSet};
 use super::ledger::Ledger;
 use super::live::LiveStats;
-use crate::queue::{ClaimProbe, DbSample};
+use crate::queue::{ClaimProbe, DbSample, JobStatus};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriter, IntervalLogWriterBuilder, Tag};
 use serde::{Deserialize, Serialize};
@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::error::TryRecvError;
 
 /// What a window of the run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,6 +249,9 @@ pub struct Recorder {
 
 /// How long a second stays open for events that arrive late.
 const GRACE_SECONDS: i64 = 2;
+
+/// How often the recorder reads the events sent since its last read.
+const DRAIN_EVERY: Duration = Duration::from_millis(5);
 
 impl Recorder {
     /// `windows` must cover the run in order (prefill, phases, drain).
@@ -542,7 +546,11 @@ impl Recorder {
                     });
                 }
             }
-            Event::Reaped { at_us, jobs } => {
+            Event::Reaped {
+                at_us,
+                jobs,
+                counted,
+            } => {
                 let w = self.window_of(at_us);
                 for (id, dead) in jobs {
                     self.counts[w].reaped += 1;
@@ -550,14 +558,14 @@ impl Recorder {
                     if dead {
                         self.live.add_dead_lettered();
                     }
-                    self.ledger.reaped(id, dead);
+                    self.ledger.reaped(id, dead, counted);
                 }
             }
-            Event::Resolved { .. } | Event::NeverCommitted { .. } => {
+            Event::Resolved { .. } | Event::InsertFound { .. } | Event::NeverCommitted { .. } => {
                 if let Event::Resolved {
-                    status, key: None, ..
+                    status: JobStatus::Done,
+                    ..
                 } = &event
-                    && status == "done"
                 {
                     self.live.add_completed();
                 }
@@ -712,11 +720,19 @@ impl Recorder {
             .expect("writing to memory");
 
         let mut tick = tokio::time::interval(Duration::from_millis(500));
-        loop {
+        // Events are read in batches on a short timer rather than one wake-up per event:
+        // every event carries its own timestamps, so reading them a few milliseconds later
+        // changes no figure, and it spares the senders a cross-thread wake-up each.
+        let mut drain = tokio::time::interval(DRAIN_EVERY);
+        drain.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        'events: loop {
             tokio::select! {
-                event = rx.recv() => match event {
-                    Some(e) => self.handle(e),
-                    None => break,
+                _ = drain.tick() => loop {
+                    match rx.try_recv() {
+                        Ok(e) => self.handle(e),
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => break 'events,
+                    }
                 },
                 Some(reply) = snapshots.recv() => {
                     let _ = reply.send(Snapshot { windows: self.windows.clone(), counts: self.counts.clone(), metrics: self.metrics.clone() });

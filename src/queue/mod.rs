@@ -6,9 +6,11 @@
 //! parameters.
 
 mod stats;
+mod status;
 mod variant;
 
 pub use stats::{ClaimProbe, DbSample};
+pub use status::JobStatus;
 pub use variant::{ClaimShape, CompleteShape, CustomError, Finish, Variant, VariantSql, WakeUp};
 
 use crate::scenario::{BackoffPlan, Jitter, QueuePlan};
@@ -169,7 +171,11 @@ impl Queue {
                 &["id", "status", "expected"],
             ),
             ("untracked.sql", &sql.untracked, &["id", "status"]),
-            ("job_status.sql", &sql.job_status, &["id", "status"]),
+            (
+                "job_status.sql",
+                &sql.job_status,
+                &["id", "status", "retry_count"],
+            ),
             ("jobs_by_key.sql", &sql.jobs_by_key, &["id", "key"]),
         ];
         for (file, text, columns) in checks {
@@ -238,7 +244,7 @@ impl Queue {
         &self,
         conn: &mut PgConnection,
         ids: &[i64],
-    ) -> sqlx::Result<Vec<(i64, String)>> {
+    ) -> sqlx::Result<Vec<(i64, JobStatus, Option<i32>)>> {
         sqlx::query_as(AssertSqlSafe(self.variant.sql.job_status.as_str()))
             .bind(ids)
             .fetch_all(&mut *conn)
@@ -380,7 +386,7 @@ impl Queue {
         id: i64,
         error: &str,
     ) -> sqlx::Result<FailOutcome> {
-        let status: String = sqlx::query_scalar(AssertSqlSafe(self.variant.sql.fail.as_str()))
+        let status: JobStatus = sqlx::query_scalar(AssertSqlSafe(self.variant.sql.fail.as_str()))
             .bind(id)
             .bind(error)
             .bind(self.backoff.base)
@@ -393,7 +399,7 @@ impl Queue {
             })
             .fetch_one(&mut *conn)
             .await?;
-        Ok(if status == "dead_letter" {
+        Ok(if status == JobStatus::DeadLetter {
             FailOutcome::DeadLettered
         } else {
             FailOutcome::Retry
@@ -414,13 +420,13 @@ impl Queue {
         } else {
             &self.variant.sql.reap
         };
-        let rows: Vec<(i64, String)> = sqlx::query_as(AssertSqlSafe(sql.as_str()))
+        let rows: Vec<(i64, JobStatus)> = sqlx::query_as(AssertSqlSafe(sql.as_str()))
             .bind(stale_after)
             .fetch_all(&mut *conn)
             .await?;
         Ok(rows
             .into_iter()
-            .map(|(id, status)| (id, status == "dead_letter"))
+            .map(|(id, status)| (id, status == JobStatus::DeadLetter))
             .collect())
     }
 

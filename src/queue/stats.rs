@@ -1,7 +1,7 @@
 //! What the database says about the queue: one sample of statistics (for the sampler, once a
 //! second) and the claim's measured plan (at phase boundaries).
 
-use super::Queue;
+use super::{JobStatus, Queue};
 use serde::{Deserialize, Serialize};
 use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Row};
@@ -85,12 +85,13 @@ impl Queue {
                 .fetch_all(&mut *conn)
                 .await?
             {
-                match status.as_str() {
-                    "pending" => s.pending = n,
-                    "processing" => processing = n,
-                    "done" => done = n,
-                    "dead_letter" => dead = n,
-                    _ => {}
+                // A custom variant's table may hold statuses of its own: not counted.
+                match JobStatus::parse(&status) {
+                    Some(JobStatus::Pending) => s.pending = n,
+                    Some(JobStatus::Processing) => processing = n,
+                    Some(JobStatus::Done) => done = n,
+                    Some(JobStatus::DeadLetter) => dead = n,
+                    None => {}
                 }
             }
             (s.processing, s.done, s.dead_letter) = (Some(processing), Some(done), Some(dead));

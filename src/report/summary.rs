@@ -139,7 +139,8 @@ pub struct JobCounts {
     /// right after the commit. Settled from the table by the accounting proof.
     pub finished_without_report: u64,
     pub dead_lettered: u64,
-    /// Failure updates that committed (each retry and each dead letter).
+    /// Failure updates that committed (each retry and each dead letter), those whose commit
+    /// reply was lost included (settled from the table's `retry_count`).
     pub failed_attempts: u64,
     /// Committed jobs that vanished, or that the ledger and the table disagree on (union).
     pub lost: u64,
@@ -399,7 +400,7 @@ impl Summary {
             completed: all.completed,
             finished_without_report: proof.finished_without_report,
             dead_lettered: all.dead_lettered,
-            failed_attempts: all.failed,
+            failed_attempts: all.failed + ledger.failures_found_in_table,
             lost: proof.lost_total,
             unfinished: proof.unfinished,
             duplicate_completions: proof.duplicate_total,
