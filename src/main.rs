@@ -347,6 +347,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return flag_error(e),
     };
+    report_panics_in_one_line();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -360,27 +361,9 @@ fn main() -> ExitCode {
             overrides,
         } => validate(&scenarios, &overrides.overrides()),
         Command::Report { dir, quiet } => report_command(&dir, quiet),
-        Command::Matrix(args) => match tokio::runtime::Runtime::new() {
-            Ok(rt) => rt.block_on(matrix_command(args)),
-            Err(e) => {
-                eprintln!("error: cannot start the async runtime: {e}");
-                ExitStatus::RunFailed
-            }
-        },
-        Command::Calibrate(args) => match tokio::runtime::Runtime::new() {
-            Ok(rt) => rt.block_on(calibrate_command(args)),
-            Err(e) => {
-                eprintln!("error: cannot start the async runtime: {e}");
-                ExitStatus::RunFailed
-            }
-        },
-        Command::Capacity(args) => match tokio::runtime::Runtime::new() {
-            Ok(rt) => rt.block_on(capacity_command(args)),
-            Err(e) => {
-                eprintln!("error: cannot start the async runtime: {e}");
-                ExitStatus::RunFailed
-            }
-        },
+        Command::Matrix(args) => on_runtime(matrix_command(args)),
+        Command::Calibrate(args) => on_runtime(calibrate_command(args)),
+        Command::Capacity(args) => on_runtime(capacity_command(args)),
         Command::Compare {
             baseline,
             candidate,
@@ -403,13 +386,7 @@ fn main() -> ExitCode {
             text.push('\n');
             print_out(text.as_bytes())
         }
-        Command::Run(args) => match tokio::runtime::Runtime::new() {
-            Ok(rt) => rt.block_on(run_command(args)),
-            Err(e) => {
-                eprintln!("error: cannot start the async runtime: {e}");
-                ExitStatus::RunFailed
-            }
-        },
+        Command::Run(args) => on_runtime(run_command(args)),
         Command::Worker => {
             // The runtime is never dropped: that would wait for the blocking read of stdin,
             // which only ends when the runner closes it. The process exits instead.
@@ -429,6 +406,48 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(status as u8)
+}
+
+/// Runs a command on a new runtime. A panic (a bug) ends it with one line and exit 1, after
+/// dropping the schemas it created on servers it does not own; servers it started stop as
+/// their handles drop.
+fn on_runtime(command: impl Future<Output = ExitStatus> + Send + 'static) -> ExitStatus {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitStatus::RunFailed;
+        }
+    };
+    runtime.block_on(async {
+        match tokio::spawn(command).await {
+            Ok(status) => status,
+            Err(_) => {
+                dbq_bench::db::connect::drop_open_schemas().await;
+                ExitStatus::RunFailed
+            }
+        }
+    })
+}
+
+/// A panic is a bug: one line that says so and where, instead of a backtrace hint.
+fn report_panics_in_one_line() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "error: internal error (a bug in dbq-bench, please report it): {}{at}",
+            message.replace('\n', " ")
+        );
+    }));
 }
 
 /// Writes to stdout; a reader that went away (`| head`) is not an error.
@@ -466,6 +485,25 @@ fn validate(files: &[PathBuf], overrides: &Overrides) -> ExitStatus {
     status
 }
 
+/// A results directory given with `--out` must be one that can be written: refused before
+/// anything starts, rather than after a run whose results then have nowhere to go.
+fn check_out(out: Option<&std::path::Path>) -> Result<(), String> {
+    let Some(dir) = out else { return Ok(()) };
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "--out {}: is a file, not a directory (give a directory; it is created when missing)",
+            dir.display()
+        ));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("--out {}: cannot create it: {e}", dir.display()))?;
+    let probe = dir.join(".dbq-bench-write-check");
+    std::fs::write(&probe, b"")
+        .map_err(|e| format!("--out {}: cannot write in it: {e}", dir.display()))?;
+    std::fs::remove_file(&probe).ok();
+    Ok(())
+}
+
 async fn run_command(args: RunArgs) -> ExitStatus {
     if let Err(e) = args.baselines.check() {
         eprintln!("error: {e}");
@@ -486,6 +524,10 @@ async fn run_command(args: RunArgs) -> ExitStatus {
             return ExitStatus::BadInput;
         }
     };
+    if let Err(e) = check_out(args.out.as_deref()) {
+        eprintln!("error: {e}");
+        return ExitStatus::BadInput;
+    }
     let shutdown = CancellationToken::new();
     tokio::spawn(watch_signals(shutdown.clone()));
     let opts = RunOptions {
@@ -536,6 +578,10 @@ async fn run_command(args: RunArgs) -> ExitStatus {
 /// `calibrate`: pgbench and the harness side by side.
 async fn calibrate_command(args: CalibrateArgs) -> ExitStatus {
     use dbq_bench::calibrate::{self, CalibrateRequest};
+    if let Err(e) = check_out(args.out.as_deref()) {
+        eprintln!("error: {e}");
+        return ExitStatus::BadInput;
+    }
     if args.connections.is_empty() || args.connections.iter().any(|c| !(1..=1000).contains(c)) {
         eprintln!("error: --connections: each count must be between 1 and 1000");
         return ExitStatus::BadInput;
@@ -605,7 +651,11 @@ fn flag_error(e: clap::Error) -> ExitCode {
 
 /// `capacity`: searches the offered rate and prints the answer.
 async fn capacity_command(args: CapacityArgs) -> ExitStatus {
-    if let Err(e) = args.baselines.check() {
+    if let Err(e) = args
+        .baselines
+        .check()
+        .and_then(|_| check_out(args.out.as_deref()))
+    {
         eprintln!("error: {e}");
         return ExitStatus::BadInput;
     }

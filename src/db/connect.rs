@@ -73,6 +73,25 @@ fn is_auth_or_config_error(e: &sqlx::Error) -> bool {
     }
 }
 
+/// Schemas this process created that are neither dropped nor handed over (`--keep`, a
+/// server torn down with them): dropped by [`drop_open_schemas`] after a panic, so that a
+/// bug does not leave a run's tables on a server the user owns.
+static OPEN_SCHEMAS: std::sync::Mutex<Vec<RunSchema>> = std::sync::Mutex::new(Vec::new());
+
+fn open_schemas() -> std::sync::MutexGuard<'static, Vec<RunSchema>> {
+    OPEN_SCHEMAS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Drops every schema still open (see [`OPEN_SCHEMAS`]), each given 5 s; errors are
+/// ignored, as this only runs on the way out of a failed process.
+pub async fn drop_open_schemas() {
+    let open = std::mem::take(&mut *open_schemas());
+    for schema in open {
+        let drop = schema.drop_schema();
+        let _ = tokio::time::timeout(Duration::from_secs(5), drop).await;
+    }
+}
+
 /// A schema made for one run (or one test) on a server: every table the run creates lives in
 /// it, every connection of the run has it as `search_path`, and it is dropped at the end.
 #[derive(Debug, Clone)]
@@ -107,7 +126,15 @@ impl RunSchema {
             .with_context(|| format!("creating schema {name}"))?;
         conn.close().await.ok();
         let options = server.clone().options([("search_path", name.as_str())]);
-        Ok(RunSchema { name, options })
+        let schema = RunSchema { name, options };
+        open_schemas().push(schema.clone());
+        Ok(schema)
+    }
+
+    /// This schema is no longer the process's to clean up after a panic: it is kept for
+    /// the user, or goes with the server the run started.
+    pub fn release(&self) {
+        open_schemas().retain(|s| s.name != self.name);
     }
 
     /// Connection options whose `search_path` is this schema.
@@ -128,11 +155,14 @@ impl RunSchema {
 
     /// Connects in `role` (see [`RunSchema::application_name`]).
     pub async fn connect_as(&self, role: &str) -> Result<PgConnection> {
+        // sqlx times and logs every statement by default; a load generator's statements
+        // are its measurement, and that bookkeeping is CPU taken from the server it loads.
         PgConnection::connect_with(
             &self
                 .options
                 .clone()
-                .application_name(&self.application_name(role)),
+                .application_name(&self.application_name(role))
+                .disable_statement_logging(),
         )
         .await
         .with_context(|| format!("connecting to schema {}", self.name))
@@ -159,6 +189,7 @@ impl RunSchema {
 
     /// Drops the schema and everything in it.
     pub async fn drop_schema(&self) -> Result<()> {
+        self.release();
         let mut conn = self.connect().await?;
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
             "DROP SCHEMA \"{}\" CASCADE",

@@ -48,6 +48,10 @@ pub struct RunOutcome {
     pub kept_server: Option<String>,
 }
 
+/// Set in the environment, a run panics right after its set-up: the suite's way to check
+/// that a bug still drops the run's schema and exits with one line.
+pub const PANIC_AFTER_SET_UP: &str = "DBQ_BENCH_TEST_PANIC_AFTER_SET_UP";
+
 /// Runs a plan. `shutdown` (Ctrl-C) stops the load, keeps partial results and tears down
 /// what the run started.
 pub async fn run(
@@ -114,6 +118,10 @@ async fn run_on_server(
     shutdown: &CancellationToken,
 ) -> Result<RunOutcome, Failure> {
     let mut session = Session::set_up(plan, opts, server, shutdown).await?;
+    // How the suite checks that a bug still cleans up: a panic with the run's schema in place.
+    if std::env::var_os(PANIC_AFTER_SET_UP).is_some() {
+        panic!("{PANIC_AFTER_SET_UP} is set");
+    }
     let result = session.step(plan, opts, shutdown).await;
     let kept = session.tear_down(opts.keep).await;
     result.map(|mut o| {

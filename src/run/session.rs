@@ -69,6 +69,7 @@ impl Session {
                 backlog_left: false,
             }),
             Err(e) => {
+                schema.release();
                 if !opts.keep && !server.is_owned() {
                     schema.drop_schema().await.ok();
                 }
@@ -229,6 +230,7 @@ impl Session {
     /// Tear-down: drops the schema, unless `keep` (then it is returned). A server the run
     /// owns takes its schemas with it when it is torn down, so theirs are left to it.
     pub async fn tear_down(self, keep: bool) -> Option<RunSchema> {
+        self.schema.release();
         if keep {
             return Some(self.schema);
         }
