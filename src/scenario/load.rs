@@ -125,8 +125,9 @@ fn describe(path: String, message: &str) -> (String, String) {
     (key, plain_words(&message))
 }
 
-/// An error about a key that a `--set` wrote is that flag's fault, not the file's: its
-/// source becomes `--set KEY=VALUE` (the last such flag, as the last one wins).
+/// An error about a key that a `--set` wrote (or about a section it made) is that flag's
+/// fault, not the file's: its source becomes `--set KEY=VALUE` (the last such flag, as the
+/// last one wins).
 pub fn blame_the_flag(mut e: InputError, overrides: &Overrides) -> InputError {
     let dotted = |k: &str| k.trim().replace('[', ".").replace(']', "");
     let Some(at) = e.key.as_deref().map(dotted) else {
@@ -135,7 +136,7 @@ pub fn blame_the_flag(mut e: InputError, overrides: &Overrides) -> InputError {
     let from_flag = overrides.sets.iter().rev().find(|set| {
         set.split_once('=').is_some_and(|(k, _)| {
             let k = dotted(k);
-            at == k || at.starts_with(&format!("{k}."))
+            at == k || at.starts_with(&format!("{k}.")) || k.starts_with(&format!("{at}."))
         })
     });
     if let Some(set) = from_flag {
@@ -146,7 +147,7 @@ pub fn blame_the_flag(mut e: InputError, overrides: &Overrides) -> InputError {
 
 /// serde's Rust-flavoured expectations in the words of the scenario reference.
 fn plain_words(message: &str) -> String {
-    const WORDS: [(&str, &str); 12] = [
+    const WORDS: [(&str, &str); 14] = [
         ("expected u8", "expected a whole number from 0 to 255"),
         ("expected u16", "expected a whole number from 0 to 65535"),
         (
@@ -155,7 +156,12 @@ fn plain_words(message: &str) -> String {
         ),
         ("expected u64", "expected a whole number from 0 up"),
         ("expected usize", "expected a whole number from 0 up"),
+        (
+            "expected i32",
+            "expected a whole number from -2147483648 to 2147483647",
+        ),
         ("expected i64", "expected a whole number"),
+        ("expected f32", "expected a number"),
         ("expected f64", "expected a number"),
         ("expected a sequence", "expected a list, e.g. [ … ]"),
         ("expected a boolean", "expected true or false"),

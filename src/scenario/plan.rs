@@ -154,6 +154,7 @@ impl Plan {
         env: &EnvDefaults,
     ) -> Result<Plan, InputError> {
         let err = |key: &str, reason: String| InputError::new(source, key, reason);
+        check_limits(&scenario).map_err(|(key, reason)| err(&key, reason))?;
 
         let name = scenario.name.clone().unwrap_or_else(|| stem.to_string());
         if name.trim().is_empty() || name.len() > 100 {
@@ -230,12 +231,8 @@ impl Plan {
                 "must be at most 1048576 (1 MiB)".into(),
             ));
         }
-        if p.job_types.is_empty() || p.job_types.values().all(|w| *w == 0) {
-            return Err(err(
-                "producers.job_types",
-                "needs at least one type with a weight above 0".into(),
-            ));
-        }
+        check_weights(p.job_types.values().copied(), "type")
+            .map_err(|r| err("producers.job_types", r))?;
         for name in p.job_types.keys() {
             if name.is_empty() || name.chars().count() > 100 {
                 return Err(err(
@@ -254,12 +251,8 @@ impl Plan {
             })?;
             priorities.push((prio, *weight));
         }
-        if priorities.is_empty() || priorities.iter().all(|(_, w)| *w == 0) {
-            return Err(err(
-                "producers.priorities",
-                "needs at least one priority with a weight above 0".into(),
-            ));
-        }
+        check_weights(priorities.iter().map(|(_, w)| *w), "priority")
+            .map_err(|r| err("producers.priorities", r))?;
         if p.late_after.0.is_zero() {
             return Err(err("producers.late_after", "must be more than 0s".into()));
         }
@@ -482,6 +475,12 @@ fn check_fault(f: &FaultSpec, phase: Duration, processes: bool) -> Result<(), St
                 Some(Repeat::Every(d)) if d < Duration::from_millis(10) => {
                     return Err("every must be at least 10ms".into());
                 }
+                Some(Repeat::Every(d)) if d >= phase => {
+                    return Err(format!(
+                        "every must be shorter than its phase ({}): it first fires one period after the phase starts, so it never would",
+                        humantime::format_duration(phase)
+                    ));
+                }
                 Some(Repeat::Rate(r)) if !(r > 0.0 && r <= 1000.0) => {
                     return Err(format!(
                         "rate must be above 0 and at most 1000 per second, got {r}"
@@ -543,6 +542,87 @@ fn check_fault(f: &FaultSpec, phase: Duration, processes: bool) -> Result<(), St
         ),
         _ => Ok(()),
     }
+}
+
+/// The highest offered rate a scenario may ask for, jobs/s.
+const MAX_RATE: f64 = 1_000_000.0;
+/// The most jobs a prefill may insert (10 min of the fastest queue measured here, many times
+/// over; the harness's memory is flat, the table's is not).
+const MAX_PREFILL: u64 = 100_000_000;
+
+/// Upper bounds on values that have no natural one, so that no accepted value overflows
+/// the run's arithmetic or asks for a run that never ends.
+fn check_limits(scenario: &Scenario) -> Result<(), (String, String)> {
+    let at_most = |key: &str, d: Duration, max: Duration, shown: &str| {
+        (d > max).then(|| (key.to_string(), format!("must be at most {shown}")))
+    };
+    let p = &scenario.producers;
+    let c = &scenario.consumers;
+    let durations = [
+        at_most(
+            "database.startup_timeout",
+            scenario.database.startup_timeout.0,
+            HOUR,
+            "1h",
+        ),
+        at_most("producers.late_after", p.late_after.0, HOUR, "1h"),
+        at_most("consumers.poll_interval", c.poll_interval.0, HOUR, "1h"),
+        at_most("consumers.restart_after", c.restart_after.0, HOUR, "1h"),
+        at_most("drain.timeout", scenario.drain.timeout.0, 24 * HOUR, "24h"),
+        at_most("reaper.interval", scenario.reaper.interval.0, HOUR, "1h"),
+        at_most(
+            "reaper.stale_after",
+            scenario.reaper.stale_after.0,
+            24 * HOUR,
+            "24h",
+        ),
+        at_most("sampler.interval", scenario.sampler.interval.0, HOUR, "1h"),
+        scenario
+            .reaper
+            .stale_after
+            .0
+            .is_zero()
+            .then(|| ("reaper.stale_after".into(), "must be more than 0s".into())),
+    ];
+    if let Some(e) = durations.into_iter().flatten().next() {
+        return Err(e);
+    }
+    if p.prefill > MAX_PREFILL {
+        return Err((
+            "producers.prefill".into(),
+            format!("must be at most {MAX_PREFILL}, got {}", p.prefill),
+        ));
+    }
+    let rates = std::iter::once(("producers.rate".to_string(), p.rate)).chain(
+        scenario
+            .phases
+            .iter()
+            .enumerate()
+            .map(|(i, ph)| (format!("phases[{i}].rate"), ph.rate)),
+    );
+    for (key, rate) in rates {
+        if let Some(Rate::PerSecond(r)) = rate
+            && r > MAX_RATE
+        {
+            return Err((key, format!("must be at most {MAX_RATE} jobs/s, got {r:e}")));
+        }
+    }
+    Ok(())
+}
+
+/// A mix of weights: at least one above 0, and a total a job draw can add up.
+fn check_weights(weights: impl Iterator<Item = u32>, what: &str) -> Result<(), String> {
+    let total = weights.map(u64::from).sum::<u64>();
+    if total == 0 {
+        return Err(format!("needs at least one {what} with a weight above 0"));
+    }
+    if total > u64::from(u32::MAX) {
+        return Err(format!(
+            "the weights add up to {total}; their total must be at most {}",
+            u32::MAX
+        ));
+    }
+    Ok(())
 }
 
 fn check_count(n: u32, key: &str, source: &str) -> Result<(), InputError> {

@@ -288,8 +288,8 @@ fn the_schema_describes_every_section_and_fault_kind() {
     }
 }
 
-/// A load generator whose own runtime is saturated (one runtime thread, CPU-bound handlers
-/// busy half of it) sends jobs late while the queue keeps up: the verdict says the load
+/// A load generator whose own runtime is saturated (one runtime thread for everything,
+/// `TOKIO_WORKER_THREADS=1`, CPU-bound handlers busy half of it) sends jobs late while the queue keeps up: the verdict says the load
 /// generator was the limit, with its figures, in its own (non-red) state.
 #[test]
 fn a_saturated_load_generator_is_named_as_the_limit() {
@@ -493,4 +493,391 @@ fn flag_mistakes_are_one_line() {
     ] {
         crate::support::assert_bad_input(&dbq(&args), &args.join(" "), expected);
     }
+}
+
+/// A URL without a password takes it from `PGPASSWORD` or `~/.pgpass`, as libpq does. The
+/// shared server is told to ask one role for a password (scram), so a run that finds none
+/// fails, on one line, and the other two succeed.
+#[test]
+fn the_password_may_come_from_pgpassword_or_pgpass() {
+    if std::env::var("DBQ_TEST_DATABASE_URL").is_ok() {
+        eprintln!("skipped: edits the pg_hba.conf of the suite's own server");
+        return;
+    }
+    const ROLE: &str = "dbq_password_test";
+    const PASSWORD: &str = "pw-7f3a9c";
+    let admin = shared_url();
+    let port = admin
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.split('/').next())
+        .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(admin).await.unwrap();
+        let hba: String = sqlx::query_scalar("SHOW hba_file")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        let rule = format!("host all {ROLE} 127.0.0.1/32 scram-sha-256\n");
+        let text = std::fs::read_to_string(&hba).unwrap();
+        if !text.contains(&rule) {
+            std::fs::write(&hba, format!("{rule}{text}")).unwrap();
+        }
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "DO $$ BEGIN CREATE ROLE {ROLE} LOGIN SUPERUSER; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+             ALTER ROLE {ROLE} PASSWORD '{PASSWORD}';
+             SELECT pg_reload_conf();"
+        )))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    });
+    let url = format!("postgres://{ROLE}@127.0.0.1:{port}/postgres");
+    let home = tempfile::tempdir().unwrap();
+    let run = |env: &[(&str, &str)]| {
+        let out = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dbq-bench"));
+        cmd.args([
+            "run",
+            "scenarios/smoke.toml",
+            "--db",
+            "url",
+            "--database-url",
+            &url,
+            "--quiet",
+            "--out",
+            out.path().to_str().unwrap(),
+            "--set",
+            "phases=[{ name = \"steady\", duration = \"1s\" }]",
+        ])
+        .env_remove("DATABASE_URL")
+        .env_remove("PGPASSWORD")
+        .env_remove("PGPASSFILE")
+        .env("HOME", home.path());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    let none = run(&[]);
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert_ne!(none.status.code(), Some(0), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("password"), "{err}");
+
+    let from_env = run(&[("PGPASSWORD", PASSWORD)]);
+    assert_eq!(
+        from_env.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&from_env.stderr)
+    );
+
+    let pgpass = home.path().join(".pgpass");
+    std::fs::write(&pgpass, format!("127.0.0.1:{port}:*:{ROLE}:{PASSWORD}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let from_file = run(&[]);
+    assert_eq!(
+        from_file.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&from_file.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&from_file.stdout).contains(PASSWORD));
+}
+
+/// The bad-input corpus: values for every section given with `--set`, results directories
+/// and saved results. Each is refused with exit 2 and one line that names the flag (or
+/// path) and the key, and says what is allowed.
+#[test]
+fn the_bad_input_corpus_is_refused_in_one_line() {
+    let sets: &[(&str, &str)] = &[
+        (
+            "producers.count=0",
+            "producers.count: must be between 1 and 1000, got 0",
+        ),
+        (
+            "producers.count=5000",
+            "producers.count: must be between 1 and 1000",
+        ),
+        (
+            "producers.count=-3",
+            "producers.count: invalid value: `-3`, expected a whole number from 0 to 4294967295",
+        ),
+        (
+            "producers.payload_bytes=99999999",
+            "producers.payload_bytes: must be at most 1048576",
+        ),
+        (
+            "producers.job_types={}",
+            "producers.job_types: needs at least one type with a weight above 0",
+        ),
+        (
+            "producers.job_types={a=0}",
+            "producers.job_types: needs at least one type",
+        ),
+        (
+            "producers.job_types={a=4294967295,b=1}",
+            "producers.job_types: the weights add up to 4294967296",
+        ),
+        (
+            "producers.priorities={x=1}",
+            "producers.priorities.x: a priority must be an integer",
+        ),
+        (
+            "producers.priorities={\"1\"=4294967295,\"2\"=4294967295}",
+            "producers.priorities: the weights add up to",
+        ),
+        (
+            "producers.poison_fraction=1.5",
+            "producers.poison_fraction: must be between 0.0 and 1.0",
+        ),
+        (
+            "producers.prefill=9223372036854775807",
+            "producers.prefill: must be at most 100000000",
+        ),
+        (
+            "producers.rate=1e308",
+            "producers.rate: must be at most 1000000 jobs/s",
+        ),
+        (
+            "producers.rate=",
+            "producers.rate: rate must be a number of jobs per second or \"max\"",
+        ),
+        (
+            "producers.late_after=\"9999h\"",
+            "producers.late_after: must be at most 1h",
+        ),
+        (
+            "consumers.count=0",
+            "consumers.count: must be between 1 and 1000, got 0",
+        ),
+        (
+            "consumers.claim_mode=\"sometimes\"",
+            "consumers.claim_mode: unknown variant `sometimes`, expected `in_transaction` or `committed`",
+        ),
+        (
+            "consumers.poll_interval=\"9999h\"",
+            "consumers.poll_interval: must be at most 1h",
+        ),
+        (
+            "consumers.restart_after=\"9999h\"",
+            "consumers.restart_after: must be at most 1h",
+        ),
+        (
+            "consumers.handler.duration={fixed=\"2h\"}",
+            "consumers.handler.duration: must be at most 1h",
+        ),
+        (
+            "consumers.handler.duration={lognormal={median=\"1ms\",sigma=99}}",
+            "consumers.handler.duration: lognormal needs a median above 0s and at most 1h, and sigma between 0 and 10",
+        ),
+        (
+            "consumers.handler.error_rate=2",
+            "consumers.handler.error_rate:",
+        ),
+        (
+            "queue.variant=\"nope\"",
+            "queue.variant: unknown variant `nope`, expected one of `seed`",
+        ),
+        (
+            "queue.claim_batch=5",
+            "queue.claim_batch: only the batch and custom variants claim in batches",
+        ),
+        (
+            "queue.max_retries=4294967295",
+            "queue.max_retries: invalid value: `4294967295`, expected a whole number from -2147483648 to 2147483647",
+        ),
+        (
+            "queue.max_retries=5000",
+            "queue.max_retries: must be between 0 and 1000",
+        ),
+        (
+            "queue.backoff.factor=0.5",
+            "queue.backoff.factor: must be between 1 and 100",
+        ),
+        (
+            "queue.backoff.cap=\"1ms\"",
+            "queue.backoff.cap: must be at least the base",
+        ),
+        (
+            "queue.fillfactor=5",
+            "queue.fillfactor: must be between 10 and 100",
+        ),
+        (
+            "drain.timeout=\"0s\"",
+            "drain.timeout: must be more than 0s",
+        ),
+        (
+            "drain.timeout=\"9999999999h\"",
+            "drain.timeout: must be at most 24h",
+        ),
+        (
+            "reaper.stale_after=\"0s\"",
+            "reaper.stale_after: must be more than 0s",
+        ),
+        (
+            "reaper.interval=\"1ms\"",
+            "reaper.interval: must be at least 10ms",
+        ),
+        (
+            "sampler.interval=\"99h\"",
+            "sampler.interval: must be at most 1h",
+        ),
+        (
+            "database.startup_timeout=\"9999h\"",
+            "database.startup_timeout: must be at most 1h",
+        ),
+        (
+            "database.provider=\"cloud\"",
+            "database.provider: unknown variant `cloud`, expected one of `auto`",
+        ),
+        (
+            "phases=[]",
+            "phases: at least one [[phases]] entry is required",
+        ),
+        (
+            "phases=[{name=\"a\",duration=\"0s\"}]",
+            "phases[0].duration: must be more than 0s and at most 24h",
+        ),
+        (
+            "phases=[{name=\"a\",duration=\"25h\"}]",
+            "phases[0].duration: must be more than 0s and at most 24h",
+        ),
+        (
+            "phases=[{name=\"a\",duration=\"1s\",rate=1e9}]",
+            "phases[0].rate: must be at most 1000000 jobs/s",
+        ),
+        (
+            "phases=[{name=\"a\",duration=\"10s\",faults=[{kind=\"kill_backends\",every=\"20s\"}]}]",
+            "phases[0].faults[0]: every must be shorter than its phase (10s)",
+        ),
+        (
+            "phases=[{name=\"a\",duration=\"10s\",faults=[{kind=\"restart_server\",after=\"20s\"}]}]",
+            "phases[0].faults[0]: after must fall inside the phase",
+        ),
+        (
+            "phases=[{name=\"a\",duration=\"10s\",faults=[{kind=\"nope\"}]}]",
+            "phases[0].faults[0].kind: unknown variant `nope`",
+        ),
+        (
+            "phases=[{name=\"a\",duration=\"10s\",faults=[{kind=\"kill_workers\",every=\"1s\",count=1}]}]",
+            "phases[0].faults[0]: kill_workers needs worker processes",
+        ),
+        (
+            "thresholds={\"end_to_end.p99\"=\"<< 1s\"}",
+            "thresholds[\"end_to_end.p99\"]:",
+        ),
+        (
+            "thresholds={\"end_to_end.p98\"=\"< 1s\"}",
+            "thresholds[\"end_to_end.p98\"]: unknown metric",
+        ),
+        (
+            "seed=-1",
+            "seed: invalid value: `-1`, expected a whole number from 0 up",
+        ),
+        ("name=\"\"", "name: must be 1 to 100 characters"),
+        ("x.y=1", "x: unknown key (expected one of `name`"),
+    ];
+    for (set, expected) in sets {
+        let o = dbq(&["validate", "scenarios/smoke.toml", "--set", set]);
+        crate::support::assert_bad_input(&o, set, &format!("--set {set}: {expected}"));
+    }
+    // Malformed flags themselves.
+    for (set, expected) in [
+        ("=3", "--set =3: the key is empty"),
+        (
+            "producers.rate",
+            "--set producers.rate: expected key.path=value",
+        ),
+    ] {
+        let o = dbq(&["validate", "scenarios/smoke.toml", "--set", set]);
+        crate::support::assert_bad_input(&o, set, expected);
+    }
+    // Results directories: a file, a place that cannot be created; results that are not there.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let file = file.to_str().unwrap();
+    let under_file = format!("{file}/sub");
+    for (args, expected) in [
+        (
+            vec!["run", "scenarios/smoke.toml", "--out", file],
+            format!("--out {file}: is a file, not a directory"),
+        ),
+        (
+            vec!["run", "scenarios/smoke.toml", "--out", &under_file],
+            format!("--out {under_file}: cannot create it"),
+        ),
+        (
+            vec!["capacity", "scenarios/capacity.toml", "--out", file],
+            format!("--out {file}: is a file, not a directory"),
+        ),
+        (
+            vec!["calibrate", "--out", file],
+            format!("--out {file}: is a file, not a directory"),
+        ),
+        (
+            vec!["compare", "/nonexistent/a", "/nonexistent/b"],
+            "compare: /nonexistent/a holds no summary.json".to_string(),
+        ),
+        (
+            vec!["report", "/nonexistent/run"],
+            "/nonexistent/run/summary.json".to_string(),
+        ),
+    ] {
+        crate::support::assert_bad_input(&dbq(&args), &args.join(" "), &expected);
+    }
+}
+
+/// A bug (a panic) in a run on a server the run does not own ends with one line and exit 1,
+/// and the run's schema is dropped all the same. The run uses a database of its own on the
+/// shared server, so the schemas there are this test's alone.
+#[test]
+fn a_panic_still_drops_the_run_schema() {
+    let admin = shared_url();
+    let db = "dbq_panic_test";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let schemas = |url: String| async move {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'dbq\\_run\\_%'",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        n
+    };
+    rt.block_on(async {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(admin).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {db}")))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db}")))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    });
+    let url = format!("{}/{db}", admin.rsplit_once('/').unwrap().0);
+    let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["run", "scenarios/smoke.toml", "--db", "url", "--quiet"])
+        .args(["--database-url", &url])
+        .env(dbq_bench::run::PANIC_AFTER_SET_UP, "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("internal error"), "{err}");
+    assert_eq!(
+        rt.block_on(schemas(url)),
+        0,
+        "the run's schema was left behind"
+    );
 }

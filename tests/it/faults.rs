@@ -4,10 +4,27 @@
 use crate::support::{SMALL, plan, prove_again, run_plan, shared_url};
 use dbq_bench::error::Failure;
 use dbq_bench::report::Summary;
-use dbq_bench::run::{RunOptions, run};
+use dbq_bench::run::{RunOptions, RunOutcome, run};
 use dbq_bench::scenario::load::{Overrides, parse};
 use dbq_bench::scenario::{EnvDefaults, Plan, ProviderKind};
 use tokio_util::sync::CancellationToken;
+
+/// Every failure update that committed is counted, those whose commit reply was lost
+/// included: the failed attempts (no reaps count as attempts here) are the table's
+/// `sum(retry_count)`. Drops the kept schema.
+async fn assert_failures_match_retry_counts(outcome: &RunOutcome) {
+    let s = &outcome.results.summary;
+    let schema = outcome.kept_schema.as_ref().expect("kept");
+    let mut conn = schema.connect().await.unwrap();
+    let retries: i64 = sqlx::query_scalar("SELECT COALESCE(sum(retry_count), 0) FROM job_queue")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    sqlx::Connection::close(conn).await.ok();
+    assert!(s.jobs.failed_attempts > 0, "{:?}", s.jobs);
+    assert_eq!(retries as u64, s.jobs.failed_attempts, "{:?}", s.jobs);
+    schema.drop_schema().await.unwrap();
+}
 
 fn assert_nothing_lost(s: &Summary) {
     assert_eq!(
@@ -183,11 +200,13 @@ async fn terminated_backends_are_counted_and_their_work_is_redone() {
         SMALL,
         &[
             "phases.0.duration=3s",
+            "consumers.handler.error_rate=0.3",
             "phases.0.faults=[{ kind = \"kill_backends\", target = \"all\", every = \"300ms\", count = 2 }]",
         ],
     );
-    let (outcome, _dir) = run_plan(&p, false).await;
+    let (outcome, _dir) = run_plan(&p, true).await;
     let s = &outcome.results.summary;
+    assert_failures_match_retry_counts(&outcome).await;
     assert!(s.faults.backends_killed > 0, "{:?}", s.faults.events);
     assert!(
         s.errors.keys().any(|e| e.contains("administrator command")),

@@ -10,4 +10,5 @@ mod providers;
 mod reports;
 mod runs;
 mod support;
+mod validation;
 mod variants;
