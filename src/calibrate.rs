@@ -20,26 +20,20 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// The transaction pgbench runs: the seed's claim (`src/queue/seed/claim.sql`) and success
-/// update (`complete.sql`), in one transaction, as the seed's worker runs them.
+/// The transaction pgbench runs: the seed's claim (`src/queue/seed/claim.sql`, its
+/// `RETURNING id, type, payload` included, as the worker receives them) and its success
+/// update (`complete.sql`, `$1` as pgbench's `:id`), in one transaction, as the seed's worker
+/// runs them.
 ///
-/// `\\aset` leaves `id` as it was when the claim finds nothing (the script sets it to 0
+/// `\aset` leaves `id` as it was when the claim finds nothing (the script sets it to 0
 /// first), so a queue that runs dry does not abort pgbench; jobs are counted from the table.
-const PGBENCH_SCRIPT: &str = "\\set id 0
-BEGIN;
-WITH next_job AS (
-  SELECT id FROM job_queue
-  WHERE  status = 'pending' AND next_run_at <= NOW()
-  ORDER  BY priority DESC, next_run_at, id
-  LIMIT  1
-  FOR UPDATE SKIP LOCKED
-)
-UPDATE job_queue SET status = 'processing', started_at = NOW()
-WHERE  id = (SELECT id FROM next_job)
-RETURNING id \\aset
-UPDATE job_queue SET status = 'done', completed_at = NOW() WHERE id = :id;
-COMMIT;
-";
+fn pgbench_script() -> String {
+    let claim = include_str!("queue/seed/claim.sql").trim_end();
+    let complete = include_str!("queue/seed/complete.sql")
+        .trim_end()
+        .replace("$1", ":id");
+    format!("\\set id 0\nBEGIN;\n{claim} \\aset\n{complete};\nCOMMIT;\n")
+}
 
 pub struct CalibrateRequest {
     pub scenario: PathBuf,
@@ -205,7 +199,7 @@ async fn run_pgbench(
 ) -> Result<(u64, f64)> {
     let dir = tempfile::tempdir().context("a directory for the pgbench script")?;
     let script = dir.path().join("claim-complete.sql");
-    std::fs::write(&script, PGBENCH_SCRIPT).context("writing the pgbench script")?;
+    std::fs::write(&script, pgbench_script()).context("writing the pgbench script")?;
     let url = schema.options().to_url_lossy();
     let threads = connections.min(
         std::thread::available_parallelism()
@@ -323,5 +317,16 @@ mod tests {
         let report = "transaction type: claim-complete.sql\nnumber of clients: 4\nnumber of transactions actually processed: 61234\nnumber of failed transactions: 0 (0.000%)\ntps = 4082.2 (without initial connection time)\n";
         assert_eq!(transactions(report).unwrap(), 61234);
         assert!(transactions("nothing").is_err());
+    }
+
+    #[test]
+    fn pgbench_runs_the_seeds_statements() {
+        let script = pgbench_script();
+        assert!(script.starts_with("\\set id 0\nBEGIN;\n"), "{script}");
+        assert!(
+            script.contains("RETURNING id, type, payload \\aset\n"),
+            "{script}"
+        );
+        assert!(script.contains("WHERE  id = :id;\nCOMMIT;\n"), "{script}");
     }
 }
