@@ -2,7 +2,10 @@
 //! Everything downstream of `scenario` takes a `Plan`, never TOML.
 
 use super::faults::{FaultSpec, Repeat};
-use super::model::{Arrival, ClaimMode, Jitter, ProviderKind, Scenario, VariantName};
+use super::model::{
+    Arrival, ClaimMode, ConsumersSection, DatabaseSection, Jitter, PhaseSection, ProducersSection,
+    ProviderKind, Scenario, VariantName,
+};
 use super::thresholds::{self, Threshold};
 use super::values::{DurationDist, Rate};
 use crate::error::InputError;
@@ -155,7 +158,6 @@ impl Plan {
     ) -> Result<Plan, InputError> {
         let err = |key: &str, reason: String| InputError::new(source, key, reason);
         check_limits(&scenario).map_err(|(key, reason)| err(&key, reason))?;
-
         let name = scenario.name.clone().unwrap_or_else(|| stem.to_string());
         if name.trim().is_empty() || name.len() > 100 {
             return Err(err("name", "must be 1 to 100 characters".into()));
@@ -165,213 +167,17 @@ impl Plan {
         let seed = *scenario
             .seed
             .get_or_insert_with(|| u64::from(rand::random::<u32>()));
-
-        // database
-        let db = &scenario.database;
-        let mut settings = Vec::new();
-        for (key, value) in &db.settings {
-            let k = format!("database.settings.{key}");
-            if !is_setting_name(key) {
-                return Err(err(
-                    &k,
-                    "not a PostgreSQL setting name (letters, digits, _ and .)".into(),
-                ));
-            }
-            let v = match value {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(i) => i.to_string(),
-                toml::Value::Float(f) => f.to_string(),
-                toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
-                _ => return Err(err(&k, "must be a string, number or boolean".into())),
-            };
-            if v.contains(['\n', '\r', '\0']) {
-                return Err(err(&k, "must not contain line breaks".into()));
-            }
-            settings.push((key.clone(), v));
-        }
-        if db.image.as_deref().is_some_and(|i| i.trim().is_empty()) {
-            return Err(err("database.image", "must not be empty".into()));
-        }
-        if db.startup_timeout.0.is_zero() {
-            return Err(err(
-                "database.startup_timeout",
-                "must be more than 0s".into(),
-            ));
-        }
-        let url = db.url.clone().or_else(|| env.database_url.clone());
-        if let Some(u) = &url {
-            check_url(u).map_err(|reason| err("database.url", reason))?;
-        }
-        if db.provider == ProviderKind::Url && url.is_none() {
-            return Err(err(
-                "database.url",
-                "the url provider needs a server: pass --database-url, set database.url or DATABASE_URL".into(),
-            ));
-        }
-        let database = DatabasePlan {
-            provider: db.provider,
-            image: db
-                .image
-                .clone()
-                .or_else(|| env.image.clone())
-                .unwrap_or_else(|| DEFAULT_IMAGE.to_string()),
-            url,
-            startup_timeout: db.startup_timeout.0,
-            settings,
-        };
-
+        let database = database_plan(&scenario.database, env, source)?;
         let queue = queue_plan(&scenario, source)?;
-
-        // producers
-        let p = &scenario.producers;
-        check_count(p.count, "producers.count", source)?;
-        if p.payload_bytes > 1 << 20 {
-            return Err(err(
-                "producers.payload_bytes",
-                "must be at most 1048576 (1 MiB)".into(),
-            ));
-        }
-        check_weights(p.job_types.values().copied(), "type")
-            .map_err(|r| err("producers.job_types", r))?;
-        for name in p.job_types.keys() {
-            if name.is_empty() || name.chars().count() > 100 {
-                return Err(err(
-                    &format!("producers.job_types.{name}"),
-                    "a type name is 1 to 100 characters (VARCHAR(100))".into(),
-                ));
-            }
-        }
-        let mut priorities = Vec::new();
-        for (value, weight) in &p.priorities {
-            let prio: i32 = value.trim().parse().map_err(|_| {
-                err(
-                    &format!("producers.priorities.{value}"),
-                    "a priority must be an integer (the key), e.g. \"10\" = 1".into(),
-                )
-            })?;
-            priorities.push((prio, *weight));
-        }
-        check_weights(priorities.iter().map(|(_, w)| *w), "priority")
-            .map_err(|r| err("producers.priorities", r))?;
-        if p.late_after.0.is_zero() {
-            return Err(err("producers.late_after", "must be more than 0s".into()));
-        }
-        for (k, f) in [
-            ("producers.poison_fraction", p.poison_fraction),
-            ("producers.crash_fraction", p.crash_fraction),
-        ] {
-            if !(0.0..=1.0).contains(&f) {
-                return Err(err(k, format!("must be between 0.0 and 1.0, got {f}")));
-            }
-        }
-        if p.poison_fraction + p.crash_fraction > 1.0 {
-            return Err(err(
-                "producers.crash_fraction",
-                "poison_fraction + crash_fraction must be at most 1.0".into(),
-            ));
-        }
-        if !(0.0..=1.0).contains(&p.outbox.rollback_rate) {
-            return Err(err(
-                "producers.outbox.rollback_rate",
-                format!(
-                    "must be between 0.0 and 1.0, got {}",
-                    p.outbox.rollback_rate
-                ),
-            ));
-        }
-        let producers = ProducerPlan {
-            count: p.count as usize,
-            arrival: p.arrival,
-            prefill: p.prefill,
-            payload_bytes: p.payload_bytes as usize,
-            job_types: p.job_types.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-            priorities,
-            late_after: p.late_after.0,
-            poison_fraction: p.poison_fraction,
-            crash_fraction: p.crash_fraction,
-            outbox: None,
-        };
-
-        // consumers
-        let c = &scenario.consumers;
-        check_count(c.count, "consumers.count", source)?;
-        if c.poll_interval.0 < Duration::from_millis(1) {
-            return Err(err(
-                "consumers.poll_interval",
-                "must be at least 1ms (0 would spin on an empty queue)".into(),
-            ));
-        }
-        let h = &c.handler;
-        if !(0.0..=1.0).contains(&h.error_rate) {
-            return Err(err(
-                "consumers.handler.error_rate",
-                format!("must be between 0.0 and 1.0, got {}", h.error_rate),
-            ));
-        }
-        check_dist(&h.duration, source)?;
-        let consumers = ConsumerPlan {
-            count: c.count as usize,
-            poll_interval: c.poll_interval.0,
-            claim_mode: c.claim_mode,
-            processes: c.processes,
-            restart_after: c.restart_after.0,
-            handler: HandlerPlan {
-                duration: h.duration,
-                error_rate: h.error_rate,
-                cpu_bound: h.cpu_bound,
-            },
-        };
-
-        // phases
-        if scenario.phases.is_empty() {
-            return Err(err(
-                "phases",
-                "at least one [[phases]] entry is required".into(),
-            ));
-        }
-        let mut phases: Vec<PhasePlan> = Vec::new();
-        for (i, ph) in scenario.phases.iter_mut().enumerate() {
-            let key = |k: &str| format!("phases[{i}].{k}");
-            if ph.name.trim().is_empty() {
-                return Err(err(&key("name"), "must not be empty".into()));
-            }
-            if phases.iter().any(|p| p.name == ph.name) {
-                return Err(err(
-                    &key("name"),
-                    format!("\"{}\" is used by an earlier phase", ph.name),
-                ));
-            }
-            if ph.duration.0.is_zero() || ph.duration.0 > 24 * HOUR {
-                return Err(err(
-                    &key("duration"),
-                    "must be more than 0s and at most 24h".into(),
-                ));
-            }
-            let rate = ph.rate.or(p.rate).ok_or_else(|| {
-                err(
-                    &key("rate"),
-                    "no offered rate: set it here or set producers.rate".into(),
-                )
-            })?;
-            ph.rate = Some(rate);
-            for (j, f) in ph.faults.iter().enumerate() {
-                check_fault(f, ph.duration.0, c.processes)
-                    .map_err(|reason| err(&format!("phases[{i}].faults[{j}]"), reason))?;
-            }
-            phases.push(PhasePlan {
-                name: ph.name.clone(),
-                duration: ph.duration.0,
-                rate,
-                measured: ph.measured,
-                faults: ph.faults.clone(),
-            });
-        }
-        if !phases.iter().any(|p| p.measured) {
-            return Err(err(
-                "phases",
-                "at least one phase must be measured (measured = true)".into(),
-            ));
-        }
+        let mut producers = producer_plan(&scenario.producers, source)?;
+        let consumers = consumer_plan(&scenario.consumers, source)?;
+        let default_rate = scenario.producers.rate;
+        let phases = phase_plans(
+            &mut scenario.phases,
+            default_rate,
+            consumers.processes,
+            source,
+        )?;
         let r = &scenario.reaper;
         if r.enabled && r.interval.0 < Duration::from_millis(10) {
             return Err(err("reaper.interval", "must be at least 10ms".into()));
@@ -381,47 +187,14 @@ impl Plan {
             stale_after: r.stale_after.0,
             count_as_attempt: r.count_as_attempt,
         });
-        let mut producers = producers;
-        if p.outbox.enabled {
-            // One order row per job the phases can schedule (Poisson gaps get a margin).
-            let mut jobs = 0.0;
-            for (i, ph) in phases.iter().enumerate() {
-                match ph.rate {
-                    Rate::PerSecond(r) => jobs += r * ph.duration.as_secs_f64(),
-                    Rate::Max => {
-                        return Err(err(
-                            &format!("phases[{i}].rate"),
-                            "the outbox needs an offered rate (not \"max\") to size its orders table".into(),
-                        ));
-                    }
-                }
-            }
-            producers.outbox = Some(OutboxPlan {
-                rollback_rate: p.outbox.rollback_rate,
-                orders: (jobs * 1.5) as u64 + 1000 + 10 * producers.count as u64,
-            });
-        }
-        let mut thresholds = Vec::new();
-        for (metric, condition) in &scenario.thresholds {
-            thresholds.push(
-                thresholds::parse(metric, condition, None)
-                    .map_err(|r| err(&format!("thresholds[\"{metric}\"]"), r))?,
-            );
-        }
-        for (i, ph) in scenario.phases.iter().enumerate() {
-            for (metric, condition) in &ph.thresholds {
-                let t = thresholds::parse(metric, condition, Some(&ph.name));
-                thresholds
-                    .push(t.map_err(|r| err(&format!("phases[{i}].thresholds[\"{metric}\"]"), r))?);
-            }
-        }
+        producers.outbox = outbox_plan(&scenario.producers, &phases, source)?;
+        let thresholds = threshold_list(&scenario, source)?;
         if scenario.sampler.interval.0 < Duration::from_millis(100) {
             return Err(err("sampler.interval", "must be at least 100ms".into()));
         }
         if scenario.drain.timeout.0.is_zero() {
             return Err(err("drain.timeout", "must be more than 0s".into()));
         }
-
         Ok(Plan {
             name,
             description: scenario.description.clone(),
@@ -542,6 +315,283 @@ fn check_fault(f: &FaultSpec, phase: Duration, processes: bool) -> Result<(), St
         ),
         _ => Ok(()),
     }
+}
+
+/// `[database]`, checked: provider, image, URL and server settings.
+fn database_plan(
+    db: &DatabaseSection,
+    env: &EnvDefaults,
+    source: &str,
+) -> Result<DatabasePlan, InputError> {
+    let err = |key: &str, reason: String| InputError::new(source, key, reason);
+    let mut settings = Vec::new();
+    for (key, value) in &db.settings {
+        let k = format!("database.settings.{key}");
+        if !is_setting_name(key) {
+            return Err(err(
+                &k,
+                "not a PostgreSQL setting name (letters, digits, _ and .)".into(),
+            ));
+        }
+        let v = match value {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
+            _ => return Err(err(&k, "must be a string, number or boolean".into())),
+        };
+        if v.contains(['\n', '\r', '\0']) {
+            return Err(err(&k, "must not contain line breaks".into()));
+        }
+        settings.push((key.clone(), v));
+    }
+    if db.image.as_deref().is_some_and(|i| i.trim().is_empty()) {
+        return Err(err("database.image", "must not be empty".into()));
+    }
+    if db.startup_timeout.0.is_zero() {
+        return Err(err(
+            "database.startup_timeout",
+            "must be more than 0s".into(),
+        ));
+    }
+    let url = db.url.clone().or_else(|| env.database_url.clone());
+    if let Some(u) = &url {
+        check_url(u).map_err(|reason| err("database.url", reason))?;
+    }
+    if db.provider == ProviderKind::Url && url.is_none() {
+        return Err(err(
+            "database.url",
+            "the url provider needs a server: pass --database-url, set database.url or DATABASE_URL".into(),
+        ));
+    }
+    let database = DatabasePlan {
+        provider: db.provider,
+        image: db
+            .image
+            .clone()
+            .or_else(|| env.image.clone())
+            .unwrap_or_else(|| DEFAULT_IMAGE.to_string()),
+        url,
+        startup_timeout: db.startup_timeout.0,
+        settings,
+    };
+    Ok(database)
+}
+
+/// `[producers]`, checked (the outbox is sized later, from the phases).
+fn producer_plan(p: &ProducersSection, source: &str) -> Result<ProducerPlan, InputError> {
+    let err = |key: &str, reason: String| InputError::new(source, key, reason);
+    check_count(p.count, "producers.count", source)?;
+    if p.payload_bytes > 1 << 20 {
+        return Err(err(
+            "producers.payload_bytes",
+            "must be at most 1048576 (1 MiB)".into(),
+        ));
+    }
+    check_weights(p.job_types.values().copied(), "type")
+        .map_err(|r| err("producers.job_types", r))?;
+    for name in p.job_types.keys() {
+        if name.is_empty() || name.chars().count() > 100 {
+            return Err(err(
+                &format!("producers.job_types.{name}"),
+                "a type name is 1 to 100 characters (VARCHAR(100))".into(),
+            ));
+        }
+    }
+    let mut priorities = Vec::new();
+    for (value, weight) in &p.priorities {
+        let prio: i32 = value.trim().parse().map_err(|_| {
+            err(
+                &format!("producers.priorities.{value}"),
+                "a priority must be an integer (the key), e.g. \"10\" = 1".into(),
+            )
+        })?;
+        priorities.push((prio, *weight));
+    }
+    check_weights(priorities.iter().map(|(_, w)| *w), "priority")
+        .map_err(|r| err("producers.priorities", r))?;
+    if p.late_after.0.is_zero() {
+        return Err(err("producers.late_after", "must be more than 0s".into()));
+    }
+    for (k, f) in [
+        ("producers.poison_fraction", p.poison_fraction),
+        ("producers.crash_fraction", p.crash_fraction),
+    ] {
+        if !(0.0..=1.0).contains(&f) {
+            return Err(err(k, format!("must be between 0.0 and 1.0, got {f}")));
+        }
+    }
+    if p.poison_fraction + p.crash_fraction > 1.0 {
+        return Err(err(
+            "producers.crash_fraction",
+            "poison_fraction + crash_fraction must be at most 1.0".into(),
+        ));
+    }
+    if !(0.0..=1.0).contains(&p.outbox.rollback_rate) {
+        return Err(err(
+            "producers.outbox.rollback_rate",
+            format!(
+                "must be between 0.0 and 1.0, got {}",
+                p.outbox.rollback_rate
+            ),
+        ));
+    }
+    let producers = ProducerPlan {
+        count: p.count as usize,
+        arrival: p.arrival,
+        prefill: p.prefill,
+        payload_bytes: p.payload_bytes as usize,
+        job_types: p.job_types.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        priorities,
+        late_after: p.late_after.0,
+        poison_fraction: p.poison_fraction,
+        crash_fraction: p.crash_fraction,
+        outbox: None,
+    };
+    Ok(producers)
+}
+
+/// `[consumers]`, checked.
+fn consumer_plan(c: &ConsumersSection, source: &str) -> Result<ConsumerPlan, InputError> {
+    let err = |key: &str, reason: String| InputError::new(source, key, reason);
+    check_count(c.count, "consumers.count", source)?;
+    if c.poll_interval.0 < Duration::from_millis(1) {
+        return Err(err(
+            "consumers.poll_interval",
+            "must be at least 1ms (0 would spin on an empty queue)".into(),
+        ));
+    }
+    let h = &c.handler;
+    if !(0.0..=1.0).contains(&h.error_rate) {
+        return Err(err(
+            "consumers.handler.error_rate",
+            format!("must be between 0.0 and 1.0, got {}", h.error_rate),
+        ));
+    }
+    check_dist(&h.duration, source)?;
+    let consumers = ConsumerPlan {
+        count: c.count as usize,
+        poll_interval: c.poll_interval.0,
+        claim_mode: c.claim_mode,
+        processes: c.processes,
+        restart_after: c.restart_after.0,
+        handler: HandlerPlan {
+            duration: h.duration,
+            error_rate: h.error_rate,
+            cpu_bound: h.cpu_bound,
+        },
+    };
+    Ok(consumers)
+}
+
+/// `[[phases]]`, checked; each phase without a rate takes `default_rate` (producers.rate),
+/// written back so the resolved scenario shows it.
+fn phase_plans(
+    sections: &mut [PhaseSection],
+    default_rate: Option<Rate>,
+    processes: bool,
+    source: &str,
+) -> Result<Vec<PhasePlan>, InputError> {
+    let err = |key: &str, reason: String| InputError::new(source, key, reason);
+    if sections.is_empty() {
+        return Err(err(
+            "phases",
+            "at least one [[phases]] entry is required".into(),
+        ));
+    }
+    let mut phases: Vec<PhasePlan> = Vec::new();
+    for (i, ph) in sections.iter_mut().enumerate() {
+        let key = |k: &str| format!("phases[{i}].{k}");
+        if ph.name.trim().is_empty() {
+            return Err(err(&key("name"), "must not be empty".into()));
+        }
+        if phases.iter().any(|p| p.name == ph.name) {
+            return Err(err(
+                &key("name"),
+                format!("\"{}\" is used by an earlier phase", ph.name),
+            ));
+        }
+        if ph.duration.0.is_zero() || ph.duration.0 > 24 * HOUR {
+            return Err(err(
+                &key("duration"),
+                "must be more than 0s and at most 24h".into(),
+            ));
+        }
+        let rate = ph.rate.or(default_rate).ok_or_else(|| {
+            err(
+                &key("rate"),
+                "no offered rate: set it here or set producers.rate".into(),
+            )
+        })?;
+        ph.rate = Some(rate);
+        for (j, f) in ph.faults.iter().enumerate() {
+            check_fault(f, ph.duration.0, processes)
+                .map_err(|reason| err(&format!("phases[{i}].faults[{j}]"), reason))?;
+        }
+        phases.push(PhasePlan {
+            name: ph.name.clone(),
+            duration: ph.duration.0,
+            rate,
+            measured: ph.measured,
+            faults: ph.faults.clone(),
+        });
+    }
+    if !phases.iter().any(|p| p.measured) {
+        return Err(err(
+            "phases",
+            "at least one phase must be measured (measured = true)".into(),
+        ));
+    }
+    Ok(phases)
+}
+
+/// The outbox's orders table: one order row per job the phases can schedule (Poisson gaps
+/// get a margin).
+fn outbox_plan(
+    p: &ProducersSection,
+    phases: &[PhasePlan],
+    source: &str,
+) -> Result<Option<OutboxPlan>, InputError> {
+    if !p.outbox.enabled {
+        return Ok(None);
+    }
+    let mut jobs = 0.0;
+    for (i, ph) in phases.iter().enumerate() {
+        match ph.rate {
+            Rate::PerSecond(r) => jobs += r * ph.duration.as_secs_f64(),
+            Rate::Max => {
+                return Err(InputError::new(
+                    source,
+                    format!("phases[{i}].rate"),
+                    "the outbox needs an offered rate (not \"max\") to size its orders table",
+                ));
+            }
+        }
+    }
+    Ok(Some(OutboxPlan {
+        rollback_rate: p.outbox.rollback_rate,
+        orders: (jobs * 1.5) as u64 + 1000 + 10 * u64::from(p.count),
+    }))
+}
+
+/// Every threshold, the scenario's and each phase's.
+fn threshold_list(scenario: &Scenario, source: &str) -> Result<Vec<Threshold>, InputError> {
+    let err = |key: &str, reason: String| InputError::new(source, key, reason);
+    let mut thresholds = Vec::new();
+    for (metric, condition) in &scenario.thresholds {
+        thresholds.push(
+            thresholds::parse(metric, condition, None)
+                .map_err(|r| err(&format!("thresholds[\"{metric}\"]"), r))?,
+        );
+    }
+    for (i, ph) in scenario.phases.iter().enumerate() {
+        for (metric, condition) in &ph.thresholds {
+            let t = thresholds::parse(metric, condition, Some(&ph.name));
+            thresholds
+                .push(t.map_err(|r| err(&format!("phases[{i}].thresholds[\"{metric}\"]"), r))?);
+        }
+    }
+    Ok(thresholds)
 }
 
 /// The highest offered rate a scenario may ask for, jobs/s.
