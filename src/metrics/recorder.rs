@@ -369,6 +369,19 @@ impl Recorder {
 
     /// Applies one event to the figures.
     pub fn handle(&mut self, event: Event) {
+        let rest = self
+            .producer_event(event)
+            .and_then(|e| self.worker_event(e))
+            .and_then(|e| self.trouble_event(e));
+        if let Some(event) = rest {
+            self.observation(event);
+        }
+        self.live.set_outstanding(self.ledger.outstanding());
+    }
+
+    /// What producers report: inserts, their errors and doubts, dropped jobs. Other events
+    /// are handed back.
+    fn producer_event(&mut self, event: Event) -> Option<Event> {
         match event {
             Event::Enqueued {
                 job,
@@ -439,6 +452,15 @@ impl Recorder {
                 self.counts[w].rolled_back_enqueues += 1;
                 self.ledger.rolled_back_keys.push(key);
             }
+            other => return Some(other),
+        }
+        None
+    }
+
+    /// What workers report on the common path: claims, empty polls, completions, failures.
+    /// Other events are handed back.
+    fn worker_event(&mut self, event: Event) -> Option<Event> {
+        match event {
             Event::Claimed {
                 job,
                 intended_us,
@@ -513,6 +535,15 @@ impl Recorder {
                 b.counts.dead_lettered += dead_lettered as u64;
                 b.metrics.record(Metric::Handler, handler_us);
             }
+            other => return Some(other),
+        }
+        None
+    }
+
+    /// Errors, crashes, freezes, reaps, and what the table settled about in-doubt outcomes.
+    /// Other events are handed back.
+    fn trouble_event(&mut self, event: Event) -> Option<Event> {
+        match event {
             Event::WorkerError {
                 at_us,
                 error,
@@ -572,6 +603,14 @@ impl Recorder {
                 self.ledger.settle(&event);
                 self.doubt_changed = true;
             }
+            other => return Some(other),
+        }
+        None
+    }
+
+    /// Samples and probes: stored for the report.
+    fn observation(&mut self, event: Event) {
+        match event {
             Event::HarnessSample(sample) => self.harness.push(sample),
             Event::DbSample { at_us, sample } => {
                 self.live.set_queue_depth(sample.pending);
@@ -601,8 +640,8 @@ impl Recorder {
                 self.clip_phases(at_us);
                 self.live.set_producers_stopped();
             }
+            _ => {}
         }
-        self.live.set_outstanding(self.ledger.outstanding());
     }
 
     /// When the load stops before the planned end (Ctrl-C), phases end where it stopped and
