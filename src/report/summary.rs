@@ -317,72 +317,14 @@ impl Summary {
         proof: AccountingProof,
         facts: RunFacts,
     ) -> Summary {
-        let mut phases = Vec::new();
-        let mut measured_counts = PhaseCounts::default();
-        let mut measured_metrics = MetricSet::default();
-        let mut window_s = 0.0;
-        let mut offered_jobs = 0.0;
-        let mut closed_loop = false;
-        let mut phase_plans = plan.phases.iter();
-        let load_start_us = m
-            .windows
-            .iter()
-            .find(|w| w.kind == WindowKind::Phase)
-            .map_or(0, |w| w.start_us);
-        for (i, w) in m.windows.iter().enumerate() {
-            if w.kind == WindowKind::Prefill && facts.prefilled == 0 {
-                continue;
-            }
-            let phase_plan = (w.kind == WindowKind::Phase)
-                .then(|| phase_plans.next())
-                .flatten();
-            let end = if w.end_us == u64::MAX {
-                w.start_us + (facts.drain_s * 1e6) as u64
-            } else {
-                w.end_us
-            };
-            let duration_s = secs(end.saturating_sub(w.start_us));
-            let counts = m.counts[i];
-            let offered = phase_plan.map(|p| match p.rate {
-                Rate::PerSecond(r) => format!("{r}"),
-                Rate::Max => "max".to_string(),
-            });
-            if w.measured {
-                measured_counts.add(&counts);
-                measured_metrics.add(&m.metrics[i]);
-                window_s += duration_s;
-                match phase_plan.map(|p| p.rate) {
-                    Some(Rate::PerSecond(r)) => offered_jobs += r * duration_s,
-                    _ => closed_loop = true,
-                }
-            }
-            let offered_per_s = match phase_plan.map(|p| p.rate) {
-                Some(Rate::PerSecond(r)) => Some(r),
-                _ => None,
-            };
-            let last = m.last_finished_us.get(i).copied().unwrap_or(0);
-            let busy_s = (last > w.start_us).then(|| (last - w.start_us) as f64 / 1e6);
-            phases.push(PhaseSummary {
-                name: w.name.clone(),
-                kind: w.kind,
-                measured: w.measured,
-                start_s: (w.start_us as f64 - load_start_us as f64) / 1e6,
-                duration_s,
-                offered,
-                jobs: counts,
-                throughput: Throughput {
-                    enqueued_per_s: per_s(counts.enqueued, duration_s),
-                    completed_per_s: per_s(counts.completed, duration_s),
-                    offered_per_s,
-                    window_s: duration_s,
-                },
-                latency_ms: LatencyReport::of(&m.metrics[i]),
-                kept_up: (w.measured && offered_per_s.is_some())
-                    .then(|| phase_kept_up(&counts, m.metrics[i].get(Metric::ScheduleLag).len())),
-                busy_s,
-                completed_per_busy_s: busy_s.map(|b| per_s(counts.completed, b)),
-            });
-        }
+        let Phases {
+            phases,
+            measured_counts,
+            measured_metrics,
+            window_s,
+            offered_jobs,
+            closed_loop,
+        } = Phases::of(plan, m, &facts);
         let all = m.counts.iter().fold(PhaseCounts::default(), |mut a, c| {
             a.add(c);
             a
@@ -394,22 +336,7 @@ impl Summary {
                 .then(|| (offered_jobs / window_s * 10.0).round() / 10.0),
             window_s,
         };
-        let jobs = JobCounts {
-            enqueued: proof.committed,
-            prefilled: facts.prefilled,
-            completed: all.completed,
-            finished_without_report: proof.finished_without_report,
-            dead_lettered: all.dead_lettered,
-            failed_attempts: all.failed + ledger.failures_found_in_table,
-            lost: proof.lost_total,
-            unfinished: proof.unfinished,
-            duplicate_completions: proof.duplicate_total,
-            enqueue_errors: all.enqueue_errors,
-            worker_errors: all.worker_errors,
-            sent_late: all.sent_late,
-            dropped: all.dropped,
-            reaped: all.reaped,
-        };
+        let jobs = JobCounts::of(&all, &proof, ledger, facts.prefilled);
         let faults = FaultSummary::build(m, &all, ledger, &proof, plan.consumers.claim_mode);
         let scheduled = measured_metrics.get(Metric::ScheduleLag).len();
         let harness = measured_span(m)
@@ -423,46 +350,11 @@ impl Summary {
             harness.as_ref(),
             &pace,
         );
-        let first_behind = phases.iter().find(|p| p.kept_up == Some(false));
-        if verdict.state == VerdictState::DidNotKeepUp
-            && let Some(p) = first_behind
-        {
-            verdict.text.push_str(&format!(
-                " The first phase that did not keep up: \"{}\" at {} jobs/s offered ({:.0} completed/s).",
-                p.name,
-                p.offered.as_deref().unwrap_or("?"),
-                p.throughput.completed_per_s
-            ));
-        }
+        name_the_first_phase_behind(&mut verdict, &phases);
         let rows = dbstats::rows(m);
         let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
-        let load_start = m
-            .windows
-            .iter()
-            .find(|w| w.kind == WindowKind::Phase)
-            .map_or(0, |w| w.start_us);
-        let claim_probes = m
-            .claim_probes
-            .iter()
-            .map(|c| ClaimProbeSummary {
-                label: c.label.clone(),
-                at_s: (c.at_us as f64 - load_start as f64) / 1e6,
-                buffers: c.probe.buffers_hit + c.probe.buffers_read,
-                probe: c.probe.clone(),
-            })
-            .collect();
-        let meta = Metadata {
-            scenario_sha256: sha256_hex(plan.resolved_toml().as_bytes()),
-            seed: plan.seed,
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            git_commit: env!("DBQ_BENCH_GIT_COMMIT").into(),
-            postgres_version: facts.server_version.clone(),
-            postgres_settings: facts.server_settings.clone(),
-            cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
-            memory_bytes: memory_bytes(),
-            started_at: facts.started_at.clone(),
-            ended_at: facts.ended_at.clone(),
-        };
+        let claim_probes = claim_probe_summaries(m);
+        let meta = Metadata::of(plan, &facts);
         Summary {
             schema_version: SCHEMA_VERSION,
             complete: !facts.interrupted
@@ -634,6 +526,166 @@ fn measured_depths(m: &Measurements) -> (Option<i64>, Option<i64>) {
     let first = rows.iter().find_map(|r| r.queue_depth);
     let last = rows.iter().rev().find_map(|r| r.queue_depth);
     (first, last)
+}
+
+/// The run's windows as phase summaries, and the measured ones added up.
+struct Phases {
+    phases: Vec<PhaseSummary>,
+    measured_counts: PhaseCounts,
+    measured_metrics: MetricSet,
+    window_s: f64,
+    offered_jobs: f64,
+    closed_loop: bool,
+}
+
+impl Phases {
+    fn of(plan: &Plan, m: &Measurements, facts: &RunFacts) -> Phases {
+        let mut phases = Vec::new();
+        let mut measured_counts = PhaseCounts::default();
+        let mut measured_metrics = MetricSet::default();
+        let mut window_s = 0.0;
+        let mut offered_jobs = 0.0;
+        let mut closed_loop = false;
+        let mut phase_plans = plan.phases.iter();
+        let load_start_us = m
+            .windows
+            .iter()
+            .find(|w| w.kind == WindowKind::Phase)
+            .map_or(0, |w| w.start_us);
+        for (i, w) in m.windows.iter().enumerate() {
+            if w.kind == WindowKind::Prefill && facts.prefilled == 0 {
+                continue;
+            }
+            let phase_plan = (w.kind == WindowKind::Phase)
+                .then(|| phase_plans.next())
+                .flatten();
+            let end = if w.end_us == u64::MAX {
+                w.start_us + (facts.drain_s * 1e6) as u64
+            } else {
+                w.end_us
+            };
+            let duration_s = secs(end.saturating_sub(w.start_us));
+            let counts = m.counts[i];
+            let offered = phase_plan.map(|p| match p.rate {
+                Rate::PerSecond(r) => format!("{r}"),
+                Rate::Max => "max".to_string(),
+            });
+            if w.measured {
+                measured_counts.add(&counts);
+                measured_metrics.add(&m.metrics[i]);
+                window_s += duration_s;
+                match phase_plan.map(|p| p.rate) {
+                    Some(Rate::PerSecond(r)) => offered_jobs += r * duration_s,
+                    _ => closed_loop = true,
+                }
+            }
+            let offered_per_s = match phase_plan.map(|p| p.rate) {
+                Some(Rate::PerSecond(r)) => Some(r),
+                _ => None,
+            };
+            let last = m.last_finished_us.get(i).copied().unwrap_or(0);
+            let busy_s = (last > w.start_us).then(|| (last - w.start_us) as f64 / 1e6);
+            phases.push(PhaseSummary {
+                name: w.name.clone(),
+                kind: w.kind,
+                measured: w.measured,
+                start_s: (w.start_us as f64 - load_start_us as f64) / 1e6,
+                duration_s,
+                offered,
+                jobs: counts,
+                throughput: Throughput {
+                    enqueued_per_s: per_s(counts.enqueued, duration_s),
+                    completed_per_s: per_s(counts.completed, duration_s),
+                    offered_per_s,
+                    window_s: duration_s,
+                },
+                latency_ms: LatencyReport::of(&m.metrics[i]),
+                kept_up: (w.measured && offered_per_s.is_some())
+                    .then(|| phase_kept_up(&counts, m.metrics[i].get(Metric::ScheduleLag).len())),
+                busy_s,
+                completed_per_busy_s: busy_s.map(|b| per_s(counts.completed, b)),
+            });
+        }
+        Phases {
+            phases,
+            measured_counts,
+            measured_metrics,
+            window_s,
+            offered_jobs,
+            closed_loop,
+        }
+    }
+}
+
+impl JobCounts {
+    fn of(all: &PhaseCounts, proof: &AccountingProof, ledger: &Ledger, prefilled: u64) -> Self {
+        JobCounts {
+            enqueued: proof.committed,
+            prefilled,
+            completed: all.completed,
+            finished_without_report: proof.finished_without_report,
+            dead_lettered: all.dead_lettered,
+            failed_attempts: all.failed + ledger.failures_found_in_table,
+            lost: proof.lost_total,
+            unfinished: proof.unfinished,
+            duplicate_completions: proof.duplicate_total,
+            enqueue_errors: all.enqueue_errors,
+            worker_errors: all.worker_errors,
+            sent_late: all.sent_late,
+            dropped: all.dropped,
+            reaped: all.reaped,
+        }
+    }
+}
+
+/// A run that did not keep up names the first phase that fell behind.
+fn name_the_first_phase_behind(verdict: &mut Verdict, phases: &[PhaseSummary]) {
+    let first_behind = phases.iter().find(|p| p.kept_up == Some(false));
+    if verdict.state == VerdictState::DidNotKeepUp
+        && let Some(p) = first_behind
+    {
+        verdict.text.push_str(&format!(
+            " The first phase that did not keep up: \"{}\" at {} jobs/s offered ({:.0} completed/s).",
+            p.name,
+            p.offered.as_deref().unwrap_or("?"),
+            p.throughput.completed_per_s
+        ));
+    }
+}
+
+/// The claim probes, timed from the start of the load.
+fn claim_probe_summaries(m: &Measurements) -> Vec<ClaimProbeSummary> {
+    let load_start = m
+        .windows
+        .iter()
+        .find(|w| w.kind == WindowKind::Phase)
+        .map_or(0, |w| w.start_us);
+    m.claim_probes
+        .iter()
+        .map(|c| ClaimProbeSummary {
+            label: c.label.clone(),
+            at_s: (c.at_us as f64 - load_start as f64) / 1e6,
+            buffers: c.probe.buffers_hit + c.probe.buffers_read,
+            probe: c.probe.clone(),
+        })
+        .collect()
+}
+
+impl Metadata {
+    fn of(plan: &Plan, facts: &RunFacts) -> Metadata {
+        Metadata {
+            scenario_sha256: sha256_hex(plan.resolved_toml().as_bytes()),
+            seed: plan.seed,
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: env!("DBQ_BENCH_GIT_COMMIT").into(),
+            postgres_version: facts.server_version.clone(),
+            postgres_settings: facts.server_settings.clone(),
+            cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            memory_bytes: memory_bytes(),
+            started_at: facts.started_at.clone(),
+            ended_at: facts.ended_at.clone(),
+        }
+    }
 }
 
 /// `scheduled`: jobs the measured phases' schedules intended, the denominator of the late
