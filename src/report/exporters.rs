@@ -1,6 +1,6 @@
 //! The output formats. Each is small and independent; all read the same `RunResults`.
 
-use super::{Exporter, RunResults, ms};
+use super::{Exporter, RunResults, Summary, ms};
 use crate::metrics::LatencySummary;
 use anyhow::Result;
 use std::io::Write;
@@ -105,179 +105,219 @@ fn latency_row(name: &str, s: &LatencySummary) -> String {
     )
 }
 
+/// report.md: The title, the incomplete-run warning, the verdict, accounting and thresholds.
+fn md_head(s: &Summary) -> String {
+    let mut md = String::new();
+    md.push_str(&format!("# dbq-bench: {}\n\n", s.scenario.name));
+    if let Some(why) = s.incomplete_because() {
+        md.push_str(&format!(
+            "> **Incomplete run** ({why}): the figures cover what happened before it stopped.\n\n"
+        ));
+    }
+    md.push_str(&format!("**Verdict.** {}\n\n", s.verdict.text));
+    md.push_str(&format!("**Accounting.** {}\n\n", s.accounting.verdict));
+    if let Some(h) = &s.harness {
+        md.push_str(&format!("**Load generator.** {}.\n\n", h.describe()));
+    }
+    if !s.thresholds.is_empty() {
+        md.push_str("## Thresholds\n\n| metric | judged on | condition | actual | result |\n|---|---|---|---|---|\n");
+        for t in &s.thresholds {
+            md.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} |\n",
+                t.metric,
+                t.phase.as_deref().unwrap_or("the run"),
+                t.condition,
+                t.actual.map_or("n/a".into(), super::number),
+                if t.passed { "passed" } else { "**FAILED**" }
+            ));
+        }
+        md.push('\n');
+    }
+    if let Some(t) = &s.aborted_by_threshold {
+        md.push_str(&format!("> Stopped early by --abort-on-fail: {t}\n\n"));
+    }
+    if !s.scenario.description.is_empty() {
+        md.push_str(&format!("{}\n\n", s.scenario.description.trim()));
+    }
+    md
+}
+
+/// report.md: What ran where, and when.
+fn md_run(s: &Summary) -> String {
+    let mut md = String::new();
+    md.push_str("## Run\n\n");
+    md.push_str(&format!(
+        "- scenario `{}` (seed {}), queue variant `{}`\n",
+        s.scenario.file, s.scenario.seed, s.queue.variant
+    ));
+    md.push_str(&format!(
+        "- database: {} — {}\n",
+        s.database.provider, s.database.description
+    ));
+    md.push_str(&format!("- server: {}\n", s.database.server_version));
+    if !s.database.settings.is_empty() {
+        let set: Vec<String> = s
+            .database
+            .settings
+            .iter()
+            .map(|(k, v)| format!("`{k}={v}`"))
+            .collect();
+        md.push_str(&format!("- settings: {}\n", set.join(", ")));
+    }
+    md.push_str(&format!(
+        "- {} → {} (UTC); {}\n\n",
+        s.run.started_at, s.run.ended_at, s.run.clock
+    ));
+    md
+}
+
+/// report.md: Throughput, job counts and latency over the measured phases.
+fn md_figures(s: &Summary) -> String {
+    let mut md = String::new();
+    md.push_str("## Throughput (measured phases)\n\n");
+    md.push_str(&format!(
+        "| window | offered | enqueued | completed |\n|---|---|---|---|\n| {:.1} s | {} | {:.1} jobs/s | {:.1} jobs/s |\n\n",
+        s.throughput.window_s,
+        s.throughput.offered_per_s.map_or("max".into(), |r| format!("{r:.1} jobs/s")),
+        s.throughput.enqueued_per_s,
+        s.throughput.completed_per_s
+    ));
+
+    md.push_str("## Jobs\n\n| enqueued | prefilled | completed | dead-lettered | failed attempts | lost | unfinished | duplicate completions | sent late | never sent | enqueue errors | worker errors | reaped |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let j = &s.jobs;
+    md.push_str(&format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
+        j.enqueued,
+        j.prefilled,
+        j.completed,
+        j.dead_lettered,
+        j.failed_attempts,
+        j.lost,
+        j.unfinished,
+        j.duplicate_completions,
+        j.sent_late,
+        j.dropped,
+        j.enqueue_errors,
+        j.worker_errors,
+        j.reaped
+    ));
+
+    md.push_str("## Latency (ms, measured phases)\n\n| metric | count | p50 | p90 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|\n");
+    for (name, l) in s.latency_ms.rows() {
+        md.push_str(&latency_row(name, l));
+    }
+    md.push_str("\n`enqueue`, `schedule_lag`, `queue_wait` and `end_to_end` start at each job's intended enqueue time (open loop), so stalls show as latency, not as missing samples.\n\n");
+    md
+}
+
+/// report.md: One row per phase.
+fn md_phases(s: &Summary) -> String {
+    let mut md = String::new();
+    md.push_str("## Phases\n\n| phase | measured | duration | offered | enqueued/s | completed/s | failed | e2e p50 | e2e p99 | e2e max | queue_wait p99 |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for p in &s.phases {
+        let e = &p.latency_ms.end_to_end;
+        md.push_str(&format!(
+            "| {} | {} | {:.1} s | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} |\n",
+            p.name,
+            if p.measured { "yes" } else { "no" },
+            p.duration_s,
+            p.offered.as_deref().unwrap_or("–"),
+            p.throughput.enqueued_per_s,
+            p.throughput.completed_per_s,
+            p.jobs.failed,
+            if e.count > 0 { ms(e.p50) } else { "–".into() },
+            if e.count > 0 { ms(e.p99) } else { "–".into() },
+            if e.count > 0 { ms(e.max) } else { "–".into() },
+            if p.latency_ms.queue_wait.count > 0 {
+                ms(p.latency_ms.queue_wait.p99)
+            } else {
+                "–".into()
+            },
+        ));
+    }
+    md.push('\n');
+    md
+}
+
+/// report.md: The claim's cost, the database phase by phase, and the claim plan.
+fn md_database(s: &Summary) -> String {
+    let mut md = String::new();
+    if !s.claim_probes.is_empty() {
+        md.push_str("## The claim's cost\n\n| when | at s | shared buffers | execution ms | rows |\n|---|---|---|---|---|\n");
+        for c in &s.claim_probes {
+            md.push_str(&format!(
+                "| {} | {:.1} | {} | {:.3} | {} |\n",
+                c.label, c.at_s, c.buffers, c.probe.execution_ms, c.probe.rows
+            ));
+        }
+        md.push_str(&format!("\n{}\n\n", super::html::claim_explanation(s)));
+    }
+    if !s.db_stats.per_phase.is_empty() {
+        md.push_str("## The database, phase by phase\n\n| phase | commits | rollbacks | deadlocks | WAL MB | autovacuums | dead tuples | size MB |\n|---|---|---|---|---|---|---|---|\n");
+        for p in &s.db_stats.per_phase {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {:.1} | {} | {} → {} | {:.1} → {:.1} |\n",
+                p.phase,
+                p.commits,
+                p.rollbacks,
+                p.deadlocks,
+                p.wal_bytes as f64 / 1_048_576.0,
+                p.autovacuums,
+                p.dead_tuples_start,
+                p.dead_tuples_end,
+                p.total_bytes_start as f64 / 1_048_576.0,
+                p.total_bytes_end as f64 / 1_048_576.0
+            ));
+        }
+        md.push('\n');
+    }
+    md.push_str("## Claim plan\n\nBefore the first phase:\n\n```\n");
+    md.push_str(&s.queue.claim_plan_start.join("\n"));
+    md.push_str("\n```\n\nAfter the drain:\n\n```\n");
+    md.push_str(&s.queue.claim_plan_end.join("\n"));
+    md.push_str("\n```\n");
+    md
+}
+
+/// report.md: Accounting problems and errors, when there are any.
+fn md_problems(s: &Summary) -> String {
+    let mut md = String::new();
+    if !s.accounting.ok {
+        md.push_str("\n## Accounting problems\n\n| job id | ledger | table |\n|---|---|---|\n");
+        for p in s
+            .accounting
+            .lost
+            .iter()
+            .chain(&s.accounting.disagreements)
+            .chain(&s.accounting.duplicates)
+        {
+            md.push_str(&format!("| {} | {} | {} |\n", p.id, p.ledger, p.table));
+        }
+    }
+    if !s.errors.is_empty() {
+        md.push_str("\n## Errors\n\n| error | count |\n|---|---|\n");
+        for (e, n) in &s.errors {
+            md.push_str(&format!("| {} | {n} |\n", e.replace('|', "\\|")));
+        }
+    }
+    md
+}
+
 impl Exporter for Markdown {
     fn file_name(&self) -> &'static str {
         "report.md"
     }
     fn export(&self, r: &RunResults, out: &mut dyn Write) -> Result<()> {
         let s = &r.summary;
-        let mut md = String::new();
-        md.push_str(&format!("# dbq-bench: {}\n\n", s.scenario.name));
-        if let Some(why) = s.incomplete_because() {
-            md.push_str(&format!(
-                "> **Incomplete run** ({why}): the figures cover what happened before it stopped.\n\n"
-            ));
-        }
-        md.push_str(&format!("**Verdict.** {}\n\n", s.verdict.text));
-        md.push_str(&format!("**Accounting.** {}\n\n", s.accounting.verdict));
-        if let Some(h) = &s.harness {
-            md.push_str(&format!("**Load generator.** {}.\n\n", h.describe()));
-        }
-        if !s.thresholds.is_empty() {
-            md.push_str("## Thresholds\n\n| metric | judged on | condition | actual | result |\n|---|---|---|---|---|\n");
-            for t in &s.thresholds {
-                md.push_str(&format!(
-                    "| `{}` | {} | {} | {} | {} |\n",
-                    t.metric,
-                    t.phase.as_deref().unwrap_or("the run"),
-                    t.condition,
-                    t.actual.map_or("n/a".into(), super::number),
-                    if t.passed { "passed" } else { "**FAILED**" }
-                ));
-            }
-            md.push('\n');
-        }
-        if let Some(t) = &s.aborted_by_threshold {
-            md.push_str(&format!("> Stopped early by --abort-on-fail: {t}\n\n"));
-        }
-        if !s.scenario.description.is_empty() {
-            md.push_str(&format!("{}\n\n", s.scenario.description.trim()));
-        }
-        md.push_str("## Run\n\n");
-        md.push_str(&format!(
-            "- scenario `{}` (seed {}), queue variant `{}`\n",
-            s.scenario.file, s.scenario.seed, s.queue.variant
-        ));
-        md.push_str(&format!(
-            "- database: {} — {}\n",
-            s.database.provider, s.database.description
-        ));
-        md.push_str(&format!("- server: {}\n", s.database.server_version));
-        if !s.database.settings.is_empty() {
-            let set: Vec<String> = s
-                .database
-                .settings
-                .iter()
-                .map(|(k, v)| format!("`{k}={v}`"))
-                .collect();
-            md.push_str(&format!("- settings: {}\n", set.join(", ")));
-        }
-        md.push_str(&format!(
-            "- {} → {} (UTC); {}\n\n",
-            s.run.started_at, s.run.ended_at, s.run.clock
-        ));
-
-        md.push_str("## Throughput (measured phases)\n\n");
-        md.push_str(&format!(
-            "| window | offered | enqueued | completed |\n|---|---|---|---|\n| {:.1} s | {} | {:.1} jobs/s | {:.1} jobs/s |\n\n",
-            s.throughput.window_s,
-            s.throughput.offered_per_s.map_or("max".into(), |r| format!("{r:.1} jobs/s")),
-            s.throughput.enqueued_per_s,
-            s.throughput.completed_per_s
-        ));
-
-        md.push_str("## Jobs\n\n| enqueued | prefilled | completed | dead-lettered | failed attempts | lost | unfinished | duplicate completions | sent late | never sent | enqueue errors | worker errors | reaped |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-        let j = &s.jobs;
-        md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
-            j.enqueued,
-            j.prefilled,
-            j.completed,
-            j.dead_lettered,
-            j.failed_attempts,
-            j.lost,
-            j.unfinished,
-            j.duplicate_completions,
-            j.sent_late,
-            j.dropped,
-            j.enqueue_errors,
-            j.worker_errors,
-            j.reaped
-        ));
-
-        md.push_str("## Latency (ms, measured phases)\n\n| metric | count | p50 | p90 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|\n");
-        for (name, l) in s.latency_ms.rows() {
-            md.push_str(&latency_row(name, l));
-        }
-        md.push_str("\n`enqueue`, `schedule_lag`, `queue_wait` and `end_to_end` start at each job's intended enqueue time (open loop), so stalls show as latency, not as missing samples.\n\n");
-
-        md.push_str("## Phases\n\n| phase | measured | duration | offered | enqueued/s | completed/s | failed | e2e p50 | e2e p99 | e2e max | queue_wait p99 |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
-        for p in &s.phases {
-            let e = &p.latency_ms.end_to_end;
-            md.push_str(&format!(
-                "| {} | {} | {:.1} s | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} |\n",
-                p.name,
-                if p.measured { "yes" } else { "no" },
-                p.duration_s,
-                p.offered.as_deref().unwrap_or("–"),
-                p.throughput.enqueued_per_s,
-                p.throughput.completed_per_s,
-                p.jobs.failed,
-                if e.count > 0 { ms(e.p50) } else { "–".into() },
-                if e.count > 0 { ms(e.p99) } else { "–".into() },
-                if e.count > 0 { ms(e.max) } else { "–".into() },
-                if p.latency_ms.queue_wait.count > 0 {
-                    ms(p.latency_ms.queue_wait.p99)
-                } else {
-                    "–".into()
-                },
-            ));
-        }
-        md.push('\n');
-
-        if !s.claim_probes.is_empty() {
-            md.push_str("## The claim's cost\n\n| when | at s | shared buffers | execution ms | rows |\n|---|---|---|---|---|\n");
-            for c in &s.claim_probes {
-                md.push_str(&format!(
-                    "| {} | {:.1} | {} | {:.3} | {} |\n",
-                    c.label, c.at_s, c.buffers, c.probe.execution_ms, c.probe.rows
-                ));
-            }
-            md.push_str(&format!("\n{}\n\n", super::html::claim_explanation(s)));
-        }
-        if !s.db_stats.per_phase.is_empty() {
-            md.push_str("## The database, phase by phase\n\n| phase | commits | rollbacks | deadlocks | WAL MB | autovacuums | dead tuples | size MB |\n|---|---|---|---|---|---|---|---|\n");
-            for p in &s.db_stats.per_phase {
-                md.push_str(&format!(
-                    "| {} | {} | {} | {} | {:.1} | {} | {} → {} | {:.1} → {:.1} |\n",
-                    p.phase,
-                    p.commits,
-                    p.rollbacks,
-                    p.deadlocks,
-                    p.wal_bytes as f64 / 1_048_576.0,
-                    p.autovacuums,
-                    p.dead_tuples_start,
-                    p.dead_tuples_end,
-                    p.total_bytes_start as f64 / 1_048_576.0,
-                    p.total_bytes_end as f64 / 1_048_576.0
-                ));
-            }
-            md.push('\n');
-        }
-        md.push_str("## Claim plan\n\nBefore the first phase:\n\n```\n");
-        md.push_str(&s.queue.claim_plan_start.join("\n"));
-        md.push_str("\n```\n\nAfter the drain:\n\n```\n");
-        md.push_str(&s.queue.claim_plan_end.join("\n"));
-        md.push_str("\n```\n");
-
-        if !s.accounting.ok {
-            md.push_str("\n## Accounting problems\n\n| job id | ledger | table |\n|---|---|---|\n");
-            for p in s
-                .accounting
-                .lost
-                .iter()
-                .chain(&s.accounting.disagreements)
-                .chain(&s.accounting.duplicates)
-            {
-                md.push_str(&format!("| {} | {} | {} |\n", p.id, p.ledger, p.table));
-            }
-        }
-        if !s.errors.is_empty() {
-            md.push_str("\n## Errors\n\n| error | count |\n|---|---|\n");
-            for (e, n) in &s.errors {
-                md.push_str(&format!("| {} | {n} |\n", e.replace('|', "\\|")));
-            }
-        }
+        let md = [
+            md_head(s),
+            md_run(s),
+            md_figures(s),
+            md_phases(s),
+            md_database(s),
+            md_problems(s),
+        ]
+        .concat();
         out.write_all(md.as_bytes())?;
         Ok(())
     }

@@ -125,93 +125,147 @@ fn key_figures(h: &mut String, s: &Summary) {
     );
 }
 
-fn charts(h: &mut String, r: &RunResults) {
-    let s = &r.summary;
-    let bands: Vec<Band> = s
-        .phases
-        .iter()
-        .filter(|p| p.kind != WindowKind::Prefill)
-        .map(|p| Band {
-            from: p.start_s,
-            to: p.start_s + p.duration_s,
-            label: p.name.clone(),
-        })
-        .collect();
-    let markers: Vec<Marker> = s
-        .faults
-        .events
-        .iter()
-        .map(|e| Marker {
-            at: e.at_s,
-            label: e.kind.clone(),
-        })
-        .collect();
-    let line = |name: &str, f: &dyn Fn(&crate::metrics::TimelineRow) -> Option<f64>| Series {
-        name: name.into(),
-        points: r
-            .timeline
+/// What every time chart of a run shares: its phases as bands, its faults as markers, and
+/// one x range (the load and the drain).
+struct TimeAxis<'a> {
+    r: &'a RunResults,
+    bands: Vec<Band>,
+    markers: Vec<Marker>,
+    end: f64,
+}
+
+impl<'a> TimeAxis<'a> {
+    fn of(r: &'a RunResults) -> Self {
+        let s = &r.summary;
+        let bands = s
+            .phases
             .iter()
-            .filter_map(|row| Some((row.second as f64 + 0.5, f(row)?)))
-            .collect(),
-    };
-    let db = |name: &str, f: &dyn Fn(&crate::queue::DbSample) -> Option<f64>| Series {
-        name: name.into(),
-        points: r
-            .db_stats
+            .filter(|p| p.kind != WindowKind::Prefill)
+            .map(|p| Band {
+                from: p.start_s,
+                to: p.start_s + p.duration_s,
+                label: p.name.clone(),
+            })
+            .collect();
+        let markers = s
+            .faults
+            .events
             .iter()
-            .filter_map(|row| f(&row.sample).map(|v| (row.t_s, v)))
-            .collect(),
-    };
-    // Every time chart spans the load and the drain.
-    let end = s
-        .phases
-        .iter()
-        .map(|p| p.start_s + p.duration_s)
-        .fold(1.0, f64::max);
-    let time = |title: &str, y: &str, series: Vec<Series>| {
+            .map(|e| Marker {
+                at: e.at_s,
+                label: e.kind.clone(),
+            })
+            .collect();
+        let end = s
+            .phases
+            .iter()
+            .map(|p| p.start_s + p.duration_s)
+            .fold(1.0, f64::max);
+        TimeAxis {
+            r,
+            bands,
+            markers,
+            end,
+        }
+    }
+
+    /// A series from the per-second time line.
+    fn line(&self, name: &str, f: &dyn Fn(&crate::metrics::TimelineRow) -> Option<f64>) -> Series {
+        Series {
+            name: name.into(),
+            points: self
+                .r
+                .timeline
+                .iter()
+                .filter_map(|row| Some((row.second as f64 + 0.5, f(row)?)))
+                .collect(),
+        }
+    }
+
+    /// A series from the database samples.
+    fn db(&self, name: &str, f: &dyn Fn(&crate::queue::DbSample) -> Option<f64>) -> Series {
+        Series {
+            name: name.into(),
+            points: self
+                .r
+                .db_stats
+                .iter()
+                .filter_map(|row| f(&row.sample).map(|v| (row.t_s, v)))
+                .collect(),
+        }
+    }
+
+    fn chart(&self, title: &str, y: &str, series: Vec<Series>) -> String {
         TimeChart {
             title,
             x_label: "seconds since the load started",
             y_label: y,
             series,
-            bands: &bands,
-            markers: &markers,
-            x_range: (0.0, end),
+            bands: &self.bands,
+            markers: &self.markers,
+            x_range: (0.0, self.end),
         }
         .render()
-    };
+    }
+}
 
+fn charts(h: &mut String, r: &RunResults) {
+    let t = TimeAxis::of(r);
     h.push_str("<h2>Throughput</h2>");
-    h.push_str(&time(
+    h.push_str(&t.chart(
         "Jobs enqueued and completed per second",
         "jobs per second",
         vec![
-            line("enqueued", &|r| Some(r.enqueued as f64)),
-            line("completed", &|r| Some(r.completed as f64)),
-            line("failed", &|r| Some(r.failed as f64)),
+            t.line("enqueued", &|r| Some(r.enqueued as f64)),
+            t.line("completed", &|r| Some(r.completed as f64)),
+            t.line("failed", &|r| Some(r.failed as f64)),
         ],
     ));
     h.push_str("<h2>Queue depth</h2>");
-    h.push_str(&time(
+    h.push_str(&t.chart(
         "Jobs waiting (pending) and being worked on (processing, as committed)",
         "jobs",
         vec![
-            db("pending", &|d| Some(d.pending as f64)),
-            db("processing (full samples)", &|d| {
+            t.db("pending", &|d| Some(d.pending as f64)),
+            t.db("processing (full samples)", &|d| {
                 d.processing.map(|p| p as f64)
             }),
         ],
     ));
     h.push_str("<h2>End-to-end latency over time</h2>");
-    h.push_str(&time(
+    h.push_str(&t.chart(
         "End-to-end latency of the jobs completed in each second",
         "ms",
         vec![
-            line("p50", &|r| r.e2e_p50_ms),
-            line("p99", &|r| r.e2e_p99_ms),
-            line("max", &|r| r.e2e_max_ms),
+            t.line("p50", &|r| r.e2e_p50_ms),
+            t.line("p99", &|r| r.e2e_p99_ms),
+            t.line("max", &|r| r.e2e_max_ms),
         ],
     ));
+    spectrum(h, &r.summary);
+    h.push_str("<h2>Dead tuples and table size</h2>");
+    h.push_str(&t.chart(
+        "Row versions in the queue table",
+        "tuples",
+        vec![
+            t.db("dead tuples", &|d| Some(d.dead_tuples as f64)),
+            t.db("live tuples", &|d| Some(d.live_tuples as f64)),
+        ],
+    ));
+    h.push_str(&t.chart(
+        "Size of the queue table",
+        "MB",
+        vec![
+            t.db("table + indexes", &|d| {
+                Some(d.total_bytes as f64 / 1_048_576.0)
+            }),
+            t.db("table", &|d| Some(d.table_bytes as f64 / 1_048_576.0)),
+        ],
+    ));
+    wait_events(h, &r.summary);
+}
+
+fn spectrum(h: &mut String, s: &Summary) {
     h.push_str("<h2>Latency percentile spectrum</h2>");
     let spectrum: Vec<Series> = ["end_to_end", "queue_wait", "enqueue", "claim", "handler"]
         .iter()
@@ -229,25 +283,9 @@ fn charts(h: &mut String, r: &RunResults) {
         }
         .render(),
     );
-    h.push_str("<h2>Dead tuples and table size</h2>");
-    h.push_str(&time(
-        "Row versions in the queue table",
-        "tuples",
-        vec![
-            db("dead tuples", &|d| Some(d.dead_tuples as f64)),
-            db("live tuples", &|d| Some(d.live_tuples as f64)),
-        ],
-    ));
-    h.push_str(&time(
-        "Size of the queue table",
-        "MB",
-        vec![
-            db("table + indexes", &|d| {
-                Some(d.total_bytes as f64 / 1_048_576.0)
-            }),
-            db("table", &|d| Some(d.table_bytes as f64 / 1_048_576.0)),
-        ],
-    ));
+}
+
+fn wait_events(h: &mut String, s: &Summary) {
     h.push_str("<h2>Wait events</h2>");
     let mut waits: Vec<(String, f64)> = s
         .db_stats
