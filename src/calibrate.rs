@@ -72,7 +72,8 @@ pub struct Calibration {
 
 impl CalibrateRequest {
     /// The harness's plan at `connections`: the seed with a prefilled backlog, no producers,
-    /// `connections` workers with a 0 ms handler, one measured phase of `duration`.
+    /// `connections` workers with a 0 ms handler, one measured phase of `duration`, and no
+    /// drain after it.
     fn plan(&self, connections: u32) -> Result<Plan, InputError> {
         let mut overrides = self.overrides.clone();
         overrides.sets.extend([
@@ -85,6 +86,9 @@ impl CalibrateRequest {
                 self.duration.as_millis()
             ),
             "thresholds={}".into(),
+            // Only the measured phase counts: the rest of the prefill is not worth draining
+            // (the run then ends "drain timed out", its jobs unfinished, none lost).
+            "drain.timeout=\"1s\"".into(),
         ]);
         load_plan(&self.scenario, &overrides, &self.env)
     }
