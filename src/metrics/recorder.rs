@@ -178,6 +178,17 @@ pub struct Measurements {
     pub claim_probes: Vec<ClaimProbeRecord>,
 }
 
+impl Measurements {
+    /// When the first phase started, µs on the run clock: the zero of every "seconds since
+    /// the load started" in the report.
+    pub fn load_start_us(&self) -> u64 {
+        self.windows
+            .iter()
+            .find(|w| w.kind == WindowKind::Phase)
+            .map_or(0, |w| w.start_us)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClaimProbeRecord {
     pub at_us: u64,

@@ -1,7 +1,7 @@
 //! Database statistics in the results: `db_stats.csv` (one row per sample) and, in
 //! summary.json, what changed in each phase and what the run's sessions waited on.
 
-use crate::metrics::{Measurements, WindowKind};
+use crate::metrics::Measurements;
 use crate::queue::DbSample;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -47,11 +47,7 @@ pub struct DbStatsSummary {
 
 /// Places every sample on the time axis and in its phase.
 pub fn rows(m: &Measurements) -> Vec<DbStatsRow> {
-    let load_start = m
-        .windows
-        .iter()
-        .find(|w| w.kind == WindowKind::Phase)
-        .map_or(0, |w| w.start_us);
+    let load_start = m.load_start_us();
     m.db_samples
         .iter()
         .map(|(at, sample)| DbStatsRow {

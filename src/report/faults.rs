@@ -9,7 +9,7 @@
 //! to the baseline depth (plus max(10 jobs, 10%)). `None` means not within the run.
 
 use crate::accounting::AccountingProof;
-use crate::metrics::{Ledger, Measurements, PhaseCounts, TimelineRow, WindowKind};
+use crate::metrics::{Ledger, Measurements, PhaseCounts, TimelineRow};
 use crate::scenario::ClaimMode;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -100,11 +100,7 @@ impl FaultSummary {
         proof: &AccountingProof,
         claim_mode: ClaimMode,
     ) -> FaultSummary {
-        let load_start = m
-            .windows
-            .iter()
-            .find(|w| w.kind == WindowKind::Phase)
-            .map_or(0, |w| w.start_us);
+        let load_start = m.load_start_us();
         let secs = |us: u64| (us as f64 - load_start as f64) / 1e6;
         let killed = |kind: &str| {
             m.faults

@@ -547,11 +547,7 @@ impl Phases {
         let mut offered_jobs = 0.0;
         let mut closed_loop = false;
         let mut phase_plans = plan.phases.iter();
-        let load_start_us = m
-            .windows
-            .iter()
-            .find(|w| w.kind == WindowKind::Phase)
-            .map_or(0, |w| w.start_us);
+        let load_start_us = m.load_start_us();
         for (i, w) in m.windows.iter().enumerate() {
             if w.kind == WindowKind::Prefill && facts.prefilled == 0 {
                 continue;
@@ -655,11 +651,7 @@ fn name_the_first_phase_behind(verdict: &mut Verdict, phases: &[PhaseSummary]) {
 
 /// The claim probes, timed from the start of the load.
 fn claim_probe_summaries(m: &Measurements) -> Vec<ClaimProbeSummary> {
-    let load_start = m
-        .windows
-        .iter()
-        .find(|w| w.kind == WindowKind::Phase)
-        .map_or(0, |w| w.start_us);
+    let load_start = m.load_start_us();
     m.claim_probes
         .iter()
         .map(|c| ClaimProbeSummary {
