@@ -88,34 +88,42 @@ pub fn spawn_tasks(
         return set;
     }
     for (i, workers) in shares.into_iter().enumerate() {
+        // Handed to the thread; taken back to run on the shared runtime if it cannot start.
+        let handed = Arc::new(std::sync::Mutex::new(Some(workers)));
         let (done, finished) = tokio::sync::oneshot::channel::<()>();
-        let stop = stop.clone();
+        let (stop_, handed_) = (stop.clone(), handed.clone());
         let started = std::thread::Builder::new()
             .name(format!("workers-{i}"))
             .spawn(move || {
-                let runtime = match tokio::runtime::Builder::new_current_thread()
+                let workers = handed_.lock().ok().and_then(|mut w| w.take());
+                let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
-                    .build()
-                {
-                    Ok(r) => r,
-                    Err(e) => return tracing::error!("no runtime for a workers' thread: {e}"),
-                };
-                runtime.block_on(async {
-                    let mut tasks = JoinSet::new();
-                    for worker in workers {
-                        tasks.spawn(worker.run(stop.clone()));
-                    }
-                    while tasks.join_next().await.is_some() {}
-                });
+                    .build();
+                if let (Some(workers), Ok(runtime)) = (workers, runtime) {
+                    runtime.block_on(async {
+                        let mut tasks = JoinSet::new();
+                        for worker in workers {
+                            tasks.spawn(worker.run(stop_.clone()));
+                        }
+                        while tasks.join_next().await.is_some() {}
+                    });
+                }
                 drop(done);
             });
-        if let Err(e) = started {
-            tracing::error!("cannot start a workers' thread: {e}");
-            continue;
+        match started {
+            Ok(_) => {
+                set.spawn(async move {
+                    let _ = finished.await;
+                });
+            }
+            Err(e) => {
+                tracing::warn!("no thread for workers ({e}): they run on the shared runtime");
+                let workers = handed.lock().ok().and_then(|mut w| w.take());
+                for worker in workers.into_iter().flatten() {
+                    set.spawn(worker.run(stop.clone()));
+                }
+            }
         }
-        set.spawn(async move {
-            let _ = finished.await;
-        });
     }
     set
 }
