@@ -321,21 +321,13 @@ impl Summary {
             phases,
             measured_counts,
             measured_metrics,
-            window_s,
-            offered_jobs,
-            closed_loop,
+            throughput,
         } = Phases::of(plan, m, &facts);
+        let window_s = throughput.window_s;
         let all = m.counts.iter().fold(PhaseCounts::default(), |mut a, c| {
             a.add(c);
             a
         });
-        let throughput = Throughput {
-            enqueued_per_s: per_s(measured_counts.enqueued, window_s),
-            completed_per_s: per_s(measured_counts.completed, window_s),
-            offered_per_s: (!closed_loop && window_s > 0.0)
-                .then(|| (offered_jobs / window_s * 10.0).round() / 10.0),
-            window_s,
-        };
         let jobs = JobCounts::of(&all, &proof, ledger, facts.prefilled);
         let faults = FaultSummary::build(m, &all, ledger, &proof, plan.consumers.claim_mode);
         let scheduled = measured_metrics.get(Metric::ScheduleLag).len();
@@ -533,9 +525,8 @@ struct Phases {
     phases: Vec<PhaseSummary>,
     measured_counts: PhaseCounts,
     measured_metrics: MetricSet,
-    window_s: f64,
-    offered_jobs: f64,
-    closed_loop: bool,
+    /// Over the measured phases together.
+    throughput: Throughput,
 }
 
 impl Phases {
@@ -602,13 +593,18 @@ impl Phases {
                 completed_per_busy_s: busy_s.map(|b| per_s(counts.completed, b)),
             });
         }
+        let throughput = Throughput {
+            enqueued_per_s: per_s(measured_counts.enqueued, window_s),
+            completed_per_s: per_s(measured_counts.completed, window_s),
+            offered_per_s: (!closed_loop && window_s > 0.0)
+                .then(|| (offered_jobs / window_s * 10.0).round() / 10.0),
+            window_s,
+        };
         Phases {
             phases,
             measured_counts,
             measured_metrics,
-            window_s,
-            offered_jobs,
-            closed_loop,
+            throughput,
         }
     }
 }
