@@ -13,12 +13,12 @@
 //! the claim mode allows is named by id. In outbox mode the proof also checks that no job of
 //! a rolled-back business transaction exists and that every paid order has exactly one job.
 
+use crate::db::Conn;
 use crate::metrics::{Event, IdSet, JobId, Ledger, LedgerEntry};
 use crate::queue::{JobStatus, Queue, TableMismatch};
 use crate::scenario::ClaimMode;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use sqlx::postgres::PgConnection;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// At most this many jobs are listed per kind of problem (counts are always complete).
@@ -28,7 +28,7 @@ const LIST_LIMIT: usize = 100;
 /// (finished: by whom the harness cannot tell, but finished). Keys not found are reported
 /// as never committed only on the `final_pass`, when nothing can still be under way.
 pub async fn settle(
-    conn: &mut PgConnection,
+    conn: &mut Conn,
     queue: &Queue,
     keys: &[String],
     jobs: &[JobId],
@@ -203,7 +203,7 @@ const CHUNK: usize = 50_000;
 /// (whose `search_path` is the run schema), in chunks of the id space. The ledger is
 /// updated with the settlement.
 pub async fn prove(
-    conn: &mut PgConnection,
+    conn: &mut Conn,
     queue: &Queue,
     ledger: &mut Ledger,
     opts: ProofOptions,
@@ -517,11 +517,7 @@ impl Tally {
     }
 }
 
-async fn outbox_proof(
-    conn: &mut PgConnection,
-    queue: &Queue,
-    ledger: &Ledger,
-) -> Result<OutboxProof> {
+async fn outbox_proof(conn: &mut Conn, queue: &Queue, ledger: &Ledger) -> Result<OutboxProof> {
     let paid_orders = queue
         .paid_orders(conn)
         .await

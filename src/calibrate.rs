@@ -100,6 +100,14 @@ pub async fn run(
     shutdown: &CancellationToken,
 ) -> Result<Calibration, Failure> {
     let first = request.plan(request.connections[0])?;
+    if first.database.engine != crate::scenario::Engine::Postgres {
+        return Err(Failure::Input(crate::error::InputError::new(
+            &first.source,
+            "database.engine",
+            "calibrate compares the harness with pgbench, so it runs on PostgreSQL only"
+                .to_string(),
+        )));
+    }
     std::fs::create_dir_all(&request.out_dir)
         .with_context(|| format!("creating {}", request.out_dir.display()))?;
     let server = Arc::new(db::provision(&first.database).await?);
@@ -204,7 +212,10 @@ async fn run_pgbench(
     let dir = tempfile::tempdir().context("a directory for the pgbench script")?;
     let script = dir.path().join("claim-complete.sql");
     std::fs::write(&script, pgbench_script()).context("writing the pgbench script")?;
-    let url = schema.options().to_url_lossy();
+    let crate::db::ServerOptions::Postgres(options) = schema.options() else {
+        bail!("pgbench needs a PostgreSQL server");
+    };
+    let url = options.to_url_lossy();
     let threads = connections.min(
         std::thread::available_parallelism()
             .map(|n| n.get() as u32)
@@ -221,7 +232,7 @@ async fn run_pgbench(
         .env("PGPASSWORD", url.password().unwrap_or(""))
         .env("PGDATABASE", url.path().trim_start_matches('/'))
         .env("PGOPTIONS", format!("-c search_path={}", schema.name));
-    if let Some(socket) = schema.options().get_socket() {
+    if let Some(socket) = options.get_socket() {
         cmd.env("PGHOST", socket);
     }
     let before = cpu_seconds(UsageWho::RUSAGE_CHILDREN);
@@ -244,10 +255,13 @@ async fn run_pgbench(
     }
     transactions(&stdout).context("reading pgbench's output")?;
     let mut conn = schema.connect().await?;
+    let conn = conn
+        .postgres()
+        .context("pgbench needs a PostgreSQL server")?;
     let (done, pending): (i64, i64) = sqlx::query_as(
         "SELECT count(*) FILTER (WHERE status = 'done'), count(*) FILTER (WHERE status = 'pending') FROM job_queue",
     )
-    .fetch_one(&mut conn)
+    .fetch_one(&mut *conn)
     .await
     .context("counting the jobs pgbench finished")?;
     if pending == 0 {

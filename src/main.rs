@@ -338,6 +338,7 @@ fn env_defaults() -> EnvDefaults {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     EnvDefaults {
         image: var("DBQ_POSTGRES_IMAGE"),
+        mariadb_image: var("DBQ_MARIADB_IMAGE"),
         database_url: var("DATABASE_URL"),
     }
 }

@@ -1,13 +1,17 @@
-//! The `container` provider: a PostgreSQL container started with testcontainers.
+//! The `container` provider: a PostgreSQL or MariaDB container started with testcontainers.
 //!
-//! The image must behave like the official `postgres` image (POSTGRES_PASSWORD, a `postgres`
-//! command whose extra `-c key=value` arguments reach the server). On machines without a
-//! registry, `docker/build-postgres-image.sh` builds such an image from Debian packages.
+//! The image must behave like the official one: `postgres` (POSTGRES_PASSWORD, a
+//! `postgres` command whose extra `-c key=value` arguments reach the server) or `mariadb`
+//! (MARIADB_ROOT_PASSWORD, `--key=value` arguments passed to `mariadbd`). On machines
+//! without a registry, `docker/build-postgres-image.sh` and `docker/build-mariadb-image.sh`
+//! build such images from Debian packages.
 
-use super::connect::{Liveness, harness_options, wait_until_ready};
-use crate::scenario::ShutdownMode;
+use super::connect::{Liveness, harness_options, mariadb_harness_options, wait_until_ready};
+use super::engine::{Conn, ServerOptions};
+use crate::scenario::{Engine, ShutdownMode};
 use anyhow::{Context, Result, anyhow, bail};
-use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::mysql::MySqlConnectOptions;
+use sqlx::postgres::PgConnectOptions;
 use std::time::Duration;
 use testcontainers::bollard::Docker;
 use testcontainers::bollard::query_parameters::KillContainerOptionsBuilder;
@@ -15,26 +19,29 @@ use testcontainers::core::{IntoContainerPort, WaitFor};
 use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, ContainerRequest, GenericImage, ImageExt};
 
-/// A running PostgreSQL container owned by the run.
-pub struct PgContainer {
+/// A running database container owned by the run.
+pub struct DbContainer {
     container: ContainerAsync<GenericImage>,
+    engine: Engine,
     pub image: String,
 }
 
-impl PgContainer {
+impl DbContainer {
     pub fn id(&self) -> &str {
         self.container.id()
     }
 
-    /// Stops PostgreSQL in the container (`Fast`: SIGINT, `Immediate`: SIGQUIT, sent to its
+    /// Stops the server in the container (signals as for the local provider, sent to its
     /// main process), waits until the container has stopped, stays down `down_for`, and
     /// starts the container again. Its host port is fixed, so the address does not change.
     pub async fn restart(&self, mode: ShutdownMode, down_for: Duration) -> Result<()> {
         let docker =
             Docker::connect_with_defaults().map_err(|e| anyhow!("no Docker client: {e}"))?;
-        let signal = match mode {
-            ShutdownMode::Fast => "SIGINT",
-            ShutdownMode::Immediate => "SIGQUIT",
+        let signal = match (self.engine, mode) {
+            (Engine::Postgres, ShutdownMode::Fast) => "SIGINT",
+            (Engine::Postgres, ShutdownMode::Immediate) => "SIGQUIT",
+            (Engine::Mariadb, ShutdownMode::Fast) => "SIGTERM",
+            (Engine::Mariadb, ShutdownMode::Immediate) => "SIGKILL",
         };
         let options = KillContainerOptionsBuilder::new().signal(signal).build();
         docker
@@ -66,7 +73,7 @@ impl PgContainer {
     }
 }
 
-impl Liveness for &PgContainer {
+impl Liveness for &DbContainer {
     async fn check(&mut self) -> Result<()> {
         (&self.container).check().await
     }
@@ -94,28 +101,47 @@ fn split_image(image: &str) -> (String, String) {
     }
 }
 
+/// The server's port inside the container.
+fn port(engine: Engine) -> u16 {
+    match engine {
+        Engine::Postgres => 5432,
+        Engine::Mariadb => 3306,
+    }
+}
+
 fn request(
+    engine: Engine,
     image: &str,
     password: &str,
     settings: &[(String, String)],
     host_port: u16,
 ) -> ContainerRequest<GenericImage> {
     let (name, tag) = split_image(image);
-    let mut cmd = vec!["postgres".to_string()];
-    for (k, v) in settings {
-        cmd.push("-c".into());
-        cmd.push(format!("{k}={v}"));
-    }
+    let (password_var, cmd) = match engine {
+        Engine::Postgres => {
+            let mut cmd = vec!["postgres".to_string()];
+            for (k, v) in settings {
+                cmd.push("-c".into());
+                cmd.push(format!("{k}={v}"));
+            }
+            ("POSTGRES_PASSWORD", cmd)
+        }
+        Engine::Mariadb => (
+            "MARIADB_ROOT_PASSWORD",
+            settings.iter().map(|(k, v)| format!("--{k}={v}")).collect(),
+        ),
+    };
+    let inner = port(engine).tcp();
     GenericImage::new(name, tag)
-        .with_exposed_port(5432.tcp())
+        .with_exposed_port(inner)
         // Readiness is checked by connecting (see `wait_until_ready`), not by log lines: the
-        // official image prints "ready to accept connections" twice, once for a
-        // socket-only init server.
+        // official images print their "ready" line twice, once for a socket-only init
+        // server.
         .with_wait_for(WaitFor::Nothing)
-        .with_env_var("POSTGRES_PASSWORD", password)
-        .with_label("dbq-bench", "postgres")
+        .with_env_var(password_var, password)
+        .with_label("dbq-bench", engine.as_str())
         // A fixed host port keeps the address stable if the container is restarted.
-        .with_mapped_port(host_port, 5432.tcp())
+        .with_mapped_port(host_port, inner)
         .with_cmd(cmd)
 }
 
@@ -130,7 +156,7 @@ pub async fn check_available(image: &str) -> Result<()> {
     if docker.inspect_image(image).await.is_ok() {
         return Ok(());
     }
-    request(image, "unused", &[], 0)
+    request(Engine::Postgres, image, "unused", &[], 0)
         .pull_image()
         .await
         .map(|_| ())
@@ -140,30 +166,41 @@ pub async fn check_available(image: &str) -> Result<()> {
 /// Starts a container from `image` with `settings` as `-c` arguments and waits until it
 /// accepts connections.
 pub async fn start(
+    engine: Engine,
     image: &str,
     settings: &[(String, String)],
     timeout: Duration,
-) -> Result<(PgContainer, PgConnectOptions, PgConnection)> {
+) -> Result<(DbContainer, ServerOptions, Conn)> {
     let password = format!("dbq{:016x}", rand::random::<u64>());
     let host_port = super::free_port()?;
-    let container = request(image, &password, settings, host_port)
+    let container = request(engine, image, &password, settings, host_port)
         .with_startup_timeout(timeout)
         .start()
         .await
         .with_context(|| format!("starting a container from image {image}"))?;
-    let options = harness_options(
-        PgConnectOptions::new_without_pgpass()
-            .host("127.0.0.1")
-            .port(host_port)
-            .username("postgres")
-            .password(&password)
-            .database("postgres"),
-    );
+    let options = match engine {
+        Engine::Postgres => ServerOptions::Postgres(harness_options(
+            PgConnectOptions::new_without_pgpass()
+                .host("127.0.0.1")
+                .port(host_port)
+                .username("postgres")
+                .password(&password)
+                .database("postgres"),
+        )),
+        Engine::Mariadb => ServerOptions::Mariadb(mariadb_harness_options(
+            MySqlConnectOptions::new()
+                .host("127.0.0.1")
+                .port(host_port)
+                .username("root")
+                .password(&password),
+        )),
+    };
     let ready = wait_until_ready(&options, timeout, &container).await;
     match ready {
         Ok(conn) => Ok((
-            PgContainer {
+            DbContainer {
                 container,
+                engine,
                 image: image.to_string(),
             },
             options,

@@ -1,25 +1,30 @@
-//! The `local` provider: a throwaway cluster made with this machine's `initdb`, in a
-//! temporary directory, on a free port, run as an unprivileged user when the harness runs
-//! as root (the server refuses to run as root). The directory is deleted when the cluster
-//! is stopped, including on errors and Ctrl-C. The postmaster is a child of the runner, so
-//! it can also be stopped and started again (the `restart_server` fault).
+//! The `local` provider: a throwaway server made with this machine's binaries (PostgreSQL's
+//! `initdb`, MariaDB's `mariadb-install-db`), in a temporary directory, on a free port, run
+//! as an unprivileged user when the harness runs as root (both servers refuse to run as
+//! root). The directory is deleted when the server is stopped, including on errors and
+//! Ctrl-C. The server is a child of the runner, so it can also be stopped and started again
+//! (the `restart_server` fault).
 
-use super::connect::{Liveness, harness_options, wait_until_ready};
-use crate::scenario::ShutdownMode;
+use super::connect::{Liveness, harness_options, mariadb_harness_options, wait_until_ready};
+use super::engine::{Conn, ServerOptions};
+use crate::scenario::{Engine, ShutdownMode};
 use anyhow::{Context, Result, anyhow, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Gid, Pid, Uid, User, chown};
-use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::mysql::MySqlConnectOptions;
+use sqlx::postgres::PgConnectOptions;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A PostgreSQL server process running from a temporary data directory.
+/// A server process running from a temporary data directory.
 pub struct LocalCluster {
+    engine: Engine,
     dir: Option<tempfile::TempDir>,
     child: Option<Child>,
     pub port: u16,
+    /// Where the server's binaries are.
     pub bin_dir: PathBuf,
     settings: Vec<(String, String)>,
     user: Option<(Uid, Gid)>,
@@ -34,10 +39,10 @@ impl LocalCluster {
     }
 
     fn log_path(&self) -> Option<PathBuf> {
-        self.dir.as_ref().map(|d| d.path().join("postgres.log"))
+        self.dir.as_ref().map(|d| d.path().join("server.log"))
     }
 
-    /// Starts the postmaster on the existing data directory.
+    /// Starts the server on the existing data directory.
     fn spawn(&mut self) -> Result<()> {
         let dir = self
             .dir
@@ -48,19 +53,37 @@ impl LocalCluster {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(dir.join("postgres.log"))
+            .open(dir.join("server.log"))
             .context("opening the server log")?;
-        let mut cmd = Command::new(self.bin_dir.join("postgres"));
-        cmd.arg("-D")
-            .arg(dir.join("data"))
-            .arg("-p")
-            .arg(self.port.to_string())
-            .arg("-k")
-            .arg(&dir)
-            .args(["-c", "listen_addresses=127.0.0.1"]);
-        for (k, v) in &self.settings {
-            cmd.arg("-c").arg(format!("{k}={v}"));
-        }
+        let mut cmd = match self.engine {
+            Engine::Postgres => {
+                let mut cmd = Command::new(self.bin_dir.join("postgres"));
+                cmd.arg("-D")
+                    .arg(dir.join("data"))
+                    .arg("-p")
+                    .arg(self.port.to_string())
+                    .arg("-k")
+                    .arg(&dir)
+                    .args(["-c", "listen_addresses=127.0.0.1"]);
+                for (k, v) in &self.settings {
+                    cmd.arg("-c").arg(format!("{k}={v}"));
+                }
+                cmd
+            }
+            Engine::Mariadb => {
+                let mut cmd = Command::new(self.bin_dir.join("mariadbd"));
+                cmd.arg("--no-defaults")
+                    .arg(format!("--datadir={}", dir.join("data").display()))
+                    .arg(format!("--port={}", self.port))
+                    .arg(format!("--socket={}", dir.join("mariadb.sock").display()))
+                    .arg(format!("--pid-file={}", dir.join("mariadb.pid").display()))
+                    .args(["--bind-address=127.0.0.1", "--skip-name-resolve"]);
+                for (k, v) in &self.settings {
+                    cmd.arg(format!("--{k}={v}"));
+                }
+                cmd
+            }
+        };
         // Its own process group: a Ctrl-C at the terminal must not shut the server down
         // under the runner, which still needs it to write results.
         cmd.current_dir(&dir)
@@ -69,29 +92,42 @@ impl LocalCluster {
             .stderr(log)
             .process_group(0);
         as_user(&mut cmd, self.user);
-        self.child = Some(cmd.spawn().context("starting postgres")?);
+        let program = self.program();
+        self.child = Some(cmd.spawn().with_context(|| format!("starting {program}"))?);
         Ok(())
     }
 
-    /// Whether the postmaster is still running (an error says how it ended).
-    pub fn check_alive(&mut self) -> Result<()> {
-        match self.child.as_mut().map(|c| c.try_wait()) {
-            Some(Ok(None)) => Ok(()),
-            Some(Ok(Some(status))) => Err(anyhow!("postgres exited ({status})")),
-            Some(Err(e)) => Err(anyhow!("cannot watch the postgres process: {e}")),
-            None => Err(anyhow!("postgres is not running")),
+    fn program(&self) -> &'static str {
+        match self.engine {
+            Engine::Postgres => "postgres",
+            Engine::Mariadb => "mariadbd",
         }
     }
 
-    /// Shuts the postmaster down (`Fast`: SIGINT, `Immediate`: SIGQUIT) and waits up to 10 s
-    /// before SIGKILL. Blocks; the data directory stays.
+    /// Whether the server is still running (an error says how it ended).
+    pub fn check_alive(&mut self) -> Result<()> {
+        let program = self.program();
+        match self.child.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(None)) => Ok(()),
+            Some(Ok(Some(status))) => Err(anyhow!("{program} exited ({status})")),
+            Some(Err(e)) => Err(anyhow!("cannot watch the {program} process: {e}")),
+            None => Err(anyhow!("{program} is not running")),
+        }
+    }
+
+    /// Shuts the server down and waits up to 10 s before SIGKILL. `Fast`: SIGINT
+    /// (PostgreSQL) or SIGTERM (MariaDB), a clean shutdown; `Immediate`: SIGQUIT
+    /// (PostgreSQL) or SIGKILL (MariaDB), a crash that recovery repairs. Blocks; the data
+    /// directory stays.
     pub fn shut_down(&mut self, mode: ShutdownMode) {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        let signal = match mode {
-            ShutdownMode::Fast => Signal::SIGINT,
-            ShutdownMode::Immediate => Signal::SIGQUIT,
+        let signal = match (self.engine, mode) {
+            (Engine::Postgres, ShutdownMode::Fast) => Signal::SIGINT,
+            (Engine::Postgres, ShutdownMode::Immediate) => Signal::SIGQUIT,
+            (Engine::Mariadb, ShutdownMode::Fast) => Signal::SIGTERM,
+            (Engine::Mariadb, ShutdownMode::Immediate) => Signal::SIGKILL,
         };
         let _ = kill(Pid::from_raw(child.id() as i32), signal);
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -190,20 +226,55 @@ pub fn find_binaries() -> Result<PathBuf> {
         })
 }
 
-/// The account the server runs as: ourselves, or when we are root the `postgres` account
-/// (made by Debian's packages) or else `nobody`.
-fn server_user() -> Result<Option<(Uid, Gid)>> {
+/// The account the server runs as: ourselves, or when we are root the account Debian's
+/// packages made for it (`postgres`, `mysql`) or else `nobody`.
+fn server_user(engine: Engine) -> Result<Option<(Uid, Gid)>> {
     if !Uid::effective().is_root() {
         return Ok(None);
     }
-    for name in ["postgres", "nobody"] {
+    let own = match engine {
+        Engine::Postgres => "postgres",
+        Engine::Mariadb => "mysql",
+    };
+    for name in [own, "nobody"] {
         if let Ok(Some(u)) = User::from_name(name) {
             return Ok(Some((u.uid, u.gid)));
         }
     }
     bail!(
-        "running as root and neither a `postgres` nor a `nobody` account exists to run the server as"
+        "running as root and neither a `{own}` nor a `nobody` account exists to run the server as"
     )
+}
+
+/// Finds `mariadbd` and `mariadb-install-db`: `DBQ_MARIADB_BINDIR` when set, else the
+/// directories Debian installs them in and PATH. Returns the directory of `mariadbd` and
+/// the path of `mariadb-install-db`.
+pub fn find_mariadb_binaries() -> Result<(PathBuf, PathBuf)> {
+    let mut dirs: Vec<PathBuf> =
+        match std::env::var_os("DBQ_MARIADB_BINDIR").filter(|d| !d.is_empty()) {
+            Some(dir) => vec![PathBuf::from(dir)],
+            None => ["/usr/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"]
+                .iter()
+                .map(PathBuf::from)
+                .chain(
+                    std::env::var_os("PATH")
+                        .into_iter()
+                        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()),
+                )
+                .collect(),
+        };
+    dirs.dedup();
+    let server = dirs.iter().find(|d| d.join("mariadbd").is_file());
+    let install = dirs
+        .iter()
+        .map(|d| d.join("mariadb-install-db"))
+        .find(|p| p.is_file());
+    match (server, install) {
+        (Some(s), Some(i)) => Ok((s.clone(), i)),
+        _ => Err(anyhow!(
+            "no mariadbd and mariadb-install-db found (DBQ_MARIADB_BINDIR, /usr/sbin, /usr/bin or PATH); install them with `apt-get install mariadb-server`"
+        )),
+    }
 }
 
 fn as_user(cmd: &mut Command, user: Option<(Uid, Gid)>) -> &mut Command {
@@ -213,50 +284,27 @@ fn as_user(cmd: &mut Command, user: Option<(Uid, Gid)>) -> &mut Command {
     cmd
 }
 
-/// Makes and starts a cluster, and waits until it accepts connections.
+/// Makes and starts a server of `engine`, and waits until it accepts connections.
 pub async fn start(
+    engine: Engine,
     settings: &[(String, String)],
     timeout: Duration,
-) -> Result<(LocalCluster, PgConnectOptions, PgConnection)> {
-    let bin_dir = find_binaries()?;
-    let user = server_user()?;
+) -> Result<(LocalCluster, ServerOptions, Conn)> {
+    let user = server_user(engine)?;
     let dir = tempfile::Builder::new()
-        .prefix("dbq-bench-pg-")
+        .prefix(match engine {
+            Engine::Postgres => "dbq-bench-pg-",
+            Engine::Mariadb => "dbq-bench-mariadb-",
+        })
         .tempdir()
         .context("creating a temporary directory")?;
     if let Some((uid, gid)) = user {
         chown(dir.path(), Some(uid), Some(gid))
             .context("handing the temporary directory to the server account")?;
     }
-    let init = {
-        let mut cmd = Command::new(bin_dir.join("initdb"));
-        cmd.arg("-D")
-            .arg(dir.path().join("data"))
-            .args([
-                "-U",
-                "postgres",
-                "-A",
-                "trust",
-                "-E",
-                "UTF8",
-                "--locale=C",
-                "--no-sync",
-            ])
-            .current_dir(dir.path())
-            .stdin(Stdio::null());
-        as_user(&mut cmd, user);
-        tokio::process::Command::from(cmd)
-            .output()
-            .await
-            .context("running initdb")?
-    };
-    if !init.status.success() {
-        bail!(
-            "initdb failed: {}",
-            super::last_lines(&String::from_utf8_lossy(&init.stderr), 3)
-        );
-    }
+    let bin_dir = initialise(engine, dir.path(), user).await?;
     let mut cluster = LocalCluster {
+        engine,
         dir: Some(dir),
         child: None,
         port: super::free_port()?,
@@ -265,13 +313,22 @@ pub async fn start(
         user,
     };
     cluster.spawn()?;
-    let options = harness_options(
-        PgConnectOptions::new_without_pgpass()
-            .host("127.0.0.1")
-            .port(cluster.port)
-            .username("postgres")
-            .database("postgres"),
-    );
+    let options = match engine {
+        Engine::Postgres => ServerOptions::Postgres(harness_options(
+            PgConnectOptions::new_without_pgpass()
+                .host("127.0.0.1")
+                .port(cluster.port)
+                .username("postgres")
+                .database("postgres"),
+        )),
+        // mariadb-install-db makes root@127.0.0.1 without a password.
+        Engine::Mariadb => ServerOptions::Mariadb(mariadb_harness_options(
+            MySqlConnectOptions::new()
+                .host("127.0.0.1")
+                .port(cluster.port)
+                .username("root"),
+        )),
+    };
     let ready = wait_until_ready(&options, timeout, &mut cluster).await;
     match ready {
         Ok(conn) => Ok((cluster, options, conn)),
@@ -281,4 +338,52 @@ pub async fn start(
             bail!("{e:#}; server log: {tail}")
         }
     }
+}
+
+/// Makes the data directory `dir/data` (`initdb`, `mariadb-install-db`); returns the
+/// directory of the server binary.
+async fn initialise(engine: Engine, dir: &Path, user: Option<(Uid, Gid)>) -> Result<PathBuf> {
+    let (bin_dir, mut cmd, program) = match engine {
+        Engine::Postgres => {
+            let bin_dir = find_binaries()?;
+            let mut cmd = Command::new(bin_dir.join("initdb"));
+            cmd.arg("-D").arg(dir.join("data")).args([
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ]);
+            (bin_dir, cmd, "initdb")
+        }
+        Engine::Mariadb => {
+            let (bin_dir, install) = find_mariadb_binaries()?;
+            let mut cmd = Command::new(install);
+            cmd.arg("--no-defaults")
+                .arg(format!("--datadir={}", dir.join("data").display()))
+                .args([
+                    "--auth-root-authentication-method=normal",
+                    "--skip-test-db",
+                    "--skip-name-resolve",
+                ]);
+            (bin_dir, cmd, "mariadb-install-db")
+        }
+    };
+    cmd.current_dir(dir).stdin(Stdio::null());
+    as_user(&mut cmd, user);
+    let init = tokio::process::Command::from(cmd)
+        .output()
+        .await
+        .with_context(|| format!("running {program}"))?;
+    if !init.status.success() {
+        let output = [init.stderr, init.stdout].concat();
+        bail!(
+            "{program} failed: {}",
+            super::last_lines(&String::from_utf8_lossy(&output), 3)
+        );
+    }
+    Ok(bin_dir)
 }

@@ -6,19 +6,18 @@
 
 pub mod connect;
 pub mod container;
+pub mod engine;
 pub mod local;
 
-pub use connect::{RunSchema, harness_options};
+pub use connect::{MariadbSessions, RunSchema, harness_options};
+pub use engine::{Conn, ServerOptions, url_schemes};
 
 use crate::error::Failure;
-use crate::scenario::{DatabasePlan, ProviderKind, ShutdownMode};
+use crate::scenario::{DatabasePlan, Engine, ProviderKind, ShutdownMode};
 use anyhow::{Context, Result, anyhow};
-use sqlx::Connection;
-use sqlx::postgres::{PgConnectOptions, PgConnection};
-use std::str::FromStr;
 use std::time::Duration;
 
-/// A PostgreSQL server ready for the run.
+/// A database server ready for the run.
 pub struct Server {
     /// The provider that was used (never `Auto`).
     pub provider: ProviderKind,
@@ -29,19 +28,23 @@ pub struct Server {
     /// Why `auto` passed over the providers it tried before this one, one line each
     /// (`container skipped: …`); empty for an explicit provider.
     pub skipped: Vec<String>,
-    options: PgConnectOptions,
+    options: ServerOptions,
     owned: Owned,
 }
 
 enum Owned {
     Nothing,
-    Container(Box<container::PgContainer>),
+    Container(Box<container::DbContainer>),
     Local(std::sync::Mutex<local::LocalCluster>),
 }
 
 impl Server {
-    pub fn options(&self) -> &PgConnectOptions {
+    pub fn options(&self) -> &ServerOptions {
         &self.options
+    }
+
+    pub fn engine(&self) -> Engine {
+        self.options.engine()
     }
 
     /// Id of the container when the `container` provider started the server.
@@ -109,13 +112,7 @@ impl Server {
 
     /// Leaves the server running after the process exits (`--keep`); returns how to reach it.
     pub fn leak(self) -> String {
-        let url = format!(
-            "postgres://{}@{}:{}/{}",
-            self.options.get_username(),
-            self.options.get_host(),
-            self.options.get_port(),
-            self.options.get_database().unwrap_or("postgres")
-        );
+        let url = self.options.address();
         match self.owned {
             Owned::Nothing => url,
             Owned::Container(c) => {
@@ -126,11 +123,11 @@ impl Server {
             Owned::Local(l) => {
                 let dir = l.lock().map(|l| l.data_dir()).unwrap_or_default();
                 std::mem::forget(l);
-                format!(
-                    "{url} (data in {}; stop with `pg_ctl -D {} stop`)",
-                    dir.display(),
-                    dir.display()
-                )
+                let stop = match self.options.engine() {
+                    Engine::Postgres => format!("pg_ctl -D {} stop", dir.display()),
+                    Engine::Mariadb => format!("kill $(cat {}/../mariadb.pid)", dir.display()),
+                };
+                format!("{url} (data in {}; stop with `{stop}`)", dir.display())
             }
         }
     }
@@ -141,13 +138,29 @@ const URL_READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 
 /// What to do instead when no container can be had: build the image here, or use another
 /// provider. One wording for `auto`'s summary and for an explicit `--db container`.
-fn container_alternatives(image: &str) -> String {
-    format!(
-        "make the image available (`docker pull {image}`, or, where no registry is reachable, \
-         `docker/build-postgres-image.sh` and DBQ_POSTGRES_IMAGE=dbq-bench-postgres:15 or --image), \
-         use the server binaries with --db local (`apt-get install postgresql`), \
-         or name a server with --db url --database-url postgres://…"
-    )
+fn container_alternatives(engine: Engine, image: &str) -> String {
+    match engine {
+        Engine::Postgres => format!(
+            "make the image available (`docker pull {image}`, or, where no registry is reachable, \
+             `docker/build-postgres-image.sh` and DBQ_POSTGRES_IMAGE=dbq-bench-postgres:15 or --image), \
+             use the server binaries with --db local (`apt-get install postgresql`), \
+             or name a server with --db url --database-url postgres://…"
+        ),
+        Engine::Mariadb => format!(
+            "make the image available (`docker pull {image}`, or, where no registry is reachable, \
+             `docker/build-mariadb-image.sh` and DBQ_MARIADB_IMAGE=dbq-bench-mariadb:10.11 or --image), \
+             use the server binaries with --db local (`apt-get install mariadb-server`), \
+             or name a server with --db url --database-url mysql://…"
+        ),
+    }
+}
+
+/// Whether the local provider's binaries are installed for `engine`.
+fn local_binaries(engine: Engine) -> Result<()> {
+    match engine {
+        Engine::Postgres => local::find_binaries().map(drop),
+        Engine::Mariadb => local::find_mariadb_binaries().map(drop),
+    }
 }
 
 /// Obtains a server as the plan says. `auto` takes a URL if one is given, else a container
@@ -162,7 +175,7 @@ pub async fn provision(plan: &DatabasePlan) -> Result<Server, Failure> {
                 return Err(anyhow!(
                     "container provider: image {}: {e:#}. Instead: {}",
                     plan.image,
-                    container_alternatives(&plan.image)
+                    container_alternatives(plan.engine, &plan.image)
                 )
                 .into());
             }
@@ -179,14 +192,15 @@ pub async fn provision(plan: &DatabasePlan) -> Result<Server, Failure> {
                 Ok(()) => return Ok(with_skipped(start_container(plan).await?, skipped)),
                 Err(e) => skipped.push(format!("container skipped: image {}: {e:#}", plan.image)),
             }
-            match local::find_binaries() {
+            match local_binaries(plan.engine) {
                 Ok(_) => return Ok(with_skipped(start_local(plan).await?, skipped)),
                 Err(e) => skipped.push(format!("local skipped: {e:#}")),
             }
             Err(anyhow!(
-                "no PostgreSQL server available; tried {}. Install Docker and {}",
+                "no {} server available; tried {}. Install Docker and {}",
+                plan.engine.label(),
                 skipped.join("; "),
-                container_alternatives(&plan.image)
+                container_alternatives(plan.engine, &plan.image)
             )
             .into())
         }
@@ -198,21 +212,29 @@ fn with_skipped(mut server: Server, skipped: Vec<String>) -> Server {
     server
 }
 
-async fn server_version(conn: &mut PgConnection) -> Result<String> {
-    let v: String = sqlx::query_scalar("SELECT version()")
-        .fetch_one(&mut *conn)
-        .await?;
+async fn server_version(conn: &mut Conn) -> Result<String> {
+    let v: String = match conn {
+        Conn::Postgres(c) => sqlx::query_scalar("SELECT version()").fetch_one(c).await?,
+        Conn::Mariadb(c) => {
+            let v: String = sqlx::query_scalar("SELECT version()").fetch_one(c).await?;
+            format!("MariaDB {v}")
+        }
+    };
     Ok(v)
 }
 
 async fn from_url(plan: &DatabasePlan) -> Result<Server> {
     let url = plan.url.as_deref().unwrap_or_default();
-    // The plan has checked the URL's syntax.
-    let parsed =
-        PgConnectOptions::from_str(url).with_context(|| format!("parsing {}", redact_url(url)))?;
+    // The plan has checked the URL's syntax (and refused settings on a MariaDB url).
+    let parsed = ServerOptions::from_url(plan.engine, url)
+        .with_context(|| format!("parsing {}", redact_url(url)))?;
     // On a server we do not own, settings can only be session settings.
-    let options = harness_options(parsed)
-        .options(plan.settings.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let options = match parsed {
+        ServerOptions::Postgres(o) => ServerOptions::Postgres(
+            harness_options(o).options(plan.settings.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        ),
+        ServerOptions::Mariadb(o) => ServerOptions::Mariadb(connect::mariadb_harness_options(o)),
+    };
     // A given server should already be up: retry it for at most URL_READY_TIMEOUT.
     let mut conn = connect::wait_until_ready(
         &options,
@@ -234,8 +256,13 @@ async fn from_url(plan: &DatabasePlan) -> Result<Server> {
 }
 
 async fn start_container(plan: &DatabasePlan) -> Result<Server> {
-    let (c, options, mut conn) =
-        container::start(&plan.image, &plan.settings, plan.startup_timeout).await?;
+    let (c, options, mut conn) = container::start(
+        plan.engine,
+        &plan.image,
+        &plan.settings,
+        plan.startup_timeout,
+    )
+    .await?;
     let version = server_version(&mut conn).await?;
     conn.close().await.ok();
     Ok(Server {
@@ -253,13 +280,14 @@ async fn start_container(plan: &DatabasePlan) -> Result<Server> {
 }
 
 async fn start_local(plan: &DatabasePlan) -> Result<Server> {
-    let (l, options, mut conn) = local::start(&plan.settings, plan.startup_timeout).await?;
+    let (l, options, mut conn) =
+        local::start(plan.engine, &plan.settings, plan.startup_timeout).await?;
     let version = server_version(&mut conn).await?;
     conn.close().await.ok();
     Ok(Server {
         provider: ProviderKind::Local,
         description: format!(
-            "local cluster in {} (binaries {})",
+            "local server in {} (binaries {})",
             l.data_dir().display(),
             l.bin_dir.display()
         ),
@@ -279,11 +307,23 @@ WHERE  name IN ('shared_buffers', 'synchronous_commit', 'fsync', 'wal_level', 'm
                 'autovacuum_vacuum_cost_limit', 'idle_in_transaction_session_timeout', 'checkpoint_timeout', 'max_wal_size')
 ORDER  BY name";
 
+/// The same for MariaDB: what decides durability, buffering, locking and purge.
+const MARIADB_KEY_SETTINGS: &str = "
+SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE
+FROM   information_schema.GLOBAL_VARIABLES
+WHERE  VARIABLE_NAME IN ('INNODB_BUFFER_POOL_SIZE', 'INNODB_FLUSH_LOG_AT_TRX_COMMIT', 'SYNC_BINLOG',
+                         'LOG_BIN', 'MAX_CONNECTIONS', 'TX_ISOLATION', 'INNODB_AUTOINC_LOCK_MODE',
+                         'INNODB_LOCK_WAIT_TIMEOUT', 'INNODB_PURGE_THREADS', 'INNODB_LOG_FILE_SIZE')
+ORDER  BY 1";
+
 /// The server's values of the settings that shape results (`meta.postgres_settings`).
 pub async fn server_settings(
-    conn: &mut PgConnection,
+    conn: &mut Conn,
 ) -> Result<std::collections::BTreeMap<String, String>> {
-    let rows: Vec<(String, String)> = sqlx::query_as(KEY_SETTINGS).fetch_all(&mut *conn).await?;
+    let rows: Vec<(String, String)> = match conn {
+        Conn::Postgres(c) => sqlx::query_as(KEY_SETTINGS).fetch_all(c).await?,
+        Conn::Mariadb(c) => sqlx::query_as(MARIADB_KEY_SETTINGS).fetch_all(c).await?,
+    };
     Ok(rows.into_iter().collect())
 }
 

@@ -2,11 +2,11 @@
 //! long REPEATABLE READ readers, and held connections.
 
 use super::Job;
+use crate::db::{Conn, MariadbSessions};
 use crate::fleet::sleep_or_stop;
 use crate::metrics::Event;
 use crate::scenario::{BackendTarget, ShutdownMode};
-use sqlx::Connection;
-use sqlx::postgres::PgConnection;
+use rand::seq::SliceRandom;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -22,7 +22,19 @@ FROM  (SELECT pid
        ORDER  BY random()
        LIMIT  $2) AS victims";
 
-async fn connect(job: &Job, role: &str) -> Option<PgConnection> {
+/// MariaDB: the run's sessions other than the asking one (the run has a database of its own).
+const MARIADB_SESSIONS: &str = "
+SELECT ID
+FROM   information_schema.PROCESSLIST
+WHERE  DB = DATABASE() AND ID <> CONNECTION_ID()";
+
+/// The PostgreSQL connection of a fault only PostgreSQL has (the plan refuses it on MariaDB).
+fn postgres_only(conn: &mut Conn) -> sqlx::Result<&mut sqlx::postgres::PgConnection> {
+    conn.postgres()
+        .ok_or_else(|| sqlx::Error::Protocol("this fault runs on PostgreSQL only".into()))
+}
+
+async fn connect(job: &Job, role: &str) -> Option<Conn> {
     match job.ctx.schema.connect_as(role).await {
         Ok(c) => Some(c),
         Err(e) => {
@@ -37,30 +49,71 @@ pub(super) async fn kill_backends(job: &Job, target: BackendTarget, count: u32) 
     let Some(mut conn) = connect(job, "fault").await else {
         return;
     };
-    let pattern = |role: &str| format!("{}%", job.ctx.schema.application_name(role));
-    let patterns = match target {
-        BackendTarget::Workers => vec![pattern("worker-")],
-        BackendTarget::Producers => vec![pattern("producer-")],
-        BackendTarget::All => vec![pattern("worker-"), pattern("producer-")],
+    let roles: &[&str] = match target {
+        BackendTarget::Workers => &["worker-"],
+        BackendTarget::Producers => &["producer-"],
+        BackendTarget::All => &["worker-", "producer-"],
     };
-    let result: Result<Vec<bool>, _> = sqlx::query_scalar(TERMINATE_BACKENDS)
-        .bind(&patterns)
-        .bind(count as i64)
-        .fetch_all(&mut conn)
-        .await;
-    match result {
-        Ok(done) => {
-            let n = done.iter().filter(|ok| **ok).count() as u64;
-            job.record(
-                at,
-                at,
-                n,
-                format!("pg_terminate_backend on {n} {target:?} backend(s)").to_lowercase(),
-            );
+    let (how, result) = match &mut conn {
+        Conn::Postgres(c) => {
+            let patterns: Vec<String> = roles
+                .iter()
+                .map(|role| format!("{}%", job.ctx.schema.application_name(role)))
+                .collect();
+            let done: Result<Vec<bool>, _> = sqlx::query_scalar(TERMINATE_BACKENDS)
+                .bind(&patterns)
+                .bind(count as i64)
+                .fetch_all(&mut *c)
+                .await;
+            let n = done.map(|d| d.iter().filter(|ok| **ok).count() as u64);
+            ("pg_terminate_backend", n)
         }
-        Err(e) => job.record(at, at, 0, format!("pg_terminate_backend failed: {e}")),
+        Conn::Mariadb(c) => ("KILL CONNECTION", kill_mariadb(job, c, roles, count).await),
+    };
+    match result {
+        Ok(n) => job.record(
+            at,
+            at,
+            n,
+            format!("{how} on {n} {target:?} backend(s)").to_lowercase(),
+        ),
+        Err(e) => job.record(at, at, 0, format!("{how} failed: {e}")),
     }
     conn.close().await.ok();
+}
+
+/// MariaDB: `KILL CONNECTION` on up to `count` of the run's sessions in `roles`, chosen at
+/// random. A session this process did not open is a worker process's.
+async fn kill_mariadb(
+    job: &Job,
+    conn: &mut sqlx::mysql::MySqlConnection,
+    roles: &[&str],
+    count: u32,
+) -> sqlx::Result<u64> {
+    let ids: Vec<u64> = sqlx::query_scalar(MARIADB_SESSIONS)
+        .fetch_all(&mut *conn)
+        .await?;
+    let prefixes: Vec<String> = roles
+        .iter()
+        .map(|role| job.ctx.schema.application_name(role))
+        .collect();
+    let mut victims: Vec<u64> = ids
+        .into_iter()
+        .filter(|id| match MariadbSessions::name_of(*id) {
+            Some(name) => prefixes.iter().any(|p| name.starts_with(p.as_str())),
+            None => roles.contains(&"worker-"),
+        })
+        .collect();
+    victims.shuffle(&mut rand::rng());
+    let mut killed = 0;
+    for id in victims.into_iter().take(count as usize) {
+        // `id` is an integer the server gave; KILL takes no bound parameter.
+        let kill = sqlx::AssertSqlSafe(format!("KILL CONNECTION {id}"));
+        if sqlx::raw_sql(kill).execute(&mut *conn).await.is_ok() {
+            killed += 1;
+        }
+    }
+    Ok(killed)
 }
 
 pub(super) async fn restart_server(job: &Job, mode: ShutdownMode, down_for: Duration) {
@@ -86,7 +139,7 @@ pub(super) async fn restart_server(job: &Job, mode: ShutdownMode, down_for: Dura
     }
 }
 
-async fn probe(job: &Job, conn: &mut PgConnection, label: &str, vacuum: bool) {
+async fn probe(job: &Job, conn: &mut Conn, label: &str, vacuum: bool) {
     if vacuum && let Err(e) = job.ctx.queue.vacuum(conn).await {
         job.record(job.now(), job.now(), 0, format!("VACUUM failed: {e}"));
     }
@@ -112,9 +165,10 @@ pub(super) async fn hold_xmin(job: &Job, stop: &CancellationToken) {
     };
     probe(job, &mut probe_conn, "before", false).await;
     let xid: Result<i64, _> = async {
-        sqlx::raw_sql("BEGIN").execute(&mut holder).await?;
+        let h = postgres_only(&mut holder)?;
+        sqlx::raw_sql("BEGIN").execute(&mut *h).await?;
         sqlx::query_scalar("SELECT txid_current()")
-            .fetch_one(&mut holder)
+            .fetch_one(&mut *h)
             .await
     }
     .await;
@@ -124,7 +178,7 @@ pub(super) async fn hold_xmin(job: &Job, stop: &CancellationToken) {
     };
     sleep_or_stop(job.ctx.clock.until(job.end_us), stop).await;
     probe(job, &mut probe_conn, "during (VACUUM while held)", true).await;
-    sqlx::raw_sql("ROLLBACK").execute(&mut holder).await.ok();
+    holder.execute("ROLLBACK").await.ok();
     holder.close().await.ok();
     let released = job.now();
     probe(job, &mut probe_conn, "after (VACUUM once released)", true).await;
@@ -146,14 +200,15 @@ pub(super) async fn active_readers(job: &Job, count: u32, stop: &CancellationTok
         let scan = format!("SELECT count(*) FROM {}", job.ctx.queue.variant().table);
         readers.spawn(async move {
             let mut scans = 0u64;
-            if sqlx::raw_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
-                .execute(&mut conn)
-                .await
-                .is_ok()
+            if let Ok(c) = postgres_only(&mut conn)
+                && sqlx::raw_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                    .execute(&mut *c)
+                    .await
+                    .is_ok()
             {
                 while clock.now_us() < end_us && !stop.is_cancelled() {
                     if sqlx::query(sqlx::AssertSqlSafe(scan.as_str()))
-                        .execute(&mut conn)
+                        .execute(&mut *c)
                         .await
                         .is_err()
                     {
@@ -162,7 +217,7 @@ pub(super) async fn active_readers(job: &Job, count: u32, stop: &CancellationTok
                     scans += 1;
                     sleep_or_stop(Duration::from_millis(100), &stop).await;
                 }
-                sqlx::raw_sql("COMMIT").execute(&mut conn).await.ok();
+                sqlx::raw_sql("COMMIT").execute(&mut *c).await.ok();
             }
             conn.close().await.ok();
             scans

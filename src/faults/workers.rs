@@ -1,13 +1,12 @@
 //! Faults on worker processes: SIGKILL, and SIGSTOP/SIGCONT.
 
 use super::Job;
+use crate::db::Conn;
 use crate::fleet::sleep_or_stop;
 use crate::metrics::{Event, JobId};
 use crate::scenario::ClaimMode;
 use nix::sys::signal::{Signal, kill as signal};
 use nix::unistd::Pid;
-use sqlx::Connection;
-use sqlx::postgres::PgConnection;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -122,10 +121,12 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
 /// `in_transaction` mode, inside the transaction that claimed it). Waits for a statement in flight to finish (the server answers it though the client
 /// is stopped) and for the worker's last reports to be read. Without a connection to ask,
 /// trusts the reports alone.
-async fn holds_a_job(job: &Job, conn: Option<&mut PgConnection>, slot: u32) -> Option<JobId> {
+async fn holds_a_job(job: &Job, conn: Option<&mut Conn>, slot: u32) -> Option<JobId> {
     let name = job.ctx.schema.application_name(&format!("worker-{slot}"));
     let mut in_transaction = true;
-    if let (Some(conn), ClaimMode::InTransaction) = (conn, job.ctx.claim_mode) {
+    if let (Some(conn), ClaimMode::InTransaction) =
+        (conn.and_then(Conn::postgres), job.ctx.claim_mode)
+    {
         for _ in 0..50 {
             let state: Option<String> = sqlx::query_scalar(SESSION_STATE)
                 .bind(&name)

@@ -19,13 +19,12 @@ use super::{
     FleetContext, WakeUps, error_kind, error_line, is_connection_error, is_permanent,
     outcome_unknown, sleep_or_stop,
 };
+use crate::db::Conn;
 use crate::metrics::{Event, JobId};
 use crate::queue::{ClaimedJob, FailOutcome};
 use crate::scenario::{ClaimMode, ConsumerPlan, CrashPoint};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use sqlx::Connection;
-use sqlx::postgres::PgConnection;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
@@ -181,32 +180,32 @@ struct Transaction {
 }
 
 impl Transaction {
-    async fn begin(&mut self, conn: &mut PgConnection) -> sqlx::Result<()> {
+    async fn begin(&mut self, conn: &mut Conn) -> sqlx::Result<()> {
         if !self.open {
-            sqlx::raw_sql("BEGIN").execute(&mut *conn).await?;
+            conn.execute("BEGIN").await?;
             self.open = true;
         }
         Ok(())
     }
 
-    async fn commit(&mut self, conn: &mut PgConnection) -> sqlx::Result<()> {
+    async fn commit(&mut self, conn: &mut Conn) -> sqlx::Result<()> {
         self.open = false;
-        sqlx::raw_sql("COMMIT").execute(&mut *conn).await?;
+        conn.execute("COMMIT").await?;
         Ok(())
     }
 
-    async fn commit_and_begin(&mut self, conn: &mut PgConnection) -> sqlx::Result<()> {
+    async fn commit_and_begin(&mut self, conn: &mut Conn) -> sqlx::Result<()> {
         self.open = false;
-        sqlx::raw_sql("COMMIT; BEGIN").execute(&mut *conn).await?;
+        conn.execute("COMMIT; BEGIN").await?;
         self.open = true;
         Ok(())
     }
 
     /// After an error: rolls back whatever is open (a `ROLLBACK` outside a transaction is
     /// only a warning); false when the connection cannot be used any more.
-    async fn roll_back(&mut self, conn: &mut PgConnection) -> bool {
+    async fn roll_back(&mut self, conn: &mut Conn) -> bool {
         self.open = false;
-        sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await.is_ok()
+        conn.execute("ROLLBACK").await.is_ok()
     }
 }
 
@@ -250,7 +249,7 @@ impl Worker {
     /// Works until `stop` is cancelled; a job in hand is finished and committed first.
     pub async fn run(mut self, stop: CancellationToken) {
         let name = format!("worker-{}", self.slot);
-        let mut conn: Option<PgConnection> = None;
+        let mut conn: Option<Conn> = None;
         while !stop.is_cancelled() {
             if conn.is_none() {
                 conn = self.ctx.connect(&name, &stop).await;
@@ -411,7 +410,7 @@ impl Worker {
     /// batch: every job of the batch in that one transaction). The statements are the
     /// seed's; the next job's `BEGIN` travels with this one's `COMMIT` (see [`Transaction`]).
     /// On an error the caller rolls back.
-    async fn step_in_transaction(&mut self, conn: &mut PgConnection) -> Result<Step, StepError> {
+    async fn step_in_transaction(&mut self, conn: &mut Conn) -> Result<Step, StepError> {
         let clock = self.ctx.clock;
         let queue = self.ctx.queue.clone();
         let no_job = |error| StepError {
@@ -466,11 +465,11 @@ impl Worker {
 
     /// Claim committed first; the handlers run outside any transaction; each failure update,
     /// and then the completion, commits on its own.
-    async fn step_committed(&mut self, conn: &mut PgConnection) -> Result<Step, StepError> {
+    async fn step_committed(&mut self, conn: &mut Conn) -> Result<Step, StepError> {
         let clock = self.ctx.clock;
         let queue = self.ctx.queue.clone();
         let started_us = clock.now_us();
-        let jobs = queue.claim(conn).await.map_err(|error| {
+        let jobs = queue.claim_alone(conn).await.map_err(|error| {
             let in_doubt = outcome_unknown(&error);
             StepError {
                 error,

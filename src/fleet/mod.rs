@@ -13,9 +13,10 @@ pub mod schedule;
 
 use crate::clock::RunClock;
 use crate::db::RunSchema;
+use crate::db::{Conn, ServerOptions};
 use crate::metrics::Event;
 use crate::queue::{Queue, WakeUp};
-use sqlx::postgres::{PgConnection, PgListener, PgPoolOptions};
+use sqlx::postgres::{PgListener, PgPoolOptions};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -41,7 +42,7 @@ impl FleetContext {
     /// Connects as `name` (its `application_name`, which `kill_backends` targets), retrying
     /// with backoff (50 ms doubling to 1 s) until it works or `stop` is cancelled. Each fleet
     /// member owns one connection, as the seed's workers do.
-    pub async fn connect(&self, name: &str, stop: &CancellationToken) -> Option<PgConnection> {
+    pub async fn connect(&self, name: &str, stop: &CancellationToken) -> Option<Conn> {
         let mut delay = Duration::from_millis(50);
         loop {
             if stop.is_cancelled() {
@@ -96,9 +97,11 @@ impl WakeUps {
 /// notification into one wake-up. Reconnects after a lost connection; notifications sent
 /// meanwhile are lost, and the poll covers for them.
 async fn listen(ctx: FleetContext, notify: Arc<Notify>, stop: CancellationToken) {
-    let options = ctx
-        .schema
-        .options()
+    // LISTEN/NOTIFY variants run on PostgreSQL only (the plan says so).
+    let ServerOptions::Postgres(options) = ctx.schema.options() else {
+        return;
+    };
+    let options = options
         .clone()
         .application_name(&ctx.schema.application_name("listener"));
     let pool = PgPoolOptions::new()

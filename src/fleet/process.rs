@@ -186,7 +186,7 @@ pub async fn worker_main() -> Result<()> {
     let schema = RunSchema::from_url(&config.url, &config.schema)?;
     let (events, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let ctx = FleetContext {
-        queue: Queue::new(&config.queue, &schema.name)?,
+        queue: Queue::new(&config.queue, &schema)?,
         schema,
         clock: RunClock::from_epoch(config.clock_epoch_ns),
         events,

@@ -13,12 +13,11 @@ use super::{
     FleetContext, error_kind, error_line, is_connection_error, is_permanent, outcome_unknown,
     sleep_or_stop,
 };
+use crate::db::Conn;
 use crate::metrics::{Event, JobId};
 use crate::scenario::{Arrival, Rate};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use sqlx::Connection;
-use sqlx::postgres::PgConnection;
 use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -73,7 +72,7 @@ struct Producer {
     ctx: FleetContext,
     rng: StdRng,
     seq: u64,
-    conn: Option<PgConnection>,
+    conn: Option<Conn>,
     /// A permanent error stopped this producer (the run stops with it).
     halted: bool,
 }
@@ -264,25 +263,31 @@ impl Producer {
 /// or (on purpose) rolled back. The error says whether it happened while committing.
 async fn outbox_insert(
     ctx: &FleetContext,
-    conn: &mut PgConnection,
+    conn: &mut Conn,
     made: &MadeJob,
     order: i64,
     roll_back: bool,
 ) -> Result<Insert, (sqlx::Error, bool)> {
     let before = |e| (e, false);
-    let mut tx = conn.begin().await.map_err(before)?;
-    if ctx.queue.pay_order(&mut tx, order).await.map_err(before)? != 1 {
-        return Err((sqlx::Error::RowNotFound, false));
+    conn.execute("BEGIN").await.map_err(before)?;
+    let inserted = async {
+        if ctx.queue.pay_order(conn, order).await? != 1 {
+            return Err(sqlx::Error::RowNotFound);
+        }
+        ctx.queue.enqueue(conn, &made.job).await
     }
-    let id = ctx
-        .queue
-        .enqueue(&mut tx, &made.job)
-        .await
-        .map_err(before)?;
+    .await;
+    let id = match inserted {
+        Ok(id) => id,
+        Err(e) => {
+            let _ = conn.execute("ROLLBACK").await;
+            return Err(before(e));
+        }
+    };
     if roll_back {
-        tx.rollback().await.map_err(before)?;
+        conn.execute("ROLLBACK").await.map_err(before)?;
         return Ok(Insert::RolledBack);
     }
-    tx.commit().await.map_err(|e| (e, true))?;
+    conn.execute("COMMIT").await.map_err(|e| (e, true))?;
     Ok(Insert::Committed(id))
 }

@@ -8,7 +8,6 @@
 
 use super::{FleetContext, error_kind, is_connection_error, sleep_or_stop};
 use crate::metrics::Event;
-use sqlx::Connection;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 

@@ -9,10 +9,9 @@
 
 use super::event::Event;
 use crate::clock::RunClock;
+use crate::db::Conn;
 use crate::db::RunSchema;
 use crate::queue::Queue;
-use sqlx::Connection;
-use sqlx::postgres::PgConnection;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -33,7 +32,7 @@ impl DbSampler {
         let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let sessions = format!("{}%", self.schema.application_name(""));
-        let mut conn: Option<PgConnection> = None;
+        let mut conn: Option<Conn> = None;
         // The first sample, and the first after each claim probe (phase boundaries), count
         // every status; the others only the waiting jobs, so their cost does not grow with
         // the table.

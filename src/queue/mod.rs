@@ -5,6 +5,7 @@
 //! [`Queue`] methods, so they never name a table or a column. Values are always bound
 //! parameters.
 
+mod mariadb;
 mod stats;
 mod status;
 mod variant;
@@ -13,9 +14,9 @@ pub use stats::{ClaimProbe, DbSample};
 pub use status::JobStatus;
 pub use variant::{ClaimShape, CompleteShape, CustomError, Finish, Variant, VariantSql, WakeUp};
 
+use crate::db::{Conn, RunSchema};
 use crate::scenario::{BackoffPlan, Jitter, QueuePlan};
 use serde::Deserialize;
-use sqlx::postgres::PgConnection;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row};
 use std::sync::Arc;
@@ -101,13 +102,14 @@ pub struct Queue {
 }
 
 impl Queue {
-    /// The queue of a plan in the run schema `schema` (which names its wake-up channel).
-    pub fn new(plan: &QueuePlan, schema: &str) -> Result<Queue, CustomError> {
+    /// The queue of a plan in the run schema `schema` (whose engine picks the variant's
+    /// statements and whose name is its wake-up channel).
+    pub fn new(plan: &QueuePlan, schema: &RunSchema) -> Result<Queue, CustomError> {
         Ok(Queue {
-            variant: Variant::from_plan(&plan.variant)?.shared(),
+            variant: Variant::for_engine(&plan.variant, schema.engine())?.shared(),
             backoff: plan.backoff,
             max_retries: plan.max_retries,
-            channel: schema.to_string(),
+            channel: schema.name.clone(),
         })
     }
 
@@ -127,11 +129,11 @@ impl Queue {
 
     /// Creates the variant's tables (and the completion audit when asked) in the schema the
     /// connection's `search_path` points at.
-    pub async fn install(
-        &self,
-        conn: &mut PgConnection,
-        completion_audit: bool,
-    ) -> sqlx::Result<()> {
+    pub async fn install(&self, conn: &mut Conn, completion_audit: bool) -> sqlx::Result<()> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::install(self, c, completion_audit).await,
+        };
         for ddl in &self.variant.sql.schema {
             sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
                 .execute(&mut *conn)
@@ -152,7 +154,11 @@ impl Queue {
     /// and those whose rows the harness reads must return the columns it reads. Names the
     /// file of the first statement that fails. (Built-in variants pass by construction;
     /// this is for `custom` ones, before any load.)
-    pub async fn check_statements(&self, conn: &mut PgConnection) -> Result<(), CustomError> {
+    pub async fn check_statements(&self, conn: &mut Conn) -> Result<(), CustomError> {
+        let Conn::Postgres(conn) = conn else {
+            // Custom variants run on PostgreSQL only (the plan says so).
+            return Ok(());
+        };
         use sqlx::{Column, Executor, Statement};
         let sql = &self.variant.sql;
         let checks: [(&str, &str, &[&str]); 13] = [
@@ -208,7 +214,8 @@ impl Queue {
     }
 
     /// Creates the outbox's `orders` table with `orders` unpaid rows.
-    pub async fn install_outbox(&self, conn: &mut PgConnection, orders: u64) -> sqlx::Result<()> {
+    pub async fn install_outbox(&self, conn: &mut Conn, orders: u64) -> sqlx::Result<()> {
+        let conn = postgres_only(conn, "install_outbox")?;
         sqlx::raw_sql(OUTBOX_SCHEMA).execute(&mut *conn).await?;
         sqlx::query(OUTBOX_ORDERS)
             .bind(orders as i64)
@@ -218,7 +225,8 @@ impl Queue {
     }
 
     /// The outbox's business update (inside the enqueue transaction).
-    pub async fn pay_order(&self, conn: &mut PgConnection, order: i64) -> sqlx::Result<u64> {
+    pub async fn pay_order(&self, conn: &mut Conn, order: i64) -> sqlx::Result<u64> {
+        let conn = postgres_only(conn, "pay_order")?;
         Ok(sqlx::query(OUTBOX_PAY)
             .bind(order)
             .execute(&mut *conn)
@@ -227,24 +235,27 @@ impl Queue {
     }
 
     /// Orders that break the outbox promise: (order id, status, jobs).
-    pub async fn outbox_problems(
-        &self,
-        conn: &mut PgConnection,
-    ) -> sqlx::Result<Vec<(i64, String, i64)>> {
+    pub async fn outbox_problems(&self, conn: &mut Conn) -> sqlx::Result<Vec<(i64, String, i64)>> {
+        let conn = postgres_only(conn, "outbox_problems")?;
         sqlx::query_as(OUTBOX_CHECK).fetch_all(&mut *conn).await
     }
 
     /// Orders whose business transaction committed.
-    pub async fn paid_orders(&self, conn: &mut PgConnection) -> sqlx::Result<i64> {
+    pub async fn paid_orders(&self, conn: &mut Conn) -> sqlx::Result<i64> {
+        let conn = postgres_only(conn, "paid_orders")?;
         sqlx::query_scalar(OUTBOX_PAID).fetch_one(&mut *conn).await
     }
 
     /// Current status of the given jobs: (id, status); missing jobs are left out.
     pub async fn job_statuses(
         &self,
-        conn: &mut PgConnection,
+        conn: &mut Conn,
         ids: &[i64],
     ) -> sqlx::Result<Vec<(i64, JobStatus, Option<i32>)>> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::job_statuses(self, c, ids).await,
+        };
         sqlx::query_as(AssertSqlSafe(self.variant.sql.job_status.as_str()))
             .bind(ids)
             .fetch_all(&mut *conn)
@@ -254,9 +265,13 @@ impl Queue {
     /// Jobs whose payload key is one of `keys`: (id, key).
     pub async fn jobs_by_key(
         &self,
-        conn: &mut PgConnection,
+        conn: &mut Conn,
         keys: &[String],
     ) -> sqlx::Result<Vec<(i64, String)>> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::jobs_by_key(self, c, keys).await,
+        };
         sqlx::query_as(AssertSqlSafe(self.variant.sql.jobs_by_key.as_str()))
             .bind(keys)
             .fetch_all(&mut *conn)
@@ -264,7 +279,11 @@ impl Queue {
     }
 
     /// Tuple counts and sizes of the queue table.
-    pub async fn table_stats(&self, conn: &mut PgConnection) -> sqlx::Result<TableStats> {
+    pub async fn table_stats(&self, conn: &mut Conn) -> sqlx::Result<TableStats> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::table_stats(self, c).await,
+        };
         let (live_tuples, dead_tuples, table_bytes, total_bytes) = sqlx::query_as(TABLE_SIZES)
             .bind(self.variant.table)
             .fetch_one(&mut *conn)
@@ -278,7 +297,8 @@ impl Queue {
     }
 
     /// `VACUUM` of the queue table (outside any transaction).
-    pub async fn vacuum(&self, conn: &mut PgConnection) -> sqlx::Result<()> {
+    pub async fn vacuum(&self, conn: &mut Conn) -> sqlx::Result<()> {
+        let conn = postgres_only(conn, "vacuum")?;
         // The table name is the variant's constant, not user input.
         sqlx::raw_sql(AssertSqlSafe(format!("VACUUM {}", self.variant.table)))
             .execute(&mut *conn)
@@ -289,7 +309,11 @@ impl Queue {
     /// Refreshes planner statistics. Run after creating and prefilling the table and before
     /// workers prepare their statements: a claim planned on an empty table keeps a
     /// sequential scan until autoanalyze replaces it.
-    pub async fn analyze(&self, conn: &mut PgConnection) -> sqlx::Result<()> {
+    pub async fn analyze(&self, conn: &mut Conn) -> sqlx::Result<()> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::analyze(self, c).await,
+        };
         sqlx::raw_sql(AssertSqlSafe(format!("ANALYZE {}", self.variant.table)))
             .execute(&mut *conn)
             .await?;
@@ -297,7 +321,11 @@ impl Queue {
     }
 
     /// `EXPLAIN` of the claim statement (planned, not executed), one line per plan node.
-    pub async fn explain_claim(&self, conn: &mut PgConnection) -> sqlx::Result<Vec<String>> {
+    pub async fn explain_claim(&self, conn: &mut Conn) -> sqlx::Result<Vec<String>> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::explain_claim(self, c).await,
+        };
         // The claim text is the variant's own file, checked when the run started.
         let text = format!("EXPLAIN {}", self.claim_sql());
         let mut query = sqlx::query(AssertSqlSafe(text)).persistent(false);
@@ -308,7 +336,11 @@ impl Queue {
         rows.iter().map(|r| r.try_get::<String, _>(0)).collect()
     }
 
-    pub async fn enqueue(&self, conn: &mut PgConnection, job: &NewJob) -> sqlx::Result<i64> {
+    pub async fn enqueue(&self, conn: &mut Conn, job: &NewJob) -> sqlx::Result<i64> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::enqueue(self, c, job).await,
+        };
         let query = sqlx::query_scalar(AssertSqlSafe(self.variant.sql.enqueue.as_str()))
             .bind(&job.job_type)
             .bind(&job.payload)
@@ -321,11 +353,11 @@ impl Queue {
     }
 
     /// Inserts many jobs in one statement; returns their ids.
-    pub async fn enqueue_batch(
-        &self,
-        conn: &mut PgConnection,
-        jobs: &[NewJob],
-    ) -> sqlx::Result<Vec<i64>> {
+    pub async fn enqueue_batch(&self, conn: &mut Conn, jobs: &[NewJob]) -> sqlx::Result<Vec<i64>> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::enqueue_batch(self, c, jobs).await,
+        };
         let types: Vec<&str> = jobs.iter().map(|j| j.job_type.as_str()).collect();
         let payloads: Vec<&str> = jobs.iter().map(|j| j.payload.as_str()).collect();
         let priorities: Vec<i32> = jobs.iter().map(|j| j.priority).collect();
@@ -340,7 +372,11 @@ impl Queue {
 
     /// Runs the claim statement: the jobs it handed out (none when no job is ready; at most
     /// one unless the variant claims in batches).
-    pub async fn claim(&self, conn: &mut PgConnection) -> sqlx::Result<Vec<ClaimedJob>> {
+    pub async fn claim(&self, conn: &mut Conn) -> sqlx::Result<Vec<ClaimedJob>> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::claim(self, c).await,
+        };
         let mut query = sqlx::query(AssertSqlSafe(self.claim_sql()));
         if let ClaimShape::Batch(n) = self.variant.claim {
             query = query.bind(n as i64);
@@ -360,9 +396,22 @@ impl Queue {
             .collect()
     }
 
+    /// The claim as a transaction of its own (claim mode `committed`): PostgreSQL's one
+    /// statement commits by itself; MariaDB's SELECT and UPDATE are wrapped in a transaction.
+    pub async fn claim_alone(&self, conn: &mut Conn) -> sqlx::Result<Vec<ClaimedJob>> {
+        match conn {
+            Conn::Postgres(_) => self.claim(conn).await,
+            Conn::Mariadb(c) => mariadb::claim_alone(self, c).await,
+        }
+    }
+
     /// Finishes `ids` as done: one statement per job, or one for all of them when the
     /// variant completes per batch.
-    pub async fn complete(&self, conn: &mut PgConnection, ids: &[i64]) -> sqlx::Result<()> {
+    pub async fn complete(&self, conn: &mut Conn, ids: &[i64]) -> sqlx::Result<()> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::complete(self, c, ids).await,
+        };
         let sql = AssertSqlSafe(self.variant.sql.complete.as_str());
         match self.variant.complete {
             CompleteShape::PerBatch => {
@@ -380,12 +429,11 @@ impl Queue {
         Ok(())
     }
 
-    pub async fn fail(
-        &self,
-        conn: &mut PgConnection,
-        id: i64,
-        error: &str,
-    ) -> sqlx::Result<FailOutcome> {
+    pub async fn fail(&self, conn: &mut Conn, id: i64, error: &str) -> sqlx::Result<FailOutcome> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::fail(self, c, id, error).await,
+        };
         let status: JobStatus = sqlx::query_scalar(AssertSqlSafe(self.variant.sql.fail.as_str()))
             .bind(id)
             .bind(error)
@@ -411,10 +459,14 @@ impl Queue {
     /// returns the reaped jobs and whether each was dead-lettered.
     pub async fn reap(
         &self,
-        conn: &mut PgConnection,
+        conn: &mut Conn,
         stale_after: Duration,
         count_as_attempt: bool,
     ) -> sqlx::Result<Vec<(i64, bool)>> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::reap(self, c, stale_after, count_as_attempt).await,
+        };
         let sql = if count_as_attempt {
             &self.variant.sql.reap_counting
         } else {
@@ -430,8 +482,21 @@ impl Queue {
             .collect())
     }
 
+    /// Jobs by status: (status, count).
+    pub async fn status_counts(&self, conn: &mut Conn) -> sqlx::Result<Vec<(String, i64)>> {
+        let sql = AssertSqlSafe(self.variant.sql.status_counts.as_str());
+        match conn {
+            Conn::Postgres(c) => sqlx::query_as(sql).fetch_all(c).await,
+            Conn::Mariadb(c) => sqlx::query_as(sql).fetch_all(c).await,
+        }
+    }
+
     /// Jobs waiting in `pending` (ready or backing off).
-    pub async fn pending_count(&self, conn: &mut PgConnection) -> sqlx::Result<i64> {
+    pub async fn pending_count(&self, conn: &mut Conn) -> sqlx::Result<i64> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::pending_count(self, c).await,
+        };
         sqlx::query_scalar(AssertSqlSafe(self.variant.sql.pending_count.as_str()))
             .fetch_one(&mut *conn)
             .await
@@ -441,10 +506,14 @@ impl Queue {
     /// another final state than `expected` (parallel to `ids`).
     pub async fn table_mismatches(
         &self,
-        conn: &mut PgConnection,
+        conn: &mut Conn,
         ids: &[i64],
         expected: &[&str],
     ) -> sqlx::Result<Vec<TableMismatch>> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::table_mismatches(self, c, ids, expected).await,
+        };
         let rows = sqlx::query(AssertSqlSafe(self.variant.sql.ledger_check.as_str()))
             .bind(ids)
             .bind(expected)
@@ -466,11 +535,15 @@ impl Queue {
     /// PostgreSQL pushes down into it, so each chunk of the proof reads only its stretch.
     pub async fn untracked_between(
         &self,
-        conn: &mut PgConnection,
+        conn: &mut Conn,
         known: &[i64],
         from: i64,
         to: i64,
     ) -> sqlx::Result<Vec<(i64, String)>> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::untracked_between(self, c, known, from, to).await,
+        };
         let inner = self.variant.sql.untracked.trim().trim_end_matches(';');
         let sql = format!(
             "SELECT u.id, u.status FROM (\n{inner}\n) AS u WHERE u.id >= $2 AND u.id < $3 ORDER BY u.id"
@@ -484,12 +557,24 @@ impl Queue {
     }
 
     /// Jobs the completion audit saw finish as `done` more than once: (id, completions).
-    pub async fn audited_duplicates(
-        &self,
-        conn: &mut PgConnection,
-    ) -> sqlx::Result<Vec<(i64, i64)>> {
+    pub async fn audited_duplicates(&self, conn: &mut Conn) -> sqlx::Result<Vec<(i64, i64)>> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return mariadb::audited_duplicates(c).await,
+        };
         sqlx::query_as(AUDIT_DUPLICATES).fetch_all(&mut *conn).await
     }
+}
+
+/// The connection of a step that only PostgreSQL has (the plan refuses it on MariaDB).
+fn postgres_only<'a>(
+    conn: &'a mut Conn,
+    what: &str,
+) -> sqlx::Result<&'a mut sqlx::postgres::PgConnection> {
+    let engine = conn.engine();
+    conn.postgres().ok_or_else(|| {
+        sqlx::Error::Protocol(format!("{what} is not available on {}", engine.label()))
+    })
 }
 
 /// A database error's message alone, on one line (for messages naming a variant's file).

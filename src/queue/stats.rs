@@ -2,7 +2,9 @@
 //! second) and the claim's measured plan (at phase boundaries).
 
 use super::{JobStatus, Queue};
+use crate::db::Conn;
 use serde::{Deserialize, Serialize};
+use sqlx::mysql::MySqlConnection;
 use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Row};
 use std::collections::BTreeMap;
@@ -67,24 +69,63 @@ pub struct ClaimProbe {
     pub plan: Vec<String>,
 }
 
+/// MariaDB's counters (server-wide): commits, rollbacks, deadlocks, the redo log position
+/// (the counterpart of the WAL position) and the history list length.
+const MARIADB_STATUS: &str = "
+SELECT VARIABLE_NAME, CAST(VARIABLE_VALUE AS SIGNED)
+FROM   information_schema.GLOBAL_STATUS
+WHERE  VARIABLE_NAME IN ('HANDLER_COMMIT', 'HANDLER_ROLLBACK', 'INNODB_DEADLOCKS',
+                         'INNODB_LSN_CURRENT', 'INNODB_HISTORY_LIST_LENGTH')";
+
+/// MariaDB: how long the oldest open InnoDB transaction has been running, s.
+const MARIADB_OLDEST_XACT: &str = "
+SELECT CAST(COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, trx_started, NOW(6))), 0) AS DOUBLE) / 1e6
+FROM   information_schema.INNODB_TRX";
+
+/// MariaDB: the run's busy sessions by thread state (the counterpart of wait events).
+const MARIADB_STATES: &str = "
+SELECT COALESCE(NULLIF(STATE, ''), 'CPU'), COUNT(*)
+FROM   information_schema.PROCESSLIST
+WHERE  DB = DATABASE() AND COMMAND <> 'Sleep' AND ID <> CONNECTION_ID()
+GROUP  BY 1";
+
+/// MariaDB: the size of each index of the table (persistent statistics).
+const MARIADB_INDEXES: &str = "
+SELECT index_name, CAST(stat_value * @@innodb_page_size AS SIGNED)
+FROM   mysql.innodb_index_stats
+WHERE  database_name = DATABASE() AND table_name = ? AND stat_name = 'size'";
+
 impl Queue {
-    /// Takes one sample; `sessions` is the `application_name` pattern of the run's sessions.
-    /// A `full` sample also counts every status (a scan of the table).
+    /// Takes one sample; `sessions` is the `application_name` pattern of the run's sessions
+    /// (PostgreSQL; MariaDB's are the run database's). A `full` sample also counts every
+    /// status (a scan of the table).
     pub async fn sample(
         &self,
-        conn: &mut PgConnection,
+        conn: &mut Conn,
         sessions: &str,
         full: bool,
     ) -> sqlx::Result<DbSample> {
         let started = std::time::Instant::now();
         let mut s = DbSample::default();
+        self.count_statuses(conn, full, &mut s).await?;
+        match conn {
+            Conn::Postgres(c) => self.sample_postgres(c, sessions, &mut s).await?,
+            Conn::Mariadb(c) => self.sample_mariadb(c, &mut s).await?,
+        }
+        s.sample_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(s)
+    }
+
+    /// Jobs by status (`full`), or only the waiting ones.
+    async fn count_statuses(
+        &self,
+        conn: &mut Conn,
+        full: bool,
+        s: &mut DbSample,
+    ) -> sqlx::Result<()> {
         if full {
-            let status_counts = sqlx::AssertSqlSafe(self.variant().sql.status_counts.as_str());
             let (mut processing, mut done, mut dead) = (0, 0, 0);
-            for (status, n) in sqlx::query_as::<_, (String, i64)>(status_counts)
-                .fetch_all(&mut *conn)
-                .await?
-            {
+            for (status, n) in self.status_counts(conn).await? {
                 // A custom variant's table may hold statuses of its own: not counted.
                 match JobStatus::parse(&status) {
                     Some(JobStatus::Pending) => s.pending = n,
@@ -98,6 +139,57 @@ impl Queue {
         } else {
             s.pending = self.pending_count(conn).await?;
         }
+        Ok(())
+    }
+
+    /// MariaDB's figures: `dead_tuples` holds the history list length (undo not purged yet,
+    /// the MVCC garbage a long transaction keeps), `wal_bytes` the redo log position,
+    /// `live_tuples` InnoDB's row estimate; vacuum and xmin figures stay 0.
+    async fn sample_mariadb(
+        &self,
+        conn: &mut MySqlConnection,
+        s: &mut DbSample,
+    ) -> sqlx::Result<()> {
+        let table = self.variant().table;
+        let t = super::mariadb::table_stats(self, conn).await?;
+        (s.live_tuples, s.table_bytes, s.total_bytes) =
+            (t.live_tuples, t.table_bytes, t.total_bytes);
+        s.index_bytes = sqlx::query_as::<_, (String, i64)>(MARIADB_INDEXES)
+            .bind(table)
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect();
+        for (name, value) in sqlx::query_as::<_, (String, i64)>(MARIADB_STATUS)
+            .fetch_all(&mut *conn)
+            .await?
+        {
+            match name.as_str() {
+                "HANDLER_COMMIT" => s.xact_commit = value,
+                "HANDLER_ROLLBACK" => s.xact_rollback = value,
+                "INNODB_DEADLOCKS" => s.deadlocks = value,
+                "INNODB_LSN_CURRENT" => s.wal_bytes = value,
+                "INNODB_HISTORY_LIST_LENGTH" => s.dead_tuples = value,
+                _ => {}
+            }
+        }
+        s.oldest_xact_s = sqlx::query_scalar(MARIADB_OLDEST_XACT)
+            .fetch_one(&mut *conn)
+            .await?;
+        s.wait_events = sqlx::query_as::<_, (String, i64)>(MARIADB_STATES)
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect();
+        Ok(())
+    }
+
+    async fn sample_postgres(
+        &self,
+        conn: &mut PgConnection,
+        sessions: &str,
+        s: &mut DbSample,
+    ) -> sqlx::Result<()> {
         let table = self.variant().table;
         let t = sqlx::query(TABLE).bind(table).fetch_one(&mut *conn).await?;
         s.live_tuples = t.try_get("live_tuples")?;
@@ -128,13 +220,16 @@ impl Queue {
             .await?
             .into_iter()
             .collect();
-        s.sample_ms = started.elapsed().as_secs_f64() * 1e3;
-        Ok(s)
+        Ok(())
     }
 
     /// Runs the claim once under `EXPLAIN (ANALYZE, BUFFERS)` inside a transaction that is
     /// rolled back: the claim's real cost right now, without claiming anything.
-    pub async fn probe_claim(&self, conn: &mut PgConnection) -> sqlx::Result<ClaimProbe> {
+    pub async fn probe_claim(&self, conn: &mut Conn) -> sqlx::Result<ClaimProbe> {
+        let conn = match conn {
+            Conn::Postgres(c) => c,
+            Conn::Mariadb(c) => return self.probe_claim_mariadb(c).await,
+        };
         sqlx::raw_sql("BEGIN").execute(&mut *conn).await?;
         // The claim text is the variant's own file, checked when the run started.
         let mut query = sqlx::query_scalar(AssertSqlSafe(format!(
@@ -149,6 +244,62 @@ impl Queue {
             query.fetch_one(&mut *conn).await;
         sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await?;
         Ok(read_probe(&result?.0))
+    }
+}
+
+impl Queue {
+    /// MariaDB: the claim's locking SELECT under `ANALYZE FORMAT=JSON`, in a transaction
+    /// that is rolled back. MariaDB reports no buffer counts, and `rows` is the rows the
+    /// first table read.
+    async fn probe_claim_mariadb(&self, conn: &mut MySqlConnection) -> sqlx::Result<ClaimProbe> {
+        sqlx::raw_sql("BEGIN").execute(&mut *conn).await?;
+        let mut query = sqlx::query_scalar(AssertSqlSafe(format!(
+            "ANALYZE FORMAT=JSON {}",
+            self.claim_sql()
+        )))
+        .persistent(false);
+        if let super::ClaimShape::Batch(n) = self.variant().claim {
+            query = query.bind(i64::from(n));
+        }
+        let result: sqlx::Result<String> = query.fetch_one(&mut *conn).await;
+        sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await?;
+        let json: serde_json::Value = serde_json::from_str(&result?).unwrap_or_default();
+        Ok(read_mariadb_probe(&json))
+    }
+}
+
+/// Reads MariaDB's `ANALYZE FORMAT=JSON` output: the time, and each table's access.
+fn read_mariadb_probe(json: &serde_json::Value) -> ClaimProbe {
+    let block = &json["query_block"];
+    let mut plan = Vec::new();
+    let mut rows = None;
+    let mut stack = vec![block];
+    while let Some(node) = stack.pop() {
+        if let Some(table) = node.get("table") {
+            let name = table["table_name"].as_str().unwrap_or("?");
+            let access = table["access_type"].as_str().unwrap_or("?");
+            plan.push(match table["key"].as_str() {
+                Some(key) => format!("{access} using {key} on {name}"),
+                None => format!("{access} on {name}"),
+            });
+            rows = rows.or(table["r_rows"].as_f64());
+        }
+        if let Some(map) = node.as_object() {
+            stack.extend(
+                map.values()
+                    .filter(|v| v.is_object())
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev(),
+            );
+        }
+    }
+    ClaimProbe {
+        buffers_hit: 0,
+        buffers_read: 0,
+        execution_ms: block["r_total_time_ms"].as_f64().unwrap_or(0.0),
+        rows: rows.unwrap_or(0.0).round() as i64,
+        plan,
     }
 }
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use sqlx::Postgres;
 use sqlx::error::BoxDynError;
+use sqlx::mysql::{MySql, MySqlTypeInfo, MySqlValueRef};
 use sqlx::postgres::{PgTypeInfo, PgValueRef};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -61,6 +62,23 @@ impl sqlx::Type<Postgres> for JobStatus {
 impl<'r> sqlx::Decode<'r, Postgres> for JobStatus {
     fn decode(value: PgValueRef<'r>) -> Result<Self, BoxDynError> {
         let s = <&str as sqlx::Decode<Postgres>>::decode(value)?;
+        JobStatus::parse(s).ok_or_else(|| format!("unknown job status {s:?}").into())
+    }
+}
+
+impl sqlx::Type<MySql> for JobStatus {
+    fn type_info() -> MySqlTypeInfo {
+        <&str as sqlx::Type<MySql>>::type_info()
+    }
+
+    fn compatible(ty: &MySqlTypeInfo) -> bool {
+        <&str as sqlx::Type<MySql>>::compatible(ty)
+    }
+}
+
+impl<'r> sqlx::Decode<'r, MySql> for JobStatus {
+    fn decode(value: MySqlValueRef<'r>) -> Result<Self, BoxDynError> {
+        let s = <&str as sqlx::Decode<MySql>>::decode(value)?;
         JobStatus::parse(s).ok_or_else(|| format!("unknown job status {s:?}").into())
     }
 }

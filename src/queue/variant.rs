@@ -5,10 +5,11 @@
 //! idle worker waits (poll, or LISTEN/NOTIFY with the poll as a fallback), and which table
 //! the database statistics, VACUUM and probes look at. Its statements live in `.sql` files,
 //! one place per variant (the seed's in `seed/`, the others' in `variants/<name>/`, a user's
-//! in a directory of their own), and take every value as a bound parameter. Variants belong
-//! to the PostgreSQL engine.
+//! in a directory of their own), and take every value as a bound parameter. A variant belongs
+//! to an engine: the MariaDB seed and batch variants have statements of their own in
+//! `mariadb/` (see [`Variant::mariadb`]).
 
-use crate::scenario::{VariantName, VariantPlan};
+use crate::scenario::{Engine, VariantName, VariantPlan};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -47,6 +48,10 @@ pub struct VariantSql {
     pub job_status: String,
     /// `$1` keys[] → `id`, `key`.
     pub jobs_by_key: String,
+    /// MariaDB only (no `UPDATE … RETURNING`): the UPDATE that follows the claim's locking
+    /// SELECT, and the locking SELECT that `reap` / `reap_counting` follow.
+    pub mark_claimed: Option<String>,
+    pub find_stale: Option<String>,
 }
 
 /// How a worker claims.
@@ -129,11 +134,78 @@ fn seed_sql() -> VariantSql {
         untracked: sql!("seed/untracked.sql"),
         job_status: sql!("seed/job_status.sql"),
         jobs_by_key: sql!("jobs_by_key.sql"),
+        mark_claimed: None,
+        find_stale: None,
+    }
+}
+
+/// The seed's statements on MariaDB (`mariadb/seed/`): the same steps, bound with `?`, arrays
+/// passed as JSON text; the README's "MariaDB" section lists each difference.
+fn mariadb_seed_sql() -> VariantSql {
+    VariantSql {
+        schema: vec![sql!("../../migrations/mariadb/0001_job_queue.sql")],
+        audit: Vec::new(),
+        enqueue: sql!("mariadb/seed/enqueue.sql"),
+        prefill: sql!("mariadb/seed/prefill.sql"),
+        claim: sql!("mariadb/seed/claim.sql"),
+        complete: sql!("mariadb/seed/complete.sql"),
+        fail: sql!("mariadb/seed/fail.sql"),
+        reap: sql!("mariadb/seed/reap.sql"),
+        reap_counting: sql!("mariadb/seed/reap_counting.sql"),
+        pending_count: sql!("mariadb/seed/pending_count.sql"),
+        status_counts: sql!("mariadb/seed/status_counts.sql"),
+        ledger_check: sql!("mariadb/seed/ledger_check.sql"),
+        untracked: sql!("mariadb/seed/untracked.sql"),
+        job_status: sql!("mariadb/seed/job_status.sql"),
+        jobs_by_key: sql!("mariadb/seed/jobs_by_key.sql"),
+        mark_claimed: Some(sql!("mariadb/seed/mark_claimed.sql")),
+        find_stale: Some(sql!("mariadb/seed/find_stale.sql")),
     }
 }
 
 impl Variant {
-    /// The variant a plan names, with its storage options applied.
+    /// The variant a plan names on `engine`.
+    pub fn for_engine(plan: &VariantPlan, engine: Engine) -> Result<Variant, CustomError> {
+        match engine {
+            Engine::Postgres => Variant::from_plan(plan),
+            Engine::Mariadb => Variant::mariadb(plan),
+        }
+    }
+
+    /// The MariaDB variants: the seed and the batch claim (the plan refuses the others).
+    fn mariadb(plan: &VariantPlan) -> Result<Variant, CustomError> {
+        let seed = Variant {
+            name: plan.name.as_str().to_string(),
+            claim: ClaimShape::Single,
+            finish: Finish::Update,
+            complete: CompleteShape::PerJob,
+            wake_up: WakeUp::Poll,
+            table: "job_queue",
+            needs_audit: false,
+            dir: None,
+            sql: mariadb_seed_sql(),
+        };
+        match plan.name {
+            VariantName::Seed => Ok(seed),
+            VariantName::Batch => Ok(Variant {
+                claim: ClaimShape::Batch(plan.claim_batch),
+                complete: CompleteShape::PerBatch,
+                sql: VariantSql {
+                    claim: sql!("mariadb/batch/claim.sql"),
+                    mark_claimed: Some(sql!("mariadb/batch/mark_claimed.sql")),
+                    complete: sql!("mariadb/batch/complete.sql"),
+                    ..seed.sql
+                },
+                ..seed
+            }),
+            other => Err(CustomError {
+                file: format!("queue.variant = {}", other.as_str()),
+                reason: "runs on PostgreSQL only; on MariaDB use seed or batch".into(),
+            }),
+        }
+    }
+
+    /// The variant a plan names (PostgreSQL), with its storage options applied.
     pub fn from_plan(plan: &VariantPlan) -> Result<Variant, CustomError> {
         let seed = Variant {
             name: plan.name.as_str().to_string(),
@@ -331,5 +403,7 @@ fn custom_sql(dir: &Path, seed: VariantSql) -> Result<VariantSql, CustomError> {
         untracked: or("untracked.sql", seed.untracked)?,
         job_status: or("job_status.sql", seed.job_status)?,
         jobs_by_key: or("jobs_by_key.sql", seed.jobs_by_key)?,
+        mark_claimed: None,
+        find_stale: None,
     })
 }

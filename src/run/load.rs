@@ -21,7 +21,6 @@ use crate::progress::Progress;
 use crate::report;
 use crate::scenario::Plan;
 use anyhow::Context;
-use sqlx::Connection;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::task::{JoinHandle, JoinSet};

@@ -6,6 +6,7 @@ use super::load::{Ended, Load, Timeline};
 use super::{RunOptions, RunOutcome, default_out_dir, utc_now};
 use crate::accounting::{self, EarlierSteps, ProofOptions};
 use crate::clock::RunClock;
+use crate::db::Conn;
 use crate::db::{self, RunSchema, Server};
 use crate::error::{Failure, InputError};
 use crate::fleet::jobs::JobFactory;
@@ -14,8 +15,6 @@ use crate::queue::Queue;
 use crate::report::{self, RunFacts, RunResults, Summary};
 use crate::scenario::Plan;
 use anyhow::{Context, Result};
-use sqlx::Connection;
-use sqlx::postgres::PgConnection;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -175,7 +174,7 @@ impl Session {
         &mut self,
         plan: &Plan,
         opts: &RunOptions,
-        admin: &mut PgConnection,
+        admin: &mut Conn,
         ended: Ended,
         facts: RunFacts,
     ) -> Result<RunOutcome, Failure> {
@@ -273,7 +272,7 @@ async fn install(
     let variant_error = |e: crate::queue::CustomError| {
         Failure::Input(InputError::new(&plan.source, "queue.dir", e.to_string()))
     };
-    let queue = Queue::new(&plan.queue, &schema.name).map_err(variant_error)?;
+    let queue = Queue::new(&plan.queue, schema).map_err(variant_error)?;
     let mut admin = schema.connect().await?;
     let server_settings = db::server_settings(&mut admin)
         .await
@@ -350,7 +349,7 @@ fn runs_of(ids: &[i64]) -> Vec<(i64, u32)> {
 async fn prefill(
     plan: &Plan,
     queue: &Queue,
-    conn: &mut PgConnection,
+    conn: &mut Conn,
     clock: RunClock,
     key_prefix: &str,
     shutdown: &CancellationToken,

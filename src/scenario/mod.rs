@@ -11,7 +11,7 @@ pub mod values;
 pub use faults::{BackendTarget, CrashPoint, FaultSpec, Repeat, ShutdownMode};
 pub use load::Overrides;
 pub use model::{
-    Arrival, CapacitySection, ClaimMode, Jitter, MatrixOption, MatrixSection, ProviderKind,
+    Arrival, CapacitySection, ClaimMode, Engine, Jitter, MatrixOption, MatrixSection, ProviderKind,
     Scenario, VariantName,
 };
 pub use plan::{

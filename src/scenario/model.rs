@@ -154,9 +154,51 @@ impl ProviderKind {
     }
 }
 
+/// Which database server the queue lives in.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// PostgreSQL (the article's engine; every variant).
+    #[default]
+    Postgres,
+    /// MariaDB ≥ 10.6 (MySQL's `SKIP LOCKED`; variants `seed` and `batch`).
+    Mariadb,
+}
+
+impl Engine {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Engine::Postgres => "postgres",
+            Engine::Mariadb => "mariadb",
+        }
+    }
+
+    /// How the engine is named in messages and reports.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Engine::Postgres => "PostgreSQL",
+            Engine::Mariadb => "MariaDB",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseSection {
+    /// `postgres` (default) or `mariadb`.
+    #[serde(default)]
+    pub engine: Engine,
     #[serde(default)]
     pub provider: ProviderKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -175,6 +217,7 @@ pub struct DatabaseSection {
 impl Default for DatabaseSection {
     fn default() -> Self {
         DatabaseSection {
+            engine: Engine::Postgres,
             provider: ProviderKind::Auto,
             image: None,
             url: None,

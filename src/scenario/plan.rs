@@ -3,19 +3,21 @@
 
 use super::faults::{FaultSpec, Repeat};
 use super::model::{
-    Arrival, ClaimMode, ConsumersSection, DatabaseSection, Jitter, PhaseSection, ProducersSection,
-    ProviderKind, Scenario, VariantName,
+    Arrival, ClaimMode, ConsumersSection, DatabaseSection, Engine, Jitter, PhaseSection,
+    ProducersSection, ProviderKind, Scenario, VariantName,
 };
 use super::thresholds::{self, Threshold};
 use super::values::{DurationDist, Rate};
 use crate::error::InputError;
 use serde::{Deserialize, Serialize};
-use std::str::FromStr;
 use std::time::Duration;
 
 /// Image used by the container provider when neither the scenario, `--image` nor
 /// `DBQ_POSTGRES_IMAGE` names one.
 pub const DEFAULT_IMAGE: &str = "postgres:17";
+
+/// The same for MariaDB (`DBQ_MARIADB_IMAGE`): the official image.
+pub const DEFAULT_MARIADB_IMAGE: &str = "mariadb:10.11";
 
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -42,6 +44,7 @@ pub struct Plan {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct DatabasePlan {
+    pub engine: Engine,
     pub provider: ProviderKind,
     pub image: String,
     pub url: Option<String>,
@@ -141,6 +144,8 @@ pub struct PhasePlan {
 pub struct EnvDefaults {
     /// `DBQ_POSTGRES_IMAGE`
     pub image: Option<String>,
+    /// `DBQ_MARIADB_IMAGE`
+    pub mariadb_image: Option<String>,
     /// `DATABASE_URL`
     pub database_url: Option<String>,
 }
@@ -169,6 +174,7 @@ impl Plan {
             .get_or_insert_with(|| u64::from(rand::random::<u32>()));
         let database = database_plan(&scenario.database, env, source)?;
         let queue = queue_plan(&scenario, source)?;
+        check_engine(&scenario).map_err(|(key, reason)| err(&key, reason))?;
         let mut producers = producer_plan(&scenario.producers, source)?;
         let consumers = consumer_plan(&scenario.consumers, source)?;
         let default_rate = scenario.producers.rate;
@@ -356,7 +362,7 @@ fn database_plan(
     }
     let url = db.url.clone().or_else(|| env.database_url.clone());
     if let Some(u) = &url {
-        check_url(u).map_err(|reason| err("database.url", reason))?;
+        check_url(u, db.engine).map_err(|reason| err("database.url", reason))?;
     }
     if db.provider == ProviderKind::Url && url.is_none() {
         return Err(err(
@@ -364,13 +370,18 @@ fn database_plan(
             "the url provider needs a server: pass --database-url, set database.url or DATABASE_URL".into(),
         ));
     }
+    let (env_image, default_image) = match db.engine {
+        Engine::Postgres => (&env.image, DEFAULT_IMAGE),
+        Engine::Mariadb => (&env.mariadb_image, DEFAULT_MARIADB_IMAGE),
+    };
     let database = DatabasePlan {
+        engine: db.engine,
         provider: db.provider,
         image: db
             .image
             .clone()
-            .or_else(|| env.image.clone())
-            .unwrap_or_else(|| DEFAULT_IMAGE.to_string()),
+            .or_else(|| env_image.clone())
+            .unwrap_or_else(|| default_image.to_string()),
         url,
         startup_timeout: db.startup_timeout.0,
         settings,
@@ -743,23 +754,95 @@ fn check_backoff(b: &crate::scenario::model::BackoffSection) -> Result<(), (&'st
 
 /// A server URL, checked: a PostgreSQL scheme (anything else would be tried as PostgreSQL
 /// until the startup timeout) that sqlx can parse. The reason names the URL, password masked.
-fn check_url(u: &str) -> Result<(), String> {
+fn check_url(u: &str, engine: Engine) -> Result<(), String> {
     let shown = crate::db::redact_url(u);
     let from = "it came from --database-url, database.url or DATABASE_URL";
+    let schemes = crate::db::url_schemes(engine);
     if let Some((scheme, _)) = u.split_once(':')
         && scheme
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-        && !["postgres", "postgresql"].contains(&scheme.to_ascii_lowercase().as_str())
+        && !schemes.contains(&scheme.to_ascii_lowercase().as_str())
     {
         return Err(format!(
-            "{shown} uses the scheme {scheme}: only postgres:// and postgresql:// are supported; {from}"
+            "{shown} uses the scheme {scheme}: database.engine = \"{}\" takes {}; {from}",
+            engine.as_str(),
+            schemes
+                .iter()
+                .map(|s| format!("{s}://"))
+                .collect::<Vec<_>>()
+                .join(" or ")
         ));
     }
-    sqlx::postgres::PgConnectOptions::from_str(u)
+    crate::db::ServerOptions::from_url(engine, u)
         .map(|_| ())
-        .map_err(|e| format!("{shown} is not a usable PostgreSQL URL ({e}); {from}"))
+        .map_err(|e| {
+            format!(
+                "{shown} is not a usable {} URL ({e}); {from}",
+                engine.label()
+            )
+        })
 }
+
+/// What the MariaDB engine does not have (yet): the refusal names the key and what is
+/// allowed instead.
+fn check_engine(scenario: &Scenario) -> Result<(), (String, String)> {
+    if scenario.database.engine != Engine::Mariadb {
+        return Ok(());
+    }
+    let no = |key: &str, what: &str| {
+        Err((
+            key.to_string(),
+            format!(
+                "{what} on PostgreSQL only; with database.engine = \"mariadb\" {}",
+                MARIADB_OFFERS
+            ),
+        ))
+    };
+    let q = &scenario.queue;
+    if !matches!(q.variant, VariantName::Seed | VariantName::Batch) {
+        return no(
+            "queue.variant",
+            &format!("variant {} runs", q.variant.as_str()),
+        );
+    }
+    if q.fillfactor.is_some() {
+        return no("queue.fillfactor", "fillfactor is a table option");
+    }
+    if q.unlogged {
+        return no("queue.unlogged", "unlogged is a table option");
+    }
+    if scenario.producers.outbox.enabled {
+        return no("producers.outbox.enabled", "the outbox scenario runs");
+    }
+    if !scenario.database.settings.is_empty() && scenario.database.provider == ProviderKind::Url {
+        return no(
+            "database.settings",
+            "session settings on a url server are applied",
+        );
+    }
+    for (i, phase) in scenario.phases.iter().enumerate() {
+        for (j, f) in phase.faults.iter().enumerate() {
+            if matches!(
+                f,
+                FaultSpec::FreezeWorkers { .. }
+                    | FaultSpec::IdleInTransaction {}
+                    | FaultSpec::ActiveReaders { .. }
+                    | FaultSpec::PoolExhaustion { .. }
+            ) {
+                return no(
+                    &format!("phases[{i}].faults[{j}].kind"),
+                    &format!("fault {} runs", f.kind()),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a MariaDB run may use, for the refusals above.
+const MARIADB_OFFERS: &str = "use variant seed or batch and the faults crash_workers, \
+kill_workers, kill_backends, restart_server, handler errors and poison jobs";
 
 /// The `[queue]` section, checked: the variant and its options, retries and backoff.
 fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError> {

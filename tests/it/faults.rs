@@ -1,7 +1,7 @@
 //! One test per fault kind: the fault really happened (its counter and its effect are
 //! visible) and no job was lost. Runs are short; nothing is asserted about speed.
 
-use crate::support::{SMALL, plan, prove_again, run_plan, shared_url};
+use crate::support::{SMALL, pg, plan, prove_again, run_plan, shared_url};
 use dbq_bench::error::Failure;
 use dbq_bench::report::Summary;
 use dbq_bench::run::{RunOptions, RunOutcome, run};
@@ -17,10 +17,10 @@ async fn assert_failures_match_retry_counts(outcome: &RunOutcome) {
     let schema = outcome.kept_schema.as_ref().expect("kept");
     let mut conn = schema.connect().await.unwrap();
     let retries: i64 = sqlx::query_scalar("SELECT COALESCE(sum(retry_count), 0) FROM job_queue")
-        .fetch_one(&mut conn)
+        .fetch_one(pg(&mut conn))
         .await
         .unwrap();
-    sqlx::Connection::close(conn).await.ok();
+    conn.close().await.ok();
     assert!(s.jobs.failed_attempts > 0, "{:?}", s.jobs);
     assert_eq!(retries as u64, s.jobs.failed_attempts, "{:?}", s.jobs);
     schema.drop_schema().await.unwrap();
@@ -389,7 +389,7 @@ async fn poison_jobs_dead_letter_and_crashing_jobs_need_the_reaper_fix() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backoff_respects_its_cap_and_jitter_spreads_retries() {
-    let server: sqlx::postgres::PgConnectOptions = shared_url().parse().unwrap();
+    let server = dbq_bench::db::ServerOptions::Postgres(shared_url().parse().unwrap());
     let schema = dbq_bench::db::RunSchema::create(&server, "dbq_test")
         .await
         .unwrap();
@@ -400,17 +400,17 @@ async fn backoff_respects_its_cap_and_jitter_spreads_retries() {
             "queue.max_retries=100",
         ],
     );
-    let queue = dbq_bench::queue::Queue::new(&p.queue, &schema.name).unwrap();
+    let queue = dbq_bench::queue::Queue::new(&p.queue, &schema).unwrap();
     let mut conn = schema.connect().await.unwrap();
     queue.install(&mut conn, false).await.unwrap();
     sqlx::query(
         "INSERT INTO job_queue (type, payload) SELECT 'email', '{}' FROM generate_series(1, 40)",
     )
-    .execute(&mut conn)
+    .execute(pg(&mut conn))
     .await
     .unwrap();
     let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM job_queue")
-        .fetch_all(&mut conn)
+        .fetch_all(pg(&mut conn))
         .await
         .unwrap();
     // Two failures each: the second backoff, 1 s · 100¹ = 100 s, is capped at 2 s, then full
@@ -422,7 +422,7 @@ async fn backoff_respects_its_cap_and_jitter_spreads_retries() {
     }
     let delays: Vec<f64> =
         sqlx::query_scalar("SELECT extract(epoch FROM next_run_at - now())::float8 FROM job_queue")
-            .fetch_all(&mut conn)
+            .fetch_all(pg(&mut conn))
             .await
             .unwrap();
     assert!(delays.iter().all(|d| *d <= 2.0), "{delays:?}");
@@ -454,14 +454,14 @@ async fn the_outbox_never_runs_a_rolled_back_job_and_pays_each_order_once() {
     let schema = outcome.kept_schema.expect("kept");
     let mut conn = schema.connect().await.unwrap();
     sqlx::query("INSERT INTO job_queue (type, payload) VALUES ('email', '{\"k\":\"forged\",\"order\":\"999999\"}')")
-        .execute(&mut conn)
+        .execute(pg(&mut conn))
         .await
         .unwrap();
     sqlx::query("INSERT INTO orders (id, status) VALUES (999999, 'new')")
-        .execute(&mut conn)
+        .execute(pg(&mut conn))
         .await
         .unwrap();
-    let queue = dbq_bench::queue::Queue::new(&p.queue, &schema.name).unwrap();
+    let queue = dbq_bench::queue::Queue::new(&p.queue, &schema).unwrap();
     let opts = dbq_bench::accounting::ProofOptions {
         audit: true,
         drained: true,

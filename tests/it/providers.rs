@@ -1,13 +1,14 @@
 //! Each provider starts a server, serves, and tears down what it started.
 
+use crate::support::pg;
 use dbq_bench::db::provision;
-use dbq_bench::scenario::{DatabasePlan, ProviderKind};
-use sqlx::Connection;
+use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
 use sqlx::postgres::PgConnection;
 use std::time::Duration;
 
 fn db_plan(provider: ProviderKind) -> DatabasePlan {
     DatabasePlan {
+        engine: Engine::Postgres,
         provider,
         image: match provider {
             ProviderKind::Container => crate::support::require_image(),
@@ -43,11 +44,11 @@ async fn local_provider_starts_serves_and_tears_down() {
         server.version
     );
     let options = server.options().clone();
-    let mut conn = PgConnection::connect_with(&options).await.unwrap();
+    let mut conn = options.connect().await.unwrap();
     // Scenario settings reach the server as -c arguments.
-    assert_eq!(show(&mut conn, "shared_buffers").await, "48MB");
-    assert_eq!(show(&mut conn, "synchronous_commit").await, "off");
-    let data_dir = show(&mut conn, "data_directory").await;
+    assert_eq!(show(pg(&mut conn), "shared_buffers").await, "48MB");
+    assert_eq!(show(pg(&mut conn), "synchronous_commit").await, "off");
+    let data_dir = show(pg(&mut conn), "data_directory").await;
     assert!(std::path::Path::new(&data_dir).exists());
     conn.close().await.ok();
 
@@ -56,10 +57,7 @@ async fn local_provider_starts_serves_and_tears_down() {
         !std::path::Path::new(&data_dir).exists(),
         "{data_dir} was not removed"
     );
-    assert!(
-        PgConnection::connect_with(&options).await.is_err(),
-        "the server still answers"
-    );
+    assert!(options.connect().await.is_err(), "the server still answers");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -71,8 +69,8 @@ async fn container_provider_starts_serves_and_tears_down() {
     assert_eq!(server.provider, ProviderKind::Container);
     let id = server.container_id().expect("a container").to_string();
     let options = server.options().clone();
-    let mut conn = PgConnection::connect_with(&options).await.unwrap();
-    assert_eq!(show(&mut conn, "shared_buffers").await, "48MB");
+    let mut conn = options.connect().await.unwrap();
+    assert_eq!(show(pg(&mut conn), "shared_buffers").await, "48MB");
     conn.close().await.ok();
 
     let docker = testcontainers::bollard::Docker::connect_with_defaults().unwrap();

@@ -1,6 +1,6 @@
 //! Whole runs against the shared server: concurrency, open-loop measurement, retries.
 
-use crate::support::{SMALL, plan, run_plan, shared_url};
+use crate::support::{SMALL, pg, plan, run_plan, shared_url};
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
@@ -98,7 +98,7 @@ async fn failures_retry_with_backoff_and_dead_letter_as_the_table_says() {
         "SELECT count(*) FILTER (WHERE status = 'done'), count(*) FILTER (WHERE status = 'dead_letter'), \
          COALESCE(sum(retry_count), 0) FROM job_queue",
     )
-    .fetch_one(&mut conn)
+    .fetch_one(pg(&mut conn))
     .await
     .unwrap();
     assert_eq!(done as u64, s.jobs.completed);
@@ -108,7 +108,7 @@ async fn failures_retry_with_backoff_and_dead_letter_as_the_table_says() {
     let bad: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM job_queue WHERE status = 'dead_letter' AND retry_count <> 2",
     )
-    .fetch_one(&mut conn)
+    .fetch_one(pg(&mut conn))
     .await
     .unwrap();
     assert_eq!(bad, 0);
@@ -214,23 +214,23 @@ async fn the_seed_worker_never_needs_the_reaper() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reaper_returns_only_stale_processing_jobs_to_pending() {
-    let server: sqlx::postgres::PgConnectOptions = shared_url().parse().unwrap();
+    let server = dbq_bench::db::ServerOptions::Postgres(shared_url().parse().unwrap());
     let schema = dbq_bench::db::RunSchema::create(&server, "dbq_test")
         .await
         .unwrap();
     let p = plan(SMALL, &[]);
-    let queue = dbq_bench::queue::Queue::new(&p.queue, &schema.name).unwrap();
+    let queue = dbq_bench::queue::Queue::new(&p.queue, &schema).unwrap();
     let mut conn = schema.connect().await.unwrap();
     queue.install(&mut conn, false).await.unwrap();
     let ids: Vec<i64> = sqlx::query_scalar("INSERT INTO job_queue (type, payload) SELECT 'email', '{}' FROM generate_series(1, 4) RETURNING id")
-        .fetch_all(&mut conn)
+        .fetch_all(pg(&mut conn))
         .await
         .unwrap();
     // ids[0]: processing for 20 minutes (stale); ids[1]: processing for 1 minute;
     // ids[2]: done long ago; ids[3]: pending.
-    sqlx::query("UPDATE job_queue SET status = 'processing', started_at = now() - interval '20 minutes' WHERE id = $1").bind(ids[0]).execute(&mut conn).await.unwrap();
-    sqlx::query("UPDATE job_queue SET status = 'processing', started_at = now() - interval '1 minute' WHERE id = $1").bind(ids[1]).execute(&mut conn).await.unwrap();
-    sqlx::query("UPDATE job_queue SET status = 'done', started_at = now() - interval '1 hour' WHERE id = $1").bind(ids[2]).execute(&mut conn).await.unwrap();
+    sqlx::query("UPDATE job_queue SET status = 'processing', started_at = now() - interval '20 minutes' WHERE id = $1").bind(ids[0]).execute(pg(&mut conn)).await.unwrap();
+    sqlx::query("UPDATE job_queue SET status = 'processing', started_at = now() - interval '1 minute' WHERE id = $1").bind(ids[1]).execute(pg(&mut conn)).await.unwrap();
+    sqlx::query("UPDATE job_queue SET status = 'done', started_at = now() - interval '1 hour' WHERE id = $1").bind(ids[2]).execute(pg(&mut conn)).await.unwrap();
 
     let reaped = queue
         .reap(&mut conn, std::time::Duration::from_secs(600), false)
@@ -240,7 +240,7 @@ async fn the_reaper_returns_only_stale_processing_jobs_to_pending() {
     let (status, started, error): (String, Option<String>, Option<String>) =
         sqlx::query_as("SELECT status, started_at::text, error_msg FROM job_queue WHERE id = $1")
             .bind(ids[0])
-            .fetch_one(&mut conn)
+            .fetch_one(pg(&mut conn))
             .await
             .unwrap();
     assert_eq!(

@@ -8,11 +8,12 @@
 //! fails its tests with one message that says what is missing and how to get it;
 //! `scripts/test` installs all of them.
 
+use dbq_bench::db::Conn;
 use dbq_bench::db::local::{self, LocalCluster};
 use dbq_bench::error::Failure;
 use dbq_bench::run::{RunOptions, RunOutcome, run};
 use dbq_bench::scenario::load::{Overrides, parse};
-use dbq_bench::scenario::{EnvDefaults, Plan, ProviderKind};
+use dbq_bench::scenario::{Engine, EnvDefaults, Plan, ProviderKind};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -43,9 +44,15 @@ pub fn shared_url() -> &'static str {
         let cluster = std::thread::spawn(move || {
             let rt = tokio::runtime::Runtime::new().expect("runtime");
             rt.block_on(async {
-                let (cluster, _, conn) = local::start(&settings, Duration::from_secs(60))
-                    .await
-                    .expect("starting the shared test server (set DBQ_TEST_DATABASE_URL to use your own)");
+                let (cluster, _, conn) = local::start(
+                    Engine::Postgres,
+                    &settings,
+                    Duration::from_secs(60),
+                )
+                .await
+                .expect(
+                    "starting the shared test server (set DBQ_TEST_DATABASE_URL to use your own)",
+                );
                 drop(conn);
                 cluster
             })
@@ -222,8 +229,13 @@ pub const DRAINED_AUDITED: dbq_bench::accounting::ProofOptions =
 
 /// Runs the accounting proof again on a finished run's ledger (a single step: no earlier
 /// steps' jobs on the queue).
+/// The PostgreSQL connection inside a harness connection, for a test's own SQL.
+pub fn pg(conn: &mut Conn) -> &mut sqlx::postgres::PgConnection {
+    conn.postgres().expect("a PostgreSQL connection")
+}
+
 pub async fn prove_again(
-    conn: &mut sqlx::postgres::PgConnection,
+    conn: &mut Conn,
     queue: &dbq_bench::queue::Queue,
     ledger: &dbq_bench::metrics::Ledger,
     options: dbq_bench::accounting::ProofOptions,

@@ -2,9 +2,8 @@
 //! batch claims never hand one job to two workers, notify wakes idle workers, and a custom
 //! variant runs from its own files or fails before the load, naming the file.
 
-use crate::support::{DRAINED_AUDITED, SMALL, plan, prove_again, run_plan, shared_url};
+use crate::support::{DRAINED_AUDITED, SMALL, pg, plan, prove_again, run_plan, shared_url};
 use dbq_bench::queue::Queue;
-use sqlx::Connection;
 use std::process::Command;
 
 /// Where each variant keeps the evidence that a job finished, and a statement that removes
@@ -56,13 +55,13 @@ async fn every_built_in_variant_keeps_every_job_and_its_proof_can_fail() {
             s.accounting.verdict
         );
         let schema = outcome.kept_schema.expect("kept");
-        let queue = Queue::new(&p.queue, &schema.name).unwrap();
+        let queue = Queue::new(&p.queue, &schema).unwrap();
         let mut conn = schema.connect().await.unwrap();
         let again = prove_again(&mut conn, &queue, &outcome.ledger, DRAINED_AUDITED).await;
         assert!(again.ok, "variant {variant}, untouched: {}", again.verdict);
 
         let gone: i64 = sqlx::query_scalar(remove_evidence)
-            .fetch_one(&mut conn)
+            .fetch_one(pg(&mut conn))
             .await
             .unwrap_or_else(|e| panic!("variant {variant}: {remove_evidence}: {e}"));
         let proof = prove_again(&mut conn, &queue, &outcome.ledger, DRAINED_AUDITED).await;
@@ -111,7 +110,7 @@ async fn batch_claims_take_several_jobs_and_never_hand_one_to_two_workers() {
     let largest_claim: i64 = sqlx::query_scalar(
         "SELECT max(n) FROM (SELECT count(*) AS n FROM job_queue GROUP BY xmin::text) AS claims",
     )
-    .fetch_one(&mut conn)
+    .fetch_one(pg(&mut conn))
     .await
     .unwrap();
     assert!(
@@ -273,7 +272,7 @@ async fn storage_knobs_reach_the_queue_table() {
     let (options, persistence): (Option<Vec<String>>, String) = sqlx::query_as(
         "SELECT reloptions::text[], relpersistence::text FROM pg_class WHERE oid = 'job_queue'::regclass",
     )
-    .fetch_one(&mut conn)
+    .fetch_one(pg(&mut conn))
     .await
     .unwrap();
     assert_eq!(
