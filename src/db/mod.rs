@@ -314,6 +314,8 @@ FROM   information_schema.GLOBAL_VARIABLES
 WHERE  VARIABLE_NAME IN ('INNODB_BUFFER_POOL_SIZE', 'INNODB_FLUSH_LOG_AT_TRX_COMMIT', 'SYNC_BINLOG',
                          'LOG_BIN', 'MAX_CONNECTIONS', 'TX_ISOLATION', 'INNODB_AUTOINC_LOCK_MODE',
                          'INNODB_LOCK_WAIT_TIMEOUT', 'INNODB_PURGE_THREADS', 'INNODB_LOG_FILE_SIZE')
+UNION ALL
+SELECT 'tx_isolation (the run''s sessions)', @@SESSION.tx_isolation
 ORDER  BY 1";
 
 /// The server's values of the settings that shape results (`meta.postgres_settings`).

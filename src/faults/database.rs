@@ -90,15 +90,15 @@ async fn kill_mariadb(
     roles: &[&str],
     count: u32,
 ) -> sqlx::Result<u64> {
-    let ids: Vec<u64> = sqlx::query_scalar(MARIADB_SESSIONS)
+    let ids: Vec<i64> = sqlx::query_scalar(MARIADB_SESSIONS)
         .fetch_all(&mut *conn)
         .await?;
+    let ids = ids.into_iter().map(|id| id as u64);
     let prefixes: Vec<String> = roles
         .iter()
         .map(|role| job.ctx.schema.application_name(role))
         .collect();
     let mut victims: Vec<u64> = ids
-        .into_iter()
         .filter(|id| match MariadbSessions::name_of(*id) {
             Some(name) => prefixes.iter().any(|p| name.starts_with(p.as_str())),
             None => roles.contains(&"worker-"),

@@ -201,9 +201,10 @@ pub struct MatrixOutcome {
     pub interrupted: bool,
 }
 
-/// Runs every cell `repeat` times, interleaved, each run in a fresh schema of one shared
-/// server (cells whose database settings differ get a server of their own), writing each
-/// run's results as it finishes; then writes the comparison.
+/// Runs every cell `repeat` times, interleaved, each run in a fresh schema of a shared server
+/// (one per distinct `[database]`: cells whose engine or settings differ get a server of
+/// their own, started once), writing each run's results as it finishes; then writes the
+/// comparison.
 pub async fn run(
     request: &MatrixRequest,
     matrix: &MatrixPlan,
@@ -222,25 +223,15 @@ pub async fn run(
         let json = serde_json::to_string_pretty(cell).context("writing cell.json")?;
         std::fs::write(dir.join("cell.json"), json).context("writing cell.json")?;
     }
-    let shared_db = &chosen[0].1.database;
-    let shares = chosen.iter().all(|(_, p)| &p.database == shared_db);
-    let server = if shares {
-        Some(Arc::new(db::provision(shared_db).await?))
-    } else {
-        None
-    };
-    if let (Some(s), true) = (&server, request.status) {
-        for line in &s.skipped {
-            eprintln!("dbq-bench: {line}");
+    let servers = match provision_all(&chosen, request.status).await {
+        Ok(servers) => servers,
+        Err((servers, e)) => {
+            tear_down(servers).await;
+            return Err(e);
         }
-        eprintln!("dbq-bench: matrix server: {}", s.description);
-    }
-    let result = run_cells(request, matrix.repeat, &chosen, server.as_ref(), shutdown).await;
-    if let Some(server) = server.and_then(|s| Arc::try_unwrap(s).ok())
-        && let Err(e) = server.teardown().await
-    {
-        eprintln!("dbq-bench: warning: teardown: {e:#}");
-    }
+    };
+    let result = run_cells(request, matrix.repeat, &chosen, &servers, shutdown).await;
+    tear_down(servers).await;
     let interrupted = result?;
     let comparison = comparison::Comparison::from_dirs(std::slice::from_ref(&request.out_dir))
         .map_err(|e| Failure::Run(e.context("building the comparison")))?;
@@ -253,12 +244,51 @@ pub async fn run(
     })
 }
 
+/// A server for each distinct `[database]` of the cells, in order of first use. On an error
+/// the servers already started are handed back, to be torn down.
+async fn provision_all(
+    cells: &[&(CellSpec, Plan)],
+    status: bool,
+) -> Result<Servers, (Servers, Failure)> {
+    let mut servers: Servers = Vec::new();
+    for (_, plan) in cells {
+        if servers.iter().any(|(db, _)| db == &plan.database) {
+            continue;
+        }
+        let server = match db::provision(&plan.database).await {
+            Ok(s) => s,
+            Err(e) => return Err((servers, e)),
+        };
+        if status {
+            for line in &server.skipped {
+                eprintln!("dbq-bench: {line}");
+            }
+            eprintln!("dbq-bench: matrix server: {}", server.description);
+        }
+        servers.push((plan.database.clone(), Arc::new(server)));
+    }
+    Ok(servers)
+}
+
+/// The matrix's servers, each with the `[database]` it serves.
+type Servers = Vec<(crate::scenario::DatabasePlan, Arc<Server>)>;
+
+async fn tear_down(servers: Servers) {
+    for (_, server) in servers {
+        if let Ok(server) = Arc::try_unwrap(server)
+            && let Err(e) = server.teardown().await
+        {
+            eprintln!("dbq-bench: warning: teardown: {e:#}");
+        }
+    }
+}
+
 /// The runs, repeat by repeat and cell by cell; true when Ctrl-C cut them short.
 async fn run_cells(
     request: &MatrixRequest,
     repeat: u32,
     cells: &[&(CellSpec, Plan)],
-    server: Option<&Arc<Server>>,
+    servers: &Servers,
     shutdown: &CancellationToken,
 ) -> Result<bool, Failure> {
     let total = repeat as usize * cells.len();
@@ -282,8 +312,8 @@ async fn run_cells(
                 status: false,
                 ..Default::default()
             };
-            let outcome = match server {
-                Some(s) => run_on(plan, &opts, s, shutdown).await,
+            let outcome = match servers.iter().find(|(db, _)| db == &plan.database) {
+                Some((_, s)) => run_on(plan, &opts, s, shutdown).await,
                 None => crate::run::run(plan, &opts, shutdown.clone()).await,
             };
             match outcome {

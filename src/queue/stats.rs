@@ -249,8 +249,7 @@ impl Queue {
 
 impl Queue {
     /// MariaDB: the claim's locking SELECT under `ANALYZE FORMAT=JSON`, in a transaction
-    /// that is rolled back. MariaDB reports no buffer counts, and `rows` is the rows the
-    /// first table read.
+    /// that is rolled back; `rows` is the rows the first table read.
     async fn probe_claim_mariadb(&self, conn: &mut MySqlConnection) -> sqlx::Result<ClaimProbe> {
         sqlx::raw_sql("BEGIN").execute(&mut *conn).await?;
         let mut query = sqlx::query_scalar(AssertSqlSafe(format!(
@@ -268,39 +267,43 @@ impl Queue {
     }
 }
 
-/// Reads MariaDB's `ANALYZE FORMAT=JSON` output: the time, and each table's access.
+/// Reads MariaDB's `ANALYZE FORMAT=JSON` output: the time, and each table's access, rows
+/// read and pages accessed (as "buffers hit") or read from disk.
 fn read_mariadb_probe(json: &serde_json::Value) -> ClaimProbe {
     let block = &json["query_block"];
-    let mut plan = Vec::new();
-    let mut rows = None;
+    let mut probe = ClaimProbe {
+        execution_ms: block["r_total_time_ms"].as_f64().unwrap_or(0.0),
+        ..ClaimProbe::default()
+    };
     let mut stack = vec![block];
     while let Some(node) = stack.pop() {
         if let Some(table) = node.get("table") {
             let name = table["table_name"].as_str().unwrap_or("?");
             let access = table["access_type"].as_str().unwrap_or("?");
-            plan.push(match table["key"].as_str() {
+            probe.plan.push(match table["key"].as_str() {
                 Some(key) => format!("{access} using {key} on {name}"),
                 None => format!("{access} on {name}"),
             });
-            rows = rows.or(table["r_rows"].as_f64());
+            if probe.plan.len() == 1 {
+                probe.rows = table["r_rows"].as_f64().unwrap_or(0.0).round() as i64;
+            }
+            let stats = &table["r_engine_stats"];
+            probe.buffers_hit += stats["pages_accessed"].as_i64().unwrap_or(0);
+            probe.buffers_read += stats["pages_read_count"].as_i64().unwrap_or(0);
         }
-        if let Some(map) = node.as_object() {
-            stack.extend(
-                map.values()
-                    .filter(|v| v.is_object())
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev(),
-            );
-        }
+        let children: Vec<&serde_json::Value> = match node {
+            serde_json::Value::Object(map) => map.values().collect(),
+            serde_json::Value::Array(items) => items.iter().collect(),
+            _ => Vec::new(),
+        };
+        stack.extend(
+            children
+                .into_iter()
+                .rev()
+                .filter(|v| v.is_object() || v.is_array()),
+        );
     }
-    ClaimProbe {
-        buffers_hit: 0,
-        buffers_read: 0,
-        execution_ms: block["r_total_time_ms"].as_f64().unwrap_or(0.0),
-        rows: rows.unwrap_or(0.0).round() as i64,
-        plan,
-    }
+    probe
 }
 
 /// Reads the figures out of `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` output.
@@ -335,6 +338,20 @@ fn read_probe(json: &serde_json::Value) -> ClaimProbe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mariadb_probe_reads_the_tables_of_its_nested_loop() {
+        let json: serde_json::Value = serde_json::from_str(
+            r#"{"query_block": {"r_total_time_ms": 0.12, "nested_loop": [{"table": {
+                 "table_name": "job_queue", "access_type": "ref", "key": "idx_job_queue_pending",
+                 "r_rows": 1, "r_engine_stats": {"pages_accessed": 2}}}]}}"#,
+        )
+        .unwrap();
+        let p = read_mariadb_probe(&json);
+        assert_eq!(p.plan, vec!["ref using idx_job_queue_pending on job_queue"]);
+        assert_eq!((p.rows, p.buffers_hit, p.buffers_read), (1, 2, 0));
+        assert_eq!(p.execution_ms, 0.12);
+    }
 
     #[test]
     fn probe_figures_come_from_the_top_plan_node() {

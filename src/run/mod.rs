@@ -61,7 +61,8 @@ pub async fn run(
 ) -> Result<RunOutcome, Failure> {
     if opts.status {
         eprintln!(
-            "dbq-bench: provisioning PostgreSQL ({})…",
+            "dbq-bench: provisioning {} ({})…",
+            plan.database.engine.label(),
             plan.database.provider.as_str()
         );
     }

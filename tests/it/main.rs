@@ -1,10 +1,12 @@
-//! Integration tests. Every test that touches the queue talks to a real PostgreSQL: one
-//! server shared by all tests of this binary (see `support`), each run in its own schema.
+//! Integration tests. Every test that touches the queue talks to a real database: one
+//! PostgreSQL and one MariaDB server shared by all tests of this binary (see `support`),
+//! each run in its own schema (a database on MariaDB).
 
 mod accounting;
 mod capacity;
 mod cli;
 mod faults;
+mod mariadb;
 mod matrix;
 mod providers;
 mod reports;

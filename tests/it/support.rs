@@ -19,54 +19,87 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 static URL: OnceLock<String> = OnceLock::new();
-static CLUSTER: Mutex<Option<LocalCluster>> = Mutex::new(None);
+static MARIADB_URL: OnceLock<String> = OnceLock::new();
+static CLUSTERS: Mutex<Vec<LocalCluster>> = Mutex::new(Vec::new());
 
-extern "C" fn stop_cluster() {
-    if let Ok(mut guard) = CLUSTER.lock()
-        && let Some(mut cluster) = guard.take()
-    {
-        cluster.stop();
+extern "C" fn stop_clusters() {
+    if let Ok(mut guard) = CLUSTERS.lock() {
+        for mut cluster in guard.drain(..) {
+            cluster.stop();
+        }
     }
 }
 
-/// URL of the server shared by the tests.
+/// URL of the PostgreSQL server shared by the tests (`DBQ_TEST_DATABASE_URL`, else a local
+/// server started once).
 pub fn shared_url() -> &'static str {
     URL.get_or_init(|| {
         if let Ok(url) = std::env::var("DBQ_TEST_DATABASE_URL") {
             return url;
         }
         require_local_binaries();
-        let settings: Vec<(String, String)> = [("fsync", "off"), ("max_connections", "300")]
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        // Started on a runtime of its own: the calling test's runtime may be single-threaded.
-        let cluster = std::thread::spawn(move || {
-            let rt = tokio::runtime::Runtime::new().expect("runtime");
-            rt.block_on(async {
-                let (cluster, _, conn) = local::start(
-                    Engine::Postgres,
-                    &settings,
-                    Duration::from_secs(60),
-                )
+        let port = start_shared(
+            Engine::Postgres,
+            &[("fsync", "off"), ("max_connections", "300")],
+        );
+        format!("postgres://postgres@127.0.0.1:{port}/postgres")
+    })
+}
+
+/// URL of the MariaDB server shared by the tests (`DBQ_TEST_MARIADB_URL`, else a local
+/// server started once).
+pub fn shared_mariadb_url() -> &'static str {
+    MARIADB_URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("DBQ_TEST_MARIADB_URL") {
+            return url;
+        }
+        require_mariadb_binaries();
+        let port = start_shared(
+            Engine::Mariadb,
+            &[
+                ("innodb-flush-log-at-trx-commit", "2"),
+                ("max-connections", "300"),
+            ],
+        );
+        format!("mysql://root@127.0.0.1:{port}")
+    })
+}
+
+/// Starts a local server of `engine` kept until the test process exits; returns its port.
+fn start_shared(engine: Engine, settings: &[(&str, &str)]) -> u16 {
+    let settings: Vec<(String, String)> = settings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    // Started on a runtime of its own: the calling test's runtime may be single-threaded.
+    let cluster = std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        rt.block_on(async {
+            let (cluster, _, conn) = local::start(engine, &settings, Duration::from_secs(60))
                 .await
-                .expect(
-                    "starting the shared test server (set DBQ_TEST_DATABASE_URL to use your own)",
-                );
-                drop(conn);
-                cluster
-            })
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "starting the shared {} test server (set DBQ_TEST_DATABASE_URL or \
+                         DBQ_TEST_MARIADB_URL to use your own): {e:#}",
+                        engine.label()
+                    )
+                });
+            drop(conn);
+            cluster
         })
-        .join()
-        .expect("shared server thread");
-        let url = format!("postgres://postgres@127.0.0.1:{}/postgres", cluster.port);
-        *CLUSTER.lock().unwrap() = Some(cluster);
+    })
+    .join()
+    .expect("shared server thread");
+    let port = cluster.port;
+    let mut clusters = CLUSTERS.lock().unwrap();
+    if clusters.is_empty() {
         // SAFETY: registers a plain function with no arguments; it only locks a static mutex.
         unsafe {
-            nix::libc::atexit(stop_cluster);
+            nix::libc::atexit(stop_clusters);
         }
-        url
-    })
+    }
+    clusters.push(cluster);
+    port
 }
 
 /// How to get every prerequisite at once.
@@ -81,6 +114,39 @@ pub fn require_local_binaries() {
              DBQ_TEST_DATABASE_URL to a server of yours; {SET_UP_ALL}"
         );
     }
+}
+
+/// MariaDB's server binaries (the shared MariaDB test server and the `local` provider).
+pub fn require_mariadb_binaries() {
+    if let Err(e) = local::find_mariadb_binaries() {
+        panic!(
+            "missing prerequisite: MariaDB server binaries ({e:#}). Install them \
+             (`apt-get install mariadb-server`), set DBQ_MARIADB_BINDIR to their directory, or \
+             set DBQ_TEST_MARIADB_URL to a server of yours; {SET_UP_ALL}"
+        );
+    }
+}
+
+/// The MariaDB image the container tests start (DBQ_MARIADB_IMAGE, else the official
+/// default); fails unless a Docker engine answers and has it or can pull it.
+pub fn require_mariadb_image() -> String {
+    let image = std::env::var("DBQ_MARIADB_IMAGE").unwrap_or_else(|_| "mariadb:10.11".into());
+    let check = image.clone();
+    let available = std::thread::spawn(move || {
+        tokio::runtime::Runtime::new()
+            .expect("runtime")
+            .block_on(dbq_bench::db::container::check_available(&check))
+    })
+    .join()
+    .expect("image check thread");
+    if let Err(e) = available {
+        panic!(
+            "missing prerequisite: the container image {image} ({e:#}). Pull it, or where no \
+             registry is reachable build one with `docker/build-mariadb-image.sh` and set \
+             DBQ_MARIADB_IMAGE=dbq-bench-mariadb:10.11; {SET_UP_ALL}"
+        );
+    }
+    image
 }
 
 /// The image the container tests start (DBQ_POSTGRES_IMAGE, else the official default);
@@ -128,6 +194,22 @@ pub fn plan(text: &str, sets: &[&str]) -> Plan {
         sets: sets.iter().map(|s| s.to_string()).collect(),
         provider: Some(ProviderKind::Url),
         database_url: Some(shared_url().to_string()),
+        ..Default::default()
+    };
+    let scenario = parse("test.toml", text, &overrides).expect("test scenario parses");
+    Plan::build(scenario, "test.toml", "test", &EnvDefaults::default())
+        .expect("test scenario is valid")
+}
+
+/// A plan from scenario text on MariaDB, run with the url provider against the shared
+/// MariaDB server.
+pub fn mariadb_plan(text: &str, sets: &[&str]) -> Plan {
+    let mut sets: Vec<&str> = sets.to_vec();
+    sets.push("database.engine=\"mariadb\"");
+    let overrides = Overrides {
+        sets: sets.iter().map(|s| s.to_string()).collect(),
+        provider: Some(ProviderKind::Url),
+        database_url: Some(shared_mariadb_url().to_string()),
         ..Default::default()
     };
     let scenario = parse("test.toml", text, &overrides).expect("test scenario parses");

@@ -1,0 +1,220 @@
+//! The second engine: the same scenarios, load, faults and proof on a real MariaDB (a shared
+//! local server; the provider tests start their own).
+
+use crate::support::{SMALL, mariadb_plan, prove_again, run_plan, shared_mariadb_url};
+use dbq_bench::db::{Conn, RunSchema, ServerOptions, provision};
+use dbq_bench::queue::Queue;
+use dbq_bench::report::Summary;
+use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
+use std::time::Duration;
+
+fn assert_nothing_lost(s: &Summary) {
+    assert!(s.jobs.completed > 0, "{:?}", s.jobs);
+    assert_eq!(s.jobs.lost, 0, "the proof says: {}", s.accounting.verdict);
+    assert!(s.accounting.ok, "the proof says: {}", s.accounting.verdict);
+    assert!(s.accounting.views_agree, "{}", s.accounting.verdict);
+}
+
+fn maria(conn: &mut Conn) -> &mut sqlx::mysql::MySqlConnection {
+    match conn {
+        Conn::Mariadb(c) => c,
+        Conn::Postgres(_) => panic!("a MariaDB connection was expected"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_runs_on_mariadb_with_every_job_accounted_for() {
+    let p = mariadb_plan(
+        SMALL,
+        &["producers.prefill=300", "consumers.handler.error_rate=0.1"],
+    );
+    let (outcome, _dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    assert_nothing_lost(s);
+    assert!(
+        s.database.server_version.starts_with("MariaDB"),
+        "{:?}",
+        s.database
+    );
+    assert!(s.jobs.failed_attempts > 0, "{:?}", s.jobs);
+    assert_eq!(
+        s.accounting.table.duplicate_completions,
+        Some(0),
+        "the audit trigger ran"
+    );
+    // The sampler read MariaDB's figures: commits and the redo log moved.
+    let steady = &s.db_stats.per_phase.last().expect("a sampled phase");
+    assert!(steady.commits > 0 && steady.wal_bytes > 0, "{steady:?}");
+
+    // The table agrees job by job: every failure is a retry_count, every job finished.
+    let schema = outcome.kept_schema.as_ref().expect("kept");
+    let mut conn = schema.connect().await.unwrap();
+    let (done, retries): (i64, i64) = sqlx::query_as(
+        "SELECT CAST(SUM(status = 'done') AS SIGNED), CAST(COALESCE(SUM(retry_count), 0) AS SIGNED) FROM job_queue",
+    )
+    .fetch_one(maria(&mut conn))
+    .await
+    .unwrap();
+    assert_eq!(done as u64, s.jobs.completed);
+    assert_eq!(retries as u64, s.jobs.failed_attempts);
+
+    // The proof catches a job the table lost.
+    let queue = Queue::new(&p.queue, schema).unwrap();
+    sqlx::query("DELETE FROM job_queue ORDER BY id LIMIT 1")
+        .execute(maria(&mut conn))
+        .await
+        .unwrap();
+    let proof = prove_again(
+        &mut conn,
+        &queue,
+        &outcome.ledger,
+        crate::support::DRAINED_AUDITED,
+    )
+    .await;
+    assert!(!proof.ok);
+    assert_eq!(proof.table.lost, 1, "{}", proof.verdict);
+    conn.close().await.ok();
+    schema.drop_schema().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_claims_on_mariadb_take_several_jobs_per_statement() {
+    let p = mariadb_plan(
+        SMALL,
+        &[
+            "queue.variant=\"batch\"",
+            "queue.claim_batch=20",
+            "producers.prefill=2000",
+            "consumers.handler.duration.fixed=0ms",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    assert_nothing_lost(s);
+    // A batch is completed by one statement, so its jobs share one completed_at: far fewer
+    // distinct times than jobs shows the batches were real.
+    let schema = outcome.kept_schema.as_ref().expect("kept");
+    let mut conn = schema.connect().await.unwrap();
+    let (statements, jobs): (i64, i64) = sqlx::query_as(
+        "SELECT COUNT(DISTINCT completed_at), COUNT(*) FROM job_queue WHERE status = 'done'",
+    )
+    .fetch_one(maria(&mut conn))
+    .await
+    .unwrap();
+    assert_eq!(jobs as u64, s.jobs.completed);
+    assert!(
+        statements * 4 < jobs,
+        "{statements} completions for {jobs} jobs"
+    );
+    conn.close().await.ok();
+    schema.drop_schema().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_worker_processes_and_backends_on_mariadb_lose_nothing() {
+    // chaos-crash, shortened: worker processes SIGKILLed, claims committed before the work,
+    // the reaper (counting reaps as attempts) rescuing their jobs; and KILL CONNECTION on
+    // the workers' sessions.
+    let p = mariadb_plan(
+        SMALL,
+        &[
+            "phases.0.duration=4s",
+            "consumers.processes=true",
+            "consumers.claim_mode=\"committed\"",
+            "producers.rate=80",
+            "consumers.handler.duration.fixed=40ms",
+            "consumers.restart_after=\"200ms\"",
+            "reaper.interval=\"200ms\"",
+            "reaper.stale_after=\"500ms\"",
+            "phases.0.faults=[{ kind = \"kill_workers\", every = \"700ms\" }, { kind = \"kill_backends\", target = \"workers\", every = \"900ms\" }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(s.faults.worker_crashes > 0, "{:?}", s.faults.events);
+    assert!(s.faults.backends_killed > 0, "{:?}", s.faults.events);
+    assert!(s.faults.reaped > 0, "{:?}", s.faults);
+    assert_nothing_lost(s);
+    assert!(
+        s.faults.duplicates_within_claim_mode,
+        "{:?}",
+        s.accounting.executions
+    );
+}
+
+#[test]
+fn mariadb_refuses_what_only_postgres_has_in_one_line() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args([
+            "validate",
+            "scenarios/smoke.toml",
+            "--set",
+            "database.engine=\"mariadb\"",
+            "--set",
+            "queue.variant=\"notify\"",
+        ])
+        .output()
+        .unwrap();
+    crate::support::assert_bad_input(&out, "notify on mariadb", "queue.variant");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("seed or batch"), "{err}");
+}
+
+fn mariadb_db_plan(provider: ProviderKind, image: String) -> DatabasePlan {
+    DatabasePlan {
+        engine: Engine::Mariadb,
+        provider,
+        image,
+        url: None,
+        startup_timeout: Duration::from_secs(90),
+        settings: vec![("innodb-buffer-pool-size".into(), "64M".into())],
+    }
+}
+
+/// Starts, serves a run schema (a database on MariaDB) and tears down.
+async fn serves_and_tears_down(plan: DatabasePlan) {
+    let server = provision(&plan).await.expect("provider");
+    assert!(server.version.starts_with("MariaDB"), "{}", server.version);
+    let mut conn = server.options().connect().await.unwrap();
+    let pool: u64 = sqlx::query_scalar("SELECT @@innodb_buffer_pool_size")
+        .fetch_one(maria(&mut conn))
+        .await
+        .unwrap();
+    assert_eq!(pool, 64 << 20, "settings reach the server");
+    conn.close().await.ok();
+    let schema = RunSchema::create(server.options(), "dbq_test")
+        .await
+        .unwrap();
+    schema.drop_schema().await.unwrap();
+    let options = server.options().clone();
+    server.teardown().await.unwrap();
+    assert!(options.connect().await.is_err(), "the server still answers");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_mariadb_provider_starts_serves_and_tears_down() {
+    crate::support::require_mariadb_binaries();
+    serves_and_tears_down(mariadb_db_plan(ProviderKind::Local, String::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mariadb_container_provider_starts_serves_and_tears_down() {
+    let image = crate::support::require_mariadb_image();
+    serves_and_tears_down(mariadb_db_plan(ProviderKind::Container, image)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mariadb_url_is_read_with_either_scheme() {
+    let url = shared_mariadb_url();
+    for scheme in ["mysql", "mariadb"] {
+        let url = url.replacen("mysql", scheme, 1);
+        let options = ServerOptions::from_url(Engine::Mariadb, &url).unwrap();
+        let mut conn = options.connect().await.unwrap();
+        let one: i64 = sqlx::query_scalar("SELECT 1")
+            .fetch_one(maria(&mut conn))
+            .await
+            .unwrap();
+        assert_eq!(one, 1);
+        conn.close().await.ok();
+    }
+}
