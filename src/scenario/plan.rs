@@ -764,8 +764,21 @@ fn check_url(u: &str, engine: Engine) -> Result<(), String> {
             .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
         && !schemes.contains(&scheme.to_ascii_lowercase().as_str())
     {
+        let other = match engine {
+            Engine::Postgres => Engine::Mariadb,
+            Engine::Mariadb => Engine::Postgres,
+        };
+        let hint = if crate::db::url_schemes(other).contains(&scheme.to_ascii_lowercase().as_str())
+        {
+            format!(
+                " (for {scheme}:// set database.engine = \"{}\")",
+                other.as_str()
+            )
+        } else {
+            String::new()
+        };
         return Err(format!(
-            "{shown} uses the scheme {scheme}: database.engine = \"{}\" takes {}; {from}",
+            "{shown} uses the scheme {scheme}: database.engine = \"{}\" takes {}{hint}; {from}",
             engine.as_str(),
             schemes
                 .iter()

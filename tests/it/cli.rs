@@ -202,7 +202,7 @@ fn ctrl_c_keeps_partial_results_and_removes_the_cluster() {
     // The throwaway cluster is gone.
     let desc = s["database"]["description"].as_str().unwrap();
     let data_dir = desc
-        .trim_start_matches("local cluster in ")
+        .trim_start_matches("local server in ")
         .split(' ')
         .next()
         .unwrap();
@@ -488,7 +488,7 @@ fn flag_mistakes_are_one_line() {
                 "--database-url",
                 "mysql://u:pw@h/db",
             ],
-            "mysql://u:***@h/db uses the scheme mysql: only postgres:// and postgresql://",
+            "mysql://u:***@h/db uses the scheme mysql: database.engine = \"postgres\" takes postgres:// or postgresql:// (for mysql:// set database.engine = \"mariadb\")",
         ),
     ] {
         crate::support::assert_bad_input(&dbq(&args), &args.join(" "), expected);

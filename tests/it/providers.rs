@@ -135,7 +135,7 @@ async fn auto_says_why_it_skipped_each_provider() {
     for expected in [
         "dbq-bench: url skipped: no --database-url",
         "dbq-bench: container skipped: image ",
-        "dbq-bench: local cluster in ",
+        "dbq-bench: local server in ",
     ] {
         assert!(
             err.lines().any(|l| l.starts_with(expected)),
