@@ -1,7 +1,7 @@
 //! `dbq-bench matrix`: cells run interleaved on one server and are compared; cells run apart
 //! merge into the same comparison; a cell that lost a job fails the matrix.
 
-use crate::support::shared_url;
+use crate::support::{shared_mariadb_url, shared_url};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -184,5 +184,73 @@ fn matrix_input_errors_are_one_line_and_exit_2() {
     ] {
         let o = matrix(&args);
         crate::support::assert_bad_input(&o, &format!("{args:?}"), expected);
+    }
+}
+
+#[test]
+fn a_matrix_puts_both_engines_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("engines.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+seed = 3
+[database]
+provider = "url"
+url = "{}"
+[producers]
+count = 2
+rate = 100
+[consumers]
+count = 4
+poll_interval = "20ms"
+handler = {{ duration = {{ fixed = "1ms" }} }}
+[[phases]]
+name = "steady"
+duration = "1s"
+[matrix]
+axes = [[
+  {{ label = "postgres" }},
+  {{ label = "mariadb", set = {{ "database.engine" = "mariadb", "database.url" = "{}" }} }},
+]]
+"#,
+            shared_url(),
+            shared_mariadb_url()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = matrix(&[
+        scenario.to_str().unwrap(),
+        "--vary",
+        "queue.variant=seed,batch",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let c = comparison(&out);
+    let cells = c["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4);
+    for cell in cells {
+        assert_eq!(cell["lost_jobs"], false, "{cell}");
+        let run_dir = Path::new(cell["runs"][0]["dir"].as_str().unwrap());
+        let s: Value =
+            serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+                .unwrap();
+        let engine = if cell["label"].as_str().unwrap().starts_with("mariadb") {
+            "MariaDB"
+        } else {
+            "PostgreSQL"
+        };
+        let version = s["database"]["server_version"].as_str().unwrap();
+        assert!(version.starts_with(engine), "{}: {version}", cell["label"]);
+        assert!(s["jobs"]["completed"].as_u64().unwrap() > 0);
     }
 }
