@@ -196,8 +196,9 @@ pub fn is_connection_error(e: &sqlx::Error) -> bool {
         | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(db) => {
             let code = db.code().unwrap_or_default();
-            // 08xxx connection exceptions, 57P0x operator intervention (terminated, shutdown).
-            code.starts_with("08") || code.starts_with("57P")
+            // 08xxx connection exceptions, 57P0x operator intervention (terminated,
+            // shutdown); MariaDB: 70100, the session was killed (KILL CONNECTION).
+            code.starts_with("08") || code.starts_with("57P") || code == "70100"
         }
         _ => false,
     }

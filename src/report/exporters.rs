@@ -253,7 +253,11 @@ fn md_database(s: &Summary) -> String {
         md.push_str(&format!("\n{}\n\n", super::html::claim_explanation(s)));
     }
     if !s.db_stats.per_phase.is_empty() {
-        md.push_str("## The database, phase by phase\n\n| phase | commits | rollbacks | deadlocks | WAL MB | autovacuums | dead tuples | size MB |\n|---|---|---|---|---|---|---|---|\n");
+        let words = super::dbstats::DbWords::of(s.database.engine);
+        md.push_str(&format!(
+            "## The database, phase by phase\n\n| phase | commits | rollbacks | deadlocks | {} MB | {} | {} | size MB |\n|---|---|---|---|---|---|---|---|\n",
+            words.wal, words.cleanup, words.dead_tuples
+        ));
         for p in &s.db_stats.per_phase {
             md.push_str(&format!(
                 "| {} | {} | {} | {} | {:.1} | {} | {} → {} | {:.1} → {:.1} |\n",

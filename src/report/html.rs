@@ -243,12 +243,17 @@ fn charts(h: &mut String, r: &RunResults) {
         ],
     ));
     spectrum(h, &r.summary);
-    h.push_str("<h2>Dead tuples and table size</h2>");
+    let words = super::dbstats::DbWords::of(r.summary.database.engine);
+    let _ = write!(
+        h,
+        "<h2>{} and table size</h2>",
+        capitalised(words.dead_tuples)
+    );
     h.push_str(&t.chart(
         "Row versions in the queue table",
         "tuples",
         vec![
-            t.db("dead tuples", &|d| Some(d.dead_tuples as f64)),
+            t.db(words.dead_tuples, &|d| Some(d.dead_tuples as f64)),
             t.db("live tuples", &|d| Some(d.live_tuples as f64)),
         ],
     ));
@@ -458,11 +463,27 @@ fn faults(h: &mut String, s: &Summary) {
     }
 }
 
+/// `text` with its first letter in upper case, for headings.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
 fn database(h: &mut String, s: &Summary) {
     if s.db_stats.per_phase.is_empty() {
         return;
     }
-    h.push_str("<h2>The database, phase by phase</h2><table><tr><th class=\"l\">phase</th><th>commits</th><th>rollbacks</th><th>deadlocks</th><th>WAL</th><th>autovacuums</th><th>dead tuples</th><th>size</th><th>oldest snapshot (xids)</th></tr>");
+    let words = super::dbstats::DbWords::of(s.database.engine);
+    let _ = write!(
+        h,
+        "<h2>The database, phase by phase</h2><table><tr><th class=\"l\">phase</th><th>commits</th><th>rollbacks</th><th>deadlocks</th><th>{}</th><th>{}</th><th>{}</th><th>size</th><th>oldest snapshot (xids)</th></tr>",
+        words.wal,
+        escape(words.cleanup),
+        escape(words.dead_tuples)
+    );
     for p in &s.db_stats.per_phase {
         let _ = write!(
             h,

@@ -105,6 +105,9 @@ pub struct ScenarioInfo {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DatabaseInfo {
+    /// Which engine; its figures in `db_stats` are read as [`super::dbstats::DbWords`] says.
+    #[serde(default)]
+    pub engine: crate::scenario::Engine,
     pub provider: String,
     pub server_version: String,
     pub description: String,
@@ -363,6 +366,7 @@ impl Summary {
                 seed: plan.seed,
             },
             database: DatabaseInfo {
+                engine: plan.database.engine,
                 provider: facts.provider,
                 server_version: facts.server_version,
                 description: facts.server_description,

@@ -26,7 +26,11 @@ fn maria(conn: &mut Conn) -> &mut sqlx::mysql::MySqlConnection {
 async fn the_seed_runs_on_mariadb_with_every_job_accounted_for() {
     let p = mariadb_plan(
         SMALL,
-        &["producers.prefill=300", "consumers.handler.error_rate=0.1"],
+        &[
+            "producers.prefill=300",
+            "consumers.handler.error_rate=0.1",
+            "producers.poison_fraction=0.02",
+        ],
     );
     let (outcome, _dir) = run_plan(&p, true).await;
     let s = &outcome.results.summary;
@@ -37,6 +41,8 @@ async fn the_seed_runs_on_mariadb_with_every_job_accounted_for() {
         s.database
     );
     assert!(s.jobs.failed_attempts > 0, "{:?}", s.jobs);
+    // Poison jobs fail every attempt and end in dead_letter after max_retries.
+    assert!(s.jobs.dead_lettered > 0, "{:?}", s.jobs);
     assert_eq!(
         s.accounting.table.duplicate_completions,
         Some(0),
@@ -49,13 +55,15 @@ async fn the_seed_runs_on_mariadb_with_every_job_accounted_for() {
     // The table agrees job by job: every failure is a retry_count, every job finished.
     let schema = outcome.kept_schema.as_ref().expect("kept");
     let mut conn = schema.connect().await.unwrap();
-    let (done, retries): (i64, i64) = sqlx::query_as(
-        "SELECT CAST(SUM(status = 'done') AS SIGNED), CAST(COALESCE(SUM(retry_count), 0) AS SIGNED) FROM job_queue",
+    let (done, dead, retries): (i64, i64, i64) = sqlx::query_as(
+        "SELECT CAST(SUM(status = 'done') AS SIGNED), CAST(SUM(status = 'dead_letter') AS SIGNED), \
+         CAST(COALESCE(SUM(retry_count), 0) AS SIGNED) FROM job_queue",
     )
     .fetch_one(maria(&mut conn))
     .await
     .unwrap();
     assert_eq!(done as u64, s.jobs.completed);
+    assert_eq!(dead as u64, s.jobs.dead_lettered);
     assert_eq!(retries as u64, s.jobs.failed_attempts);
 
     // The proof catches a job the table lost.
@@ -140,6 +148,47 @@ async fn killed_worker_processes_and_backends_on_mariadb_lose_nothing() {
         "{:?}",
         s.accounting.executions
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_mariadb_is_reconnected_to_without_losing_jobs() {
+    crate::support::require_mariadb_binaries();
+    let overrides = dbq_bench::scenario::Overrides {
+        sets: [
+            "database.engine=\"mariadb\"",
+            "phases.0.duration=\"6s\"",
+            "phases.0.faults=[{ kind = \"restart_server\", after = \"2s\", down_for = \"1s\", mode = \"immediate\" }]",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        provider: Some(ProviderKind::Local),
+        ..Default::default()
+    };
+    let scenario = dbq_bench::scenario::load::parse("test.toml", SMALL, &overrides).unwrap();
+    let p = dbq_bench::scenario::Plan::build(
+        scenario,
+        "test.toml",
+        "test",
+        &dbq_bench::scenario::EnvDefaults::default(),
+    )
+    .unwrap();
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert_eq!(s.faults.server_restarts, 1, "{:?}", s.faults.events);
+    assert!(
+        s.jobs.worker_errors + s.jobs.enqueue_errors > 0,
+        "the restart was felt"
+    );
+    assert!(
+        outcome
+            .results
+            .timeline
+            .iter()
+            .any(|r| r.second > 4 && r.completed > 0),
+        "work went on after the restart"
+    );
+    assert_nothing_lost(s);
 }
 
 #[test]
