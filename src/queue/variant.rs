@@ -164,6 +164,22 @@ fn mariadb_seed_sql() -> VariantSql {
 }
 
 impl Variant {
+    /// The seed's behaviour with `sql`, named as `plan` names the variant: what the other
+    /// variants change one thing of.
+    fn seed(plan: &VariantPlan, sql: VariantSql) -> Variant {
+        Variant {
+            name: plan.name.as_str().to_string(),
+            claim: ClaimShape::Single,
+            finish: Finish::Update,
+            complete: CompleteShape::PerJob,
+            wake_up: WakeUp::Poll,
+            table: "job_queue",
+            needs_audit: false,
+            dir: None,
+            sql,
+        }
+    }
+
     /// The variant a plan names on `engine`.
     pub fn for_engine(plan: &VariantPlan, engine: Engine) -> Result<Variant, CustomError> {
         match engine {
@@ -174,17 +190,7 @@ impl Variant {
 
     /// The MariaDB variants: the seed and the batch claim (the plan refuses the others).
     fn mariadb(plan: &VariantPlan) -> Result<Variant, CustomError> {
-        let seed = Variant {
-            name: plan.name.as_str().to_string(),
-            claim: ClaimShape::Single,
-            finish: Finish::Update,
-            complete: CompleteShape::PerJob,
-            wake_up: WakeUp::Poll,
-            table: "job_queue",
-            needs_audit: false,
-            dir: None,
-            sql: mariadb_seed_sql(),
-        };
+        let seed = Variant::seed(plan, mariadb_seed_sql());
         match plan.name {
             VariantName::Seed => Ok(seed),
             VariantName::Batch => Ok(Variant {
@@ -207,17 +213,7 @@ impl Variant {
 
     /// The variant a plan names (PostgreSQL), with its storage options applied.
     pub fn from_plan(plan: &VariantPlan) -> Result<Variant, CustomError> {
-        let seed = Variant {
-            name: plan.name.as_str().to_string(),
-            claim: ClaimShape::Single,
-            finish: Finish::Update,
-            complete: CompleteShape::PerJob,
-            wake_up: WakeUp::Poll,
-            table: "job_queue",
-            needs_audit: false,
-            dir: None,
-            sql: seed_sql(),
-        };
+        let seed = Variant::seed(plan, seed_sql());
         let v = match plan.name {
             VariantName::Seed => seed,
             VariantName::Batch => Variant {

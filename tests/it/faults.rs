@@ -1,12 +1,10 @@
 //! One test per fault kind: the fault really happened (its counter and its effect are
 //! visible) and no job was lost. Runs are short; nothing is asserted about speed.
 
-use crate::support::{SMALL, pg, plan, prove_again, run_plan, shared_url};
+use crate::support::{SMALL, local_plan, pg, plan, prove_again, run_plan, shared_url};
 use dbq_bench::error::Failure;
 use dbq_bench::report::Summary;
 use dbq_bench::run::{RunOptions, RunOutcome, run};
-use dbq_bench::scenario::load::{Overrides, parse};
-use dbq_bench::scenario::{EnvDefaults, Plan, ProviderKind};
 use tokio_util::sync::CancellationToken;
 
 /// Every failure update that committed is counted, those whose commit reply was lost
@@ -269,16 +267,6 @@ async fn readers_and_held_connections_run_for_the_phase() {
     assert!(scans > 0, "{}", readers.detail);
     assert_eq!(events(s, "pool_exhaustion")[0].count, 10);
     assert_nothing_lost(s);
-}
-
-fn local_plan(text: &str, sets: &[&str]) -> Plan {
-    let overrides = Overrides {
-        sets: sets.iter().map(|s| s.to_string()).collect(),
-        provider: Some(ProviderKind::Local),
-        ..Default::default()
-    };
-    let scenario = parse("test.toml", text, &overrides).unwrap();
-    Plan::build(scenario, "test.toml", "test", &EnvDefaults::default()).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

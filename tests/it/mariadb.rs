@@ -153,26 +153,14 @@ async fn killed_worker_processes_and_backends_on_mariadb_lose_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_mariadb_is_reconnected_to_without_losing_jobs() {
     crate::support::require_mariadb_binaries();
-    let overrides = dbq_bench::scenario::Overrides {
-        sets: [
+    let p = crate::support::local_plan(
+        SMALL,
+        &[
             "database.engine=\"mariadb\"",
             "phases.0.duration=\"6s\"",
             "phases.0.faults=[{ kind = \"restart_server\", after = \"2s\", down_for = \"1s\", mode = \"immediate\" }]",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        provider: Some(ProviderKind::Local),
-        ..Default::default()
-    };
-    let scenario = dbq_bench::scenario::load::parse("test.toml", SMALL, &overrides).unwrap();
-    let p = dbq_bench::scenario::Plan::build(
-        scenario,
-        "test.toml",
-        "test",
-        &dbq_bench::scenario::EnvDefaults::default(),
-    )
-    .unwrap();
+        ],
+    );
     let (outcome, _dir) = run_plan(&p, false).await;
     let s = &outcome.results.summary;
     assert_eq!(s.faults.server_restarts, 1, "{:?}", s.faults.events);

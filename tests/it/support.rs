@@ -127,32 +127,26 @@ pub fn require_mariadb_binaries() {
     }
 }
 
-/// The MariaDB image the container tests start (DBQ_MARIADB_IMAGE, else the official
-/// default); fails unless a Docker engine answers and has it or can pull it.
-pub fn require_mariadb_image() -> String {
-    let image = std::env::var("DBQ_MARIADB_IMAGE").unwrap_or_else(|_| "mariadb:10.11".into());
-    let check = image.clone();
-    let available = std::thread::spawn(move || {
-        tokio::runtime::Runtime::new()
-            .expect("runtime")
-            .block_on(dbq_bench::db::container::check_available(&check))
-    })
-    .join()
-    .expect("image check thread");
-    if let Err(e) = available {
-        panic!(
-            "missing prerequisite: the container image {image} ({e:#}). Pull it, or where no \
-             registry is reachable build one with `docker/build-mariadb-image.sh` and set \
-             DBQ_MARIADB_IMAGE=dbq-bench-mariadb:10.11; {SET_UP_ALL}"
-        );
-    }
-    image
+/// The PostgreSQL image the container tests start (DBQ_POSTGRES_IMAGE, else the official
+/// default); see [`require_engine_image`].
+pub fn require_image() -> String {
+    require_engine_image(Engine::Postgres)
 }
 
-/// The image the container tests start (DBQ_POSTGRES_IMAGE, else the official default);
-/// fails unless a Docker engine answers and has it or can pull it.
-pub fn require_image() -> String {
-    let image = std::env::var("DBQ_POSTGRES_IMAGE").unwrap_or_else(|_| "postgres:17".into());
+/// The MariaDB image the container tests start (DBQ_MARIADB_IMAGE, else the official
+/// default); see [`require_engine_image`].
+pub fn require_mariadb_image() -> String {
+    require_engine_image(Engine::Mariadb)
+}
+
+/// The image of `engine` the container tests start; fails unless a Docker engine answers
+/// and has it or can pull it.
+fn require_engine_image(engine: Engine) -> String {
+    let (var, default, local) = match engine {
+        Engine::Postgres => ("DBQ_POSTGRES_IMAGE", "postgres:17", "postgres:15"),
+        Engine::Mariadb => ("DBQ_MARIADB_IMAGE", "mariadb:10.11", "mariadb:10.11"),
+    };
+    let image = std::env::var(var).unwrap_or_else(|_| default.into());
     let check = image.clone();
     let available = std::thread::spawn(move || {
         tokio::runtime::Runtime::new()
@@ -162,10 +156,11 @@ pub fn require_image() -> String {
     .join()
     .expect("image check thread");
     if let Err(e) = available {
+        let name = engine.as_str();
         panic!(
             "missing prerequisite: the container image {image} ({e:#}). Pull it, or where no \
-             registry is reachable build one with `docker/build-postgres-image.sh` and set \
-             DBQ_POSTGRES_IMAGE=dbq-bench-postgres:15; {SET_UP_ALL}"
+             registry is reachable build one with `docker/build-{name}-image.sh` and set \
+             {var}=dbq-bench-{local}; {SET_UP_ALL}"
         );
     }
     image
@@ -190,26 +185,28 @@ pub fn require_python_hdrh() -> String {
 
 /// A plan from scenario text, run with the url provider against the shared server.
 pub fn plan(text: &str, sets: &[&str]) -> Plan {
-    let overrides = Overrides {
-        sets: sets.iter().map(|s| s.to_string()).collect(),
-        provider: Some(ProviderKind::Url),
-        database_url: Some(shared_url().to_string()),
-        ..Default::default()
-    };
-    let scenario = parse("test.toml", text, &overrides).expect("test scenario parses");
-    Plan::build(scenario, "test.toml", "test", &EnvDefaults::default())
-        .expect("test scenario is valid")
+    build_plan(text, sets, ProviderKind::Url, Some(shared_url()))
 }
 
 /// A plan from scenario text on MariaDB, run with the url provider against the shared
 /// MariaDB server.
 pub fn mariadb_plan(text: &str, sets: &[&str]) -> Plan {
-    let mut sets: Vec<&str> = sets.to_vec();
+    let mut sets = sets.to_vec();
     sets.push("database.engine=\"mariadb\"");
+    build_plan(text, &sets, ProviderKind::Url, Some(shared_mariadb_url()))
+}
+
+/// A plan from scenario text on a server of its own (the local provider), for faults that
+/// need a server the run started.
+pub fn local_plan(text: &str, sets: &[&str]) -> Plan {
+    build_plan(text, sets, ProviderKind::Local, None)
+}
+
+fn build_plan(text: &str, sets: &[&str], provider: ProviderKind, url: Option<&str>) -> Plan {
     let overrides = Overrides {
         sets: sets.iter().map(|s| s.to_string()).collect(),
-        provider: Some(ProviderKind::Url),
-        database_url: Some(shared_mariadb_url().to_string()),
+        provider: Some(provider),
+        database_url: url.map(str::to_string),
         ..Default::default()
     };
     let scenario = parse("test.toml", text, &overrides).expect("test scenario parses");
