@@ -28,30 +28,9 @@ if [ "$(id -u)" != 0 ]; then
   exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "$@"
 fi
 
-: >"$log"
-step() { echo "image: $*"; echo "== $*" >>"$log"; }
-fail() {
-  echo "error: building $tag failed at: $1 (last lines of $log below)" >&2
-  tail -15 "$log" | sed 's/^/  | /' >&2
-  exit 1
-}
-
-if ! command -v debootstrap >/dev/null; then
-  step "installing debootstrap"
-  { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap; } >>"$log" 2>&1 \
-    || fail "apt-get install debootstrap"
-fi
-
-root=$(mktemp -d /tmp/dbq-mariadb-rootfs.XXXXXX)
-chmod 755 "$root"
-cleanup() {
-  for m in proc sys dev/pts; do umount "$root/$m" 2>/dev/null || true; done
-  rm -rf "$root"
-}
-trap cleanup EXIT
-
-step "debootstrap $suite (minbase) from $mirror"
-debootstrap --variant=minbase "$suite" "$root" "$mirror" >>"$log" 2>&1 || fail "debootstrap"
+# shellcheck source=debian-rootfs.sh
+. "$here/debian-rootfs.sh"
+make_rootfs dbq-mariadb-rootfs
 
 # No service start inside the chroot.
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
