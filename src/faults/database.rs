@@ -152,9 +152,11 @@ async fn probe(job: &Job, conn: &mut Conn, label: &str, vacuum: bool) {
     }
 }
 
-/// Holds a transaction with an XID open for the whole phase (pinning the xmin horizon).
-/// Probes the queue table before, at the end of the hold (after a VACUUM, which can remove
-/// nothing newer than the held XID), and after releasing it (after another VACUUM).
+/// Holds a transaction open for the whole phase, pinning what MVCC may clean up: on
+/// PostgreSQL a transaction with an XID (the xmin horizon: VACUUM can remove nothing newer),
+/// on MariaDB a consistent snapshot (InnoDB's purge can remove no undo newer than its read
+/// view, so the history list grows). Probes the queue table before, at the end of the hold
+/// and after releasing it (on PostgreSQL each after a VACUUM; InnoDB purges by itself).
 pub(super) async fn hold_xmin(job: &Job, stop: &CancellationToken) {
     let at = job.now();
     let Some(mut probe_conn) = connect(job, "fault").await else {
@@ -163,27 +165,57 @@ pub(super) async fn hold_xmin(job: &Job, stop: &CancellationToken) {
     let Some(mut holder) = connect(job, "fault-xmin").await else {
         return;
     };
+    let vacuum = holder.engine() == crate::scenario::Engine::Postgres;
+    let (during, after) = if vacuum {
+        ("during (VACUUM while held)", "after (VACUUM once released)")
+    } else {
+        (
+            "during (purge blocked while held)",
+            "after (purge once released)",
+        )
+    };
     probe(job, &mut probe_conn, "before", false).await;
-    let xid: Result<i64, _> = async {
-        let h = postgres_only(&mut holder)?;
-        sqlx::raw_sql("BEGIN").execute(&mut *h).await?;
-        sqlx::query_scalar("SELECT txid_current()")
-            .fetch_one(&mut *h)
-            .await
-    }
-    .await;
+    let xid = hold(&mut holder).await;
     let detail = match &xid {
         Ok(x) => format!("xid {x} held open"),
         Err(e) => format!("could not open the transaction: {e}"),
     };
     sleep_or_stop(job.ctx.clock.until(job.end_us), stop).await;
-    probe(job, &mut probe_conn, "during (VACUUM while held)", true).await;
+    probe(job, &mut probe_conn, during, vacuum).await;
     holder.execute("ROLLBACK").await.ok();
     holder.close().await.ok();
     let released = job.now();
-    probe(job, &mut probe_conn, "after (VACUUM once released)", true).await;
+    if !vacuum {
+        // InnoDB purges in the background: give it a moment to catch up.
+        sleep_or_stop(Duration::from_secs(1), stop).await;
+    }
+    probe(job, &mut probe_conn, after, vacuum).await;
     probe_conn.close().await.ok();
     job.record(at, released, xid.is_ok() as u64, detail);
+}
+
+/// MariaDB: the transaction id of the session's own transaction.
+const MARIADB_OWN_TRX: &str = "
+SELECT CAST(trx_id AS SIGNED)
+FROM   information_schema.INNODB_TRX
+WHERE  trx_mysql_thread_id = CONNECTION_ID()";
+
+/// Opens the holding transaction; returns its transaction id.
+async fn hold(holder: &mut Conn) -> sqlx::Result<i64> {
+    match holder {
+        Conn::Postgres(h) => {
+            sqlx::raw_sql("BEGIN").execute(&mut *h).await?;
+            sqlx::query_scalar("SELECT txid_current()")
+                .fetch_one(&mut *h)
+                .await
+        }
+        Conn::Mariadb(h) => {
+            sqlx::raw_sql("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                .execute(&mut *h)
+                .await?;
+            sqlx::query_scalar(MARIADB_OWN_TRX).fetch_one(&mut *h).await
+        }
+    }
 }
 
 /// `count` REPEATABLE READ transactions, each scanning the queue table every 100 ms for the

@@ -839,7 +839,6 @@ fn check_engine(scenario: &Scenario) -> Result<(), (String, String)> {
             if matches!(
                 f,
                 FaultSpec::FreezeWorkers { .. }
-                    | FaultSpec::IdleInTransaction {}
                     | FaultSpec::ActiveReaders { .. }
                     | FaultSpec::PoolExhaustion { .. }
             ) {
@@ -855,7 +854,7 @@ fn check_engine(scenario: &Scenario) -> Result<(), (String, String)> {
 
 /// What a MariaDB run may use, for the refusals above.
 const MARIADB_OFFERS: &str = "use variant seed or batch and the faults crash_workers, \
-kill_workers, kill_backends, restart_server, handler errors and poison jobs";
+kill_workers, kill_backends, restart_server, idle_in_transaction, handler errors and poison jobs";
 
 /// The `[queue]` section, checked: the variant and its options, retries and backoff.
 fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError> {

@@ -179,6 +179,47 @@ async fn a_restarted_mariadb_is_reconnected_to_without_losing_jobs() {
     assert_nothing_lost(s);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_snapshot_keeps_innodb_from_purging_undo() {
+    crate::support::require_mariadb_binaries();
+    // A server of its own: the history list length is server-wide, and other tests' work
+    // on the shared server would blur it.
+    let p = crate::support::local_plan(
+        SMALL,
+        &[
+            "database.engine=\"mariadb\"",
+            "producers.rate=300",
+            "consumers.handler.duration.fixed=0ms",
+            "phases.0.faults=[{ kind = \"idle_in_transaction\" }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    let hold = s
+        .faults
+        .events
+        .iter()
+        .find(|e| e.kind == "idle_in_transaction")
+        .expect("the hold ran");
+    assert_eq!(hold.count, 1, "{}", hold.detail);
+    let undo = |label: &str| {
+        s.faults
+            .table_probes
+            .iter()
+            .find(|p| p.label.starts_with(label))
+            .unwrap_or_else(|| panic!("no probe {label}: {:?}", s.faults.table_probes))
+            .dead_tuples
+    };
+    // Two seconds of claims and completions under a held snapshot: their undo stays.
+    let (before, during) = (undo("before"), undo("during"));
+    let after = undo("after");
+    assert!(
+        during > before + 500 && after < during,
+        "history list length before {before}, during the hold {during}, after it {after}"
+    );
+    assert_nothing_lost(s);
+}
+
 #[test]
 fn mariadb_refuses_what_only_postgres_has_in_one_line() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
