@@ -14,7 +14,8 @@ use sqlx::{AssertSqlSafe, Row};
 use std::time::Duration;
 
 const COMPLETION_AUDIT: &str = include_str!("../../migrations/mariadb/0002_completion_audit.sql");
-const AUDIT_DUPLICATES: &str = include_str!("mariadb/seed/audit_duplicates.sql");
+/// The audit's query is plain SQL that both engines run as it is.
+const AUDIT_DUPLICATES: &str = include_str!("audit_duplicates.sql");
 
 /// The table's rows (InnoDB's estimate), its sizes, and InnoDB's history list length (undo
 /// records not purged yet: MariaDB's counterpart of dead tuples).

@@ -280,21 +280,8 @@ async fn a_restarted_server_is_reconnected_to_without_losing_jobs() {
         ],
     );
     let (outcome, _dir) = run_plan(&p, false).await;
-    let s = &outcome.results.summary;
-    assert_eq!(s.faults.server_restarts, 1, "{:?}", s.faults.events);
-    assert!(
-        s.jobs.worker_errors + s.jobs.enqueue_errors > 0,
-        "the restart was felt"
-    );
-    // Work went on after the restart.
-    assert!(
-        outcome
-            .results
-            .timeline
-            .iter()
-            .any(|r| r.second > 4 && r.completed > 0)
-    );
-    assert_nothing_lost(s);
+    crate::support::assert_restart_survived(&outcome);
+    assert_nothing_lost(&outcome.results.summary);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -214,6 +214,25 @@ fn build_plan(text: &str, sets: &[&str], provider: ProviderKind, url: Option<&st
         .expect("test scenario is valid")
 }
 
+/// A run with one `restart_server` fault after 2 s of a 6 s phase: the restart happened,
+/// the fleets felt it, and work went on after it.
+pub fn assert_restart_survived(outcome: &RunOutcome) {
+    let s = &outcome.results.summary;
+    assert_eq!(s.faults.server_restarts, 1, "{:?}", s.faults.events);
+    assert!(
+        s.jobs.worker_errors + s.jobs.enqueue_errors > 0,
+        "the restart was felt"
+    );
+    assert!(
+        outcome
+            .results
+            .timeline
+            .iter()
+            .any(|r| r.second > 4 && r.completed > 0),
+        "work went on after the restart"
+    );
+}
+
 /// Runs a plan into a temporary results directory.
 pub async fn run_plan(plan: &Plan, keep: bool) -> (RunOutcome, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
