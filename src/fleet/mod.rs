@@ -145,12 +145,12 @@ pub async fn sleep_or_stop(d: Duration, stop: &CancellationToken) -> bool {
     }
 }
 
-/// The connection broke while a statement was under way: it may or may not have committed.
+/// Whether a commit that failed with `e` may have committed after all: any connection error.
+/// A server-side termination (57P01, MariaDB's 70100) is no proof of a rollback: the
+/// `COMMIT` can finish just before the session is killed, and in `COMMIT; BEGIN` the
+/// termination arrives on the `BEGIN`. The table settles such outcomes after the run.
 pub fn outcome_unknown(e: &sqlx::Error) -> bool {
-    matches!(
-        e,
-        sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed
-    )
+    is_connection_error(e)
 }
 
 /// Whether retrying cannot help: the server rejects the statement itself (SQLSTATE classes

@@ -1,7 +1,9 @@
 //! One test per fault kind: the fault really happened (its counter and its effect are
 //! visible) and no job was lost. Runs are short; nothing is asserted about speed.
 
-use crate::support::{SMALL, local_plan, pg, plan, prove_again, run_plan, shared_url};
+use crate::support::{
+    SMALL, local_plan, pg, plan, prove_again, run_plan, shared_mariadb_url, shared_url,
+};
 use dbq_bench::error::Failure;
 use dbq_bench::report::Summary;
 use dbq_bench::run::{RunOptions, RunOutcome, run};
@@ -450,4 +452,52 @@ async fn the_outbox_never_runs_a_rolled_back_job_and_pays_each_order_once() {
         "{o:?}"
     );
     schema.drop_schema().await.unwrap();
+}
+
+/// A session killed just after its `COMMIT` ran, in the same message (as the worker's
+/// `COMMIT; BEGIN`): the row holds, and the error the client gets is an unknown outcome for
+/// the table to settle, never a rollback. Both engines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_killed_right_after_its_commit_leaves_the_outcome_in_doubt() {
+    use dbq_bench::db::{RunSchema, ServerOptions};
+    use dbq_bench::fleet::outcome_unknown;
+    use dbq_bench::scenario::Engine;
+    let servers = [
+        (
+            Engine::Postgres,
+            shared_url(),
+            "pg_terminate_backend(pg_backend_pid())",
+        ),
+        (
+            Engine::Mariadb,
+            shared_mariadb_url(),
+            "KILL CONNECTION CONNECTION_ID()",
+        ),
+    ];
+    for (engine, url, kill) in servers {
+        let server = ServerOptions::from_url(engine, url).unwrap();
+        let schema = RunSchema::create(&server, "dbq_test").await.unwrap();
+        let mut conn = schema.connect().await.unwrap();
+        conn.execute("CREATE TABLE probe (id INT)").await.unwrap();
+        let kill = match engine {
+            Engine::Postgres => format!("SELECT {kill}"),
+            Engine::Mariadb => kill.to_string(),
+        };
+        let message = format!("BEGIN; INSERT INTO probe VALUES (1); COMMIT; {kill}");
+        let error = conn
+            .execute(&message)
+            .await
+            .expect_err("the session was killed");
+        assert!(outcome_unknown(&error), "{engine:?}: {error}");
+        let mut check = schema.connect().await.unwrap();
+        let count = "SELECT count(*) FROM probe";
+        let rows: i64 = match &mut check {
+            dbq_bench::db::Conn::Postgres(c) => sqlx::query_scalar(count).fetch_one(c).await,
+            dbq_bench::db::Conn::Mariadb(c) => sqlx::query_scalar(count).fetch_one(c).await,
+        }
+        .unwrap();
+        assert_eq!(rows, 1, "{engine:?}: the commit before the kill holds");
+        check.close().await.ok();
+        schema.drop_schema().await.unwrap();
+    }
 }
