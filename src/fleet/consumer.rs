@@ -21,7 +21,7 @@ use super::{
 };
 use crate::db::Conn;
 use crate::metrics::{Event, JobId};
-use crate::queue::{ClaimedJob, FailOutcome};
+use crate::queue::{ClaimedJob, FailOutcome, Queue};
 use crate::scenario::{ClaimMode, ConsumerPlan, CrashPoint};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -51,7 +51,8 @@ pub fn worker_seed(seed: u64, slot: u32) -> u64 {
 /// thread with a single-threaded runtime of its own (as pgbench shares its clients over
 /// `-j` threads). A worker's connection, its wake-ups and its task then stay on one thread:
 /// on a work-stealing runtime each reply could wake a parked thread to run the worker, and
-/// those thread switches cost more CPU per job than the worker itself. With
+/// those thread switches cost more CPU per job than the worker itself. These runtimes drive
+/// sockets and timers only: no signal or child-process driver to poll at every park. With
 /// `TOKIO_WORKER_THREADS` set, the workers share the process's runtime of that many threads
 /// instead, with everything else the harness runs (a way to hold the harness to fewer
 /// threads). The returned set ends when every worker has.
@@ -96,7 +97,8 @@ pub fn spawn_tasks(
             .spawn(move || {
                 let workers = handed_.lock().ok().and_then(|mut w| w.take());
                 let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
+                    .enable_io()
+                    .enable_time()
                     .build();
                 if let (Some(workers), Ok(runtime)) = (workers, runtime) {
                     runtime.block_on(async {
@@ -166,21 +168,28 @@ enum Work {
     Done { handler_us: u64, fails: bool },
 }
 
-/// The worker's transaction on its connection, with one round trip fewer than pgbench's
-/// `BEGIN; claim; complete; COMMIT;`: after a job commits, the next job's `BEGIN` is sent in
-/// the same message as the `COMMIT` (`COMMIT; BEGIN`, a simple query the server runs in
-/// order), so the next step starts inside its transaction. The server sees the seed's
-/// statements in the seed's order; the one difference is that `NOW()` in the next claim
-/// reads that `BEGIN`'s time, microseconds before the claim on a busy worker. An idle worker
-/// (an empty claim) commits alone and begins afresh.
+/// The worker's transaction on its connection, in two round trips a job against pgbench's
+/// four (`BEGIN; claim; complete; COMMIT;`, each awaited): the claim is one; the completion,
+/// the `COMMIT` and the next job's `BEGIN` travel as one message
+/// (`EXECUTE dbq_complete(42); COMMIT; BEGIN`, see [`Queue::complete_then`]), so the next
+/// step starts inside its transaction. The server runs the seed's statements in the seed's
+/// order; the one difference is that `NOW()` in the next claim reads that `BEGIN`'s time,
+/// microseconds before the claim on a busy worker. An idle worker (an empty claim) commits
+/// alone and begins afresh. Failure updates, which carry text, are sent on their own.
 #[derive(Default)]
 struct Transaction {
     /// A `BEGIN` already ran on the connection.
     open: bool,
+    /// The completion is prepared on the connection ([`Queue::prepare_completion`]).
+    prepared: bool,
 }
 
 impl Transaction {
-    async fn begin(&mut self, conn: &mut Conn) -> sqlx::Result<()> {
+    async fn begin(&mut self, conn: &mut Conn, queue: &Queue) -> sqlx::Result<()> {
+        if !self.prepared {
+            queue.prepare_completion(conn).await?;
+            self.prepared = true;
+        }
         if !self.open {
             conn.execute("BEGIN").await?;
             self.open = true;
@@ -194,9 +203,15 @@ impl Transaction {
         Ok(())
     }
 
-    async fn commit_and_begin(&mut self, conn: &mut Conn) -> sqlx::Result<()> {
+    /// Completes `done`, commits, and begins the next transaction, in one round trip.
+    async fn complete_commit_and_begin(
+        &mut self,
+        conn: &mut Conn,
+        queue: &Queue,
+        done: &[JobId],
+    ) -> sqlx::Result<()> {
         self.open = false;
-        conn.execute("COMMIT; BEGIN").await?;
+        queue.complete_then(conn, done, "COMMIT; BEGIN").await?;
         self.open = true;
         Ok(())
     }
@@ -418,7 +433,7 @@ impl Worker {
             jobs: Vec::new(),
             in_doubt: false,
         };
-        self.tx.begin(conn).await.map_err(no_job)?;
+        self.tx.begin(conn, &queue).await.map_err(no_job)?;
         let started_us = clock.now_us();
         let jobs = queue.claim(conn).await.map_err(no_job)?;
         let claimed_us = clock.now_us();
@@ -449,11 +464,8 @@ impl Worker {
             .filter(|h| !h.fails)
             .map(|h| h.job.id)
             .collect();
-        if !done.is_empty() {
-            queue.complete(conn, &done).await.map_err(at(&ids, false))?;
-        }
         self.tx
-            .commit_and_begin(conn)
+            .complete_commit_and_begin(conn, &queue, &done)
             .await
             .map_err(at(&ids, true))?;
         for h in &handled {

@@ -3,7 +3,8 @@
 //! A [`Variant`] (see `variant`) says how jobs are claimed, finished and waited for, and
 //! carries its `.sql` files. Fleets, the sampler, faults and the accounting proof only call
 //! [`Queue`] methods, so they never name a table or a column. Values are always bound
-//! parameters.
+//! parameters (the pipelined completion binds them to a prepared statement's `$1`; see
+//! [`Queue::complete_then`]).
 
 mod mariadb;
 mod stats;
@@ -19,6 +20,7 @@ use crate::scenario::{BackoffPlan, Jitter, QueuePlan};
 use serde::Deserialize;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row};
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +30,9 @@ const OUTBOX_SCHEMA: &str = include_str!("../../migrations/outbox/0001_orders.sq
 const OUTBOX_ORDERS: &str = include_str!("outbox_orders.sql");
 const OUTBOX_PAY: &str = include_str!("outbox_pay.sql");
 const OUTBOX_CHECK: &str = include_str!("outbox_check.sql");
+/// The session's name for the variant's success update, prepared once per worker connection
+/// ([`Queue::prepare_completion`]) so that the completion can share a message with `COMMIT`.
+const PREPARED_COMPLETION: &str = "dbq_complete";
 const OUTBOX_PAID: &str = include_str!("outbox_paid.sql");
 const TABLE_SIZES: &str = include_str!("stats/table_sizes.sql");
 
@@ -427,6 +432,66 @@ impl Queue {
             }
         }
         Ok(())
+    }
+
+    /// Prepares the variant's success update on this PostgreSQL session under
+    /// [`PREPARED_COMPLETION`], with `$1` typed as [`Queue::complete`] binds it, for
+    /// [`Queue::complete_then`]. Nothing to do on MariaDB.
+    pub async fn prepare_completion(&self, conn: &mut Conn) -> sqlx::Result<()> {
+        let id_type = match self.variant.complete {
+            CompleteShape::PerJob => "bigint",
+            CompleteShape::PerBatch => "bigint[]",
+        };
+        match conn {
+            Conn::Postgres(_) => {
+                let complete = self.variant.sql.complete.trim_end().trim_end_matches(';');
+                conn.execute(&format!(
+                    "PREPARE {PREPARED_COMPLETION} ({id_type}) AS\n{complete}"
+                ))
+                .await
+            }
+            Conn::Mariadb(_) => Ok(()),
+        }
+    }
+
+    /// Finishes `ids` as done, then runs `then` (plain statements, e.g. `COMMIT; BEGIN`),
+    /// in one round trip on PostgreSQL: the simple-query message
+    /// `EXECUTE dbq_complete(42); COMMIT; BEGIN`, whose statements the server runs in order
+    /// and stops at the first error, as if each had been sent alone. The server runs the
+    /// variant's own statement, planned once per session; the ids are bound to its `$1`,
+    /// written as the decimal integers the claim returned (no other value travels this way).
+    /// Needs [`Queue::prepare_completion`] on the session first. MariaDB: two round trips.
+    pub async fn complete_then(
+        &self,
+        conn: &mut Conn,
+        ids: &[i64],
+        then: &str,
+    ) -> sqlx::Result<()> {
+        if let Conn::Mariadb(_) = conn {
+            if !ids.is_empty() {
+                self.complete(conn, ids).await?;
+            }
+            return conn.execute(then).await;
+        }
+        let mut message = String::with_capacity(32 + 24 * ids.len() + then.len());
+        match self.variant.complete {
+            CompleteShape::PerJob => {
+                for id in ids {
+                    let _ = write!(message, "EXECUTE {PREPARED_COMPLETION}({id}); ");
+                }
+            }
+            CompleteShape::PerBatch if !ids.is_empty() => {
+                let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+                let _ = write!(
+                    message,
+                    "EXECUTE {PREPARED_COMPLETION}('{{{}}}'); ",
+                    list.join(",")
+                );
+            }
+            CompleteShape::PerBatch => {}
+        }
+        message.push_str(then);
+        conn.execute(&message).await
     }
 
     pub async fn fail(&self, conn: &mut Conn, id: i64, error: &str) -> sqlx::Result<FailOutcome> {

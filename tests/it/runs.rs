@@ -294,3 +294,77 @@ async fn a_phase_ends_on_time_and_counts_the_jobs_it_could_not_send() {
         s.verdict.text
     );
 }
+
+/// The completion, the `COMMIT` and the next `BEGIN` in one message: each variant's own
+/// success update (per job and per batch) is done and committed when the call returns, with
+/// the next transaction open; and when the completion fails, nothing after it runs (no
+/// `COMMIT`: the transaction's earlier work stays invisible).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_completion_travels_with_the_commit_and_stops_at_its_error() {
+    let server = dbq_bench::db::ServerOptions::Postgres(shared_url().parse().unwrap());
+    for variant in ["seed", "batch"] {
+        let schema = dbq_bench::db::RunSchema::create(&server, "dbq_test")
+            .await
+            .unwrap();
+        let p = plan(SMALL, &[&format!("queue.variant=\"{variant}\"")]);
+        let queue = dbq_bench::queue::Queue::new(&p.queue, &schema).unwrap();
+        let (mut worker, mut other) = (
+            schema.connect().await.unwrap(),
+            schema.connect().await.unwrap(),
+        );
+        queue.install(&mut worker, false).await.unwrap();
+        let ids: Vec<i64> = sqlx::query_scalar("INSERT INTO job_queue (type, payload) SELECT 'email', '{}' FROM generate_series(1, 3) RETURNING id")
+            .fetch_all(pg(&mut worker))
+            .await
+            .unwrap();
+        // Unprepared: the EXECUTE fails, so its COMMIT never runs.
+        worker.execute("BEGIN").await.unwrap();
+        sqlx::query("UPDATE job_queue SET status = 'done' WHERE id = $1")
+            .bind(ids[2])
+            .execute(pg(&mut worker))
+            .await
+            .unwrap();
+        let error = queue
+            .complete_then(&mut worker, &ids[..1], "COMMIT; BEGIN")
+            .await
+            .expect_err("not prepared");
+        assert!(
+            error.to_string().contains("dbq_complete"),
+            "{variant}: {error}"
+        );
+        worker.execute("ROLLBACK").await.unwrap();
+        assert_eq!(
+            done_jobs(&mut other).await,
+            0,
+            "{variant}: nothing after the error ran"
+        );
+
+        queue.prepare_completion(&mut worker).await.unwrap();
+        worker.execute("BEGIN").await.unwrap();
+        queue
+            .complete_then(&mut worker, &ids[..2], "COMMIT; BEGIN")
+            .await
+            .unwrap();
+        assert_eq!(
+            done_jobs(&mut other).await,
+            2,
+            "{variant}: committed in the same message"
+        );
+        let open = worker.execute("SAVEPOINT next").await;
+        assert!(
+            open.is_ok(),
+            "{variant}: the next transaction began with the COMMIT"
+        );
+        worker.execute("ROLLBACK").await.unwrap();
+        worker.close().await.ok();
+        other.close().await.ok();
+        schema.drop_schema().await.unwrap();
+    }
+}
+
+async fn done_jobs(conn: &mut dbq_bench::db::Conn) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM job_queue WHERE status = 'done'")
+        .fetch_one(pg(conn))
+        .await
+        .unwrap()
+}
