@@ -42,24 +42,78 @@ pub struct CalibrateRequest {
     pub connections: Vec<u32>,
     pub duration: Duration,
     pub prefill: u64,
+    /// Runs of each tool at each connection count, alternated (pgbench, harness, pgbench, …).
+    pub repeats: u32,
     pub pgbench: PathBuf,
     pub out_dir: PathBuf,
     pub status: bool,
 }
 
-/// One connection count, both tools.
+/// One connection count, both tools: medians over the repeats, and the spread of the ratios.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub connections: u32,
     pub pgbench_per_s: f64,
     pub harness_per_s: f64,
-    /// harness / pgbench jobs/s (≥ 1: the harness drains at least as fast).
+    /// harness / pgbench jobs/s, median of the repeats (≥ 1: the harness drains at least as
+    /// fast), and its lowest and highest repeat.
     pub ratio: f64,
+    pub ratio_range: [f64; 2],
     /// CPU (user + system) per job finished, µs, of each client process.
     pub pgbench_cpu_us_per_job: f64,
     pub harness_cpu_us_per_job: f64,
-    /// harness / pgbench CPU per job (≤ 1: the harness is no costlier).
+    /// harness / pgbench CPU per job, median of the repeats (≤ 1: the harness is no
+    /// costlier), and its lowest and highest repeat.
     pub cpu_ratio: f64,
+    pub cpu_ratio_range: [f64; 2],
+}
+
+impl Row {
+    /// The harness drained at least as fast as pgbench with no more CPU per job (medians).
+    pub fn at_parity(&self) -> bool {
+        self.ratio >= 1.0 && self.cpu_ratio <= 1.0
+    }
+
+    /// The row of `samples`, the repeats at one connection count (at least one).
+    fn of(connections: u32, samples: &[Sample]) -> Row {
+        let pick = |f: fn(&Sample) -> f64| samples.iter().map(f).collect::<Vec<f64>>();
+        let ratios = pick(|s| s.harness_per_s / s.pgbench_per_s.max(1e-9));
+        let cpu_ratios = pick(|s| s.harness_cpu_us / s.pgbench_cpu_us.max(1e-9));
+        Row {
+            connections,
+            pgbench_per_s: median(pick(|s| s.pgbench_per_s)),
+            harness_per_s: median(pick(|s| s.harness_per_s)),
+            ratio_range: range(&ratios),
+            ratio: median(ratios),
+            pgbench_cpu_us_per_job: median(pick(|s| s.pgbench_cpu_us)),
+            harness_cpu_us_per_job: median(pick(|s| s.harness_cpu_us)),
+            cpu_ratio_range: range(&cpu_ratios),
+            cpu_ratio: median(cpu_ratios),
+        }
+    }
+}
+
+/// One repeat at one connection count: each tool's jobs/s and CPU µs per job.
+struct Sample {
+    pgbench_per_s: f64,
+    harness_per_s: f64,
+    pgbench_cpu_us: f64,
+    harness_cpu_us: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn range(v: &[f64]) -> [f64; 2] {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    [lo, hi]
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,6 +121,7 @@ pub struct Calibration {
     pub server: String,
     pub duration_s: f64,
     pub prefill: u64,
+    pub repeats: u32,
     pub rows: Vec<Row>,
 }
 
@@ -121,6 +176,7 @@ pub async fn run(
         server: first.database.provider.as_str().into(),
         duration_s: request.duration.as_secs_f64(),
         prefill: request.prefill,
+        repeats: request.repeats,
         rows: result?,
     };
     std::fs::write(
@@ -140,59 +196,70 @@ async fn measure_all(
 ) -> Result<Vec<Row>, Failure> {
     let mut rows = Vec::new();
     for &c in &request.connections {
-        let plan = request.plan(c)?;
-        if request.status {
-            eprintln!("dbq-bench: calibrate: {c} connection(s): pgbench…");
+        let mut samples = Vec::new();
+        for repeat in 1..=request.repeats {
+            samples.push(measure_once(request, server, shutdown, c, repeat).await?);
         }
-        let session = Session::set_up(&plan, &RunOptions::default(), server, shutdown).await?;
-        let pgbench = run_pgbench(request, session.schema(), c).await;
-        session.tear_down(false).await;
-        let (pg_jobs, pg_cpu) = pgbench.map_err(Failure::Run)?;
-        if shutdown.is_cancelled() {
-            return Err(Failure::Interrupted);
-        }
-        if request.status {
-            eprintln!("dbq-bench: calibrate: {c} connection(s): dbq-bench…");
-        }
-        let mut session = Session::set_up(&plan, &RunOptions::default(), server, shutdown).await?;
-        let opts = RunOptions {
-            out_dir: Some(request.out_dir.join(format!("harness-{c}"))),
-            ..Default::default()
-        };
-        let outcome = session.step(&plan, &opts, shutdown).await;
-        session.tear_down(false).await;
-        let s = outcome?.results.summary;
-        let load = s.phases.iter().find(|p| p.name == "load");
-        if load.is_some_and(|p| p.busy_s.is_some_and(|b| b < 0.95 * p.duration_s)) {
-            return Err(Failure::Run(anyhow::anyhow!(
-                "the queue ran dry during dbq-bench's run at {c} connection(s): raise --prefill"
-            )));
-        }
-        let seconds = request.duration.as_secs_f64();
-        let pg_per_s = pg_jobs as f64 / seconds;
-        // The harness's CPU over its measured phase (from its own monitor), per job finished
-        // in it: the drain, the proof and the report after the load are not load generation.
-        let cores = s
-            .harness
-            .as_ref()
-            .and_then(|h| h.process_cores)
-            .unwrap_or(f64::NAN);
-        let finished = s.throughput.completed_per_s * s.throughput.window_s;
-        let (pg_us, h_us) = (
-            pg_cpu / pg_jobs.max(1) as f64 * 1e6,
-            cores * s.throughput.window_s / finished.max(1.0) * 1e6,
-        );
-        rows.push(Row {
-            connections: c,
-            pgbench_per_s: pg_per_s,
-            harness_per_s: s.throughput.completed_per_s,
-            ratio: s.throughput.completed_per_s / pg_per_s.max(1e-9),
-            pgbench_cpu_us_per_job: pg_us,
-            harness_cpu_us_per_job: h_us,
-            cpu_ratio: h_us / pg_us.max(1e-9),
-        });
+        rows.push(Row::of(c, &samples));
     }
     Ok(rows)
+}
+
+/// pgbench, then the harness, at `connections`, each on a freshly prefilled table.
+async fn measure_once(
+    request: &CalibrateRequest,
+    server: &Arc<db::Server>,
+    shutdown: &CancellationToken,
+    connections: u32,
+    repeat: u32,
+) -> Result<Sample, Failure> {
+    let c = connections;
+    let plan = request.plan(c)?;
+    let say = |tool: &str| {
+        if request.status {
+            eprintln!(
+                "dbq-bench: calibrate: {c} connection(s), run {repeat} of {}: {tool}…",
+                request.repeats
+            );
+        }
+    };
+    say("pgbench");
+    let session = Session::set_up(&plan, &RunOptions::default(), server, shutdown).await?;
+    let pgbench = run_pgbench(request, session.schema(), c).await;
+    session.tear_down(false).await;
+    let (pg_jobs, pg_cpu) = pgbench.map_err(Failure::Run)?;
+    if shutdown.is_cancelled() {
+        return Err(Failure::Interrupted);
+    }
+    say("dbq-bench");
+    let mut session = Session::set_up(&plan, &RunOptions::default(), server, shutdown).await?;
+    let opts = RunOptions {
+        out_dir: Some(request.out_dir.join(format!("harness-{c}-{repeat}"))),
+        ..Default::default()
+    };
+    let outcome = session.step(&plan, &opts, shutdown).await;
+    session.tear_down(false).await;
+    let s = outcome?.results.summary;
+    let load = s.phases.iter().find(|p| p.name == "load");
+    if load.is_some_and(|p| p.busy_s.is_some_and(|b| b < 0.95 * p.duration_s)) {
+        return Err(Failure::Run(anyhow::anyhow!(
+            "the queue ran dry during dbq-bench's run at {c} connection(s): raise --prefill"
+        )));
+    }
+    // The harness's CPU over its measured phase (from its own monitor), per job finished
+    // in it: the drain, the proof and the report after the load are not load generation.
+    let cores = s
+        .harness
+        .as_ref()
+        .and_then(|h| h.process_cores)
+        .unwrap_or(f64::NAN);
+    let finished = s.throughput.completed_per_s * s.throughput.window_s;
+    Ok(Sample {
+        pgbench_per_s: pg_jobs as f64 / request.duration.as_secs_f64(),
+        harness_per_s: s.throughput.completed_per_s,
+        pgbench_cpu_us: pg_cpu / pg_jobs.max(1) as f64 * 1e6,
+        harness_cpu_us: cores * s.throughput.window_s / finished.max(1.0) * 1e6,
+    })
 }
 
 fn cpu_seconds(who: UsageWho) -> f64 {
@@ -283,28 +350,56 @@ fn transactions(report: &str) -> Result<u64> {
         .context("no 'number of transactions actually processed' line")
 }
 
-/// The table, one row per connection count.
+/// The table, one row per connection count, and what it means.
 pub fn markdown(c: &Calibration) -> String {
     let mut md = format!(
-        "# dbq-bench calibrate\n\nThe seed's claim + complete transaction on a table prefilled with {} jobs, 0 ms handler, {:.0} s per tool and connection count ({} server); pgbench `-M prepared` first, then `dbq-bench` draining the same way.\n\n| connections | pgbench jobs/s | dbq-bench jobs/s | ratio | pgbench CPU µs/job | dbq-bench CPU µs/job | CPU ratio |\n|---|---|---|---|---|---|---|\n",
-        c.prefill, c.duration_s, c.server
+        "# dbq-bench calibrate\n\nThe seed's claim + complete transaction on a table prefilled with {} jobs, 0 ms handler, {:.0} s per tool and connection count ({} server); pgbench `-M prepared` first, then `dbq-bench` draining the same way, {} time(s) in turn. Medians of the runs; the ranges are the lowest and highest run.\n\n| connections | pgbench jobs/s | dbq-bench jobs/s | ratio | ratio range | pgbench CPU µs/job | dbq-bench CPU µs/job | CPU ratio | CPU ratio range |\n|---|---|---|---|---|---|---|---|---|\n",
+        c.prefill, c.duration_s, c.server, c.repeats
     );
     for r in &c.rows {
         md.push_str(&format!(
-            "| {} | {:.0} | {:.0} | {:.2}× | {:.0} | {:.0} | {:.2}× |\n",
+            "| {} | {:.0} | {:.0} | {:.2}× | {:.2}–{:.2}× | {:.0} | {:.0} | {:.2}× | {:.2}–{:.2}× |\n",
             r.connections,
             r.pgbench_per_s,
             r.harness_per_s,
             r.ratio,
+            r.ratio_range[0],
+            r.ratio_range[1],
             r.pgbench_cpu_us_per_job,
             r.harness_cpu_us_per_job,
-            r.cpu_ratio
+            r.cpu_ratio,
+            r.cpu_ratio_range[0],
+            r.cpu_ratio_range[1],
         ));
     }
-    md.push_str(
-        "\nratio ≥ 1.00× and CPU ratio ≤ 1.00×: the harness is not the limit on this machine.\n",
-    );
+    md.push('\n');
+    md.push_str(&conclusion(c));
+    md.push('\n');
     md
+}
+
+/// One line: whether the harness kept up with pgbench at every connection count, or where
+/// it did not and what that means for a measurement.
+pub fn conclusion(c: &Calibration) -> String {
+    let short: Vec<String> = c
+        .rows
+        .iter()
+        .filter(|r| !r.at_parity())
+        .map(|r| {
+            format!(
+                "{} connection(s) ({:.2}× pgbench's jobs/s at {:.2}× its CPU per job)",
+                r.connections, r.ratio, r.cpu_ratio
+            )
+        })
+        .collect();
+    if short.is_empty() {
+        "At every connection count the harness drained at least as fast as pgbench with no more CPU per job: it is not the limit on this machine.".to_string()
+    } else {
+        format!(
+            "Short of pgbench at {}: near those rates the load generator takes CPU the server could use, so a capacity measured there is a lower bound (a run whose producers fall behind says \"limited by the load generator\").",
+            short.join(", ")
+        )
+    }
 }
 
 /// Where pgbench is: on PATH, or beside the local server binaries.
@@ -329,6 +424,57 @@ pub fn find_pgbench() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sample(pgbench_per_s: f64, harness_per_s: f64, cpu: (f64, f64)) -> Sample {
+        Sample {
+            pgbench_per_s,
+            harness_per_s,
+            pgbench_cpu_us: cpu.0,
+            harness_cpu_us: cpu.1,
+        }
+    }
+
+    #[test]
+    fn rows_give_medians_and_the_spread_and_name_the_counts_short_of_pgbench() {
+        let four = Row::of(
+            4,
+            &[
+                sample(1000.0, 900.0, (40.0, 50.0)),
+                sample(1000.0, 1100.0, (40.0, 30.0)),
+                sample(1000.0, 950.0, (40.0, 44.0)),
+            ],
+        );
+        assert_eq!((four.ratio, four.ratio_range), (0.95, [0.9, 1.1]));
+        assert_eq!((four.cpu_ratio, four.cpu_ratio_range), (1.1, [0.75, 1.25]));
+        assert_eq!(four.harness_per_s, 950.0);
+        assert!(!four.at_parity());
+        let one = Row::of(
+            1,
+            &[
+                sample(100.0, 120.0, (40.0, 30.0)),
+                sample(100.0, 100.0, (40.0, 40.0)),
+            ],
+        );
+        assert_eq!((one.ratio, one.cpu_ratio), (1.1, 0.875));
+        assert!(one.at_parity());
+        let mut c = Calibration {
+            server: "local".into(),
+            duration_s: 10.0,
+            prefill: 1000,
+            repeats: 3,
+            rows: vec![one],
+        };
+        assert!(conclusion(&c).starts_with("At every connection count"));
+        c.rows.push(four);
+        assert_eq!(
+            conclusion(&c),
+            "Short of pgbench at 4 connection(s) (0.95× pgbench's jobs/s at 1.10× its CPU per job): near those rates the load generator takes CPU the server could use, so a capacity measured there is a lower bound (a run whose producers fall behind says \"limited by the load generator\")."
+        );
+        assert!(
+            markdown(&c)
+                .contains("| 4 | 1000 | 950 | 0.95× | 0.90–1.10× | 40 | 44 | 1.10× | 0.75–1.25× |")
+        );
+    }
 
     #[test]
     fn pgbench_reports_are_read() {

@@ -80,7 +80,8 @@ enum Command {
     /// same prefilled seed table and the same claim + complete transaction (0 ms handler)
     /// at each connection count, and prints their jobs/s and CPU per job side by side.
     ///
-    /// Writes DIR/calibrate.{json,md} and each harness run's results in DIR/harness-<n>/.
+    /// Writes DIR/calibrate.{json,md} and each harness run's results in
+    /// DIR/harness-<connections>-<run>/.
     Calibrate(CalibrateArgs),
     /// Regression gate: compare two results measured the same way (runs or matrices) and
     /// exit 99 when a headline figure got worse beyond its allowance and beyond the noise.
@@ -274,12 +275,16 @@ struct CalibrateArgs {
         value_name = "N,N,…"
     )]
     connections: Vec<u32>,
-    /// How long each tool runs at each connection count.
-    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+    /// How long each tool runs at each connection count, each time.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     duration: std::time::Duration,
     /// Jobs prefilled before each tool runs (enough that neither runs dry).
     #[arg(long, default_value_t = 150_000)]
     prefill: u64,
+    /// Runs of each tool at each connection count, in turn (pgbench, dbq-bench, pgbench, …);
+    /// the table gives medians and the spread.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    repeats: u32,
     /// The pgbench executable [default: on PATH, or beside PostgreSQL's server binaries].
     #[arg(long, value_name = "PATH")]
     pgbench: Option<PathBuf>,
@@ -607,6 +612,7 @@ async fn calibrate_command(args: CalibrateArgs) -> ExitStatus {
         connections: args.connections,
         duration: args.duration,
         prefill: args.prefill,
+        repeats: args.repeats,
         pgbench,
         status: !args.quiet,
     };

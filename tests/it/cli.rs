@@ -363,6 +363,8 @@ fn calibrate_runs_pgbench_and_the_harness_side_by_side() {
         "1s",
         "--prefill",
         "40000",
+        "--repeats",
+        "2",
         "--out",
         dir.path().to_str().unwrap(),
     ]);
@@ -391,8 +393,19 @@ fn calibrate_runs_pgbench_and_the_harness_side_by_side() {
         ] {
             assert!(r[k].as_f64().unwrap() > 0.0, "{k}: {r}");
         }
+        for k in ["ratio", "cpu_ratio"] {
+            let (mid, range) = (r[k].as_f64().unwrap(), &r[format!("{k}_range")]);
+            let (lo, hi) = (range[0].as_f64().unwrap(), range[1].as_f64().unwrap());
+            assert!(lo <= mid && mid <= hi, "{k}: {r}");
+        }
     }
-    assert!(dir.path().join("harness-2/summary.json").exists());
+    for run in ["harness-2-1", "harness-2-2"] {
+        assert!(dir.path().join(run).join("summary.json").exists(), "{run}");
+    }
+    assert!(
+        stdout.contains("At every connection count") || stdout.contains("Short of pgbench at"),
+        "{stdout}"
+    );
     assert!(
         !shared_url().is_empty() && !stdout.contains(shared_url()),
         "no URL printed"
