@@ -1,11 +1,12 @@
 //! `dbq-bench calibrate`: is this load machine fast enough? Runs pgbench and the harness on
 //! the same server, the same prefilled seed table and the same transaction (the seed's claim
-//! and its success update, 0 ms handler), one after the other at each connection count, and
-//! prints their jobs/s and CPU per job side by side.
+//! and its success update, 0 ms handler), in turn at each connection count and `repeats`
+//! times, and prints the medians of their jobs/s and CPU per job side by side, with the
+//! spread of the ratios.
 //!
-//! pgbench waits for each statement's reply on one connection per client, as the seed's
-//! worker does, and is written in C: when the harness drains as fast with no more CPU per
-//! job, the harness is not what limits a measurement on this machine.
+//! pgbench is written in C and runs the same statements on one connection per client: when
+//! the harness drains as fast with no more CPU per job, the harness is not what limits a
+//! measurement on this machine.
 
 use crate::db::{self, RunSchema};
 use crate::error::{Failure, InputError};
