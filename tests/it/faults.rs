@@ -218,7 +218,12 @@ async fn terminated_backends_are_counted_and_their_work_is_redone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_xmin_hold_keeps_vacuum_from_removing_dead_tuples() {
-    let p = plan(
+    // A database of its own: the other tests' open transactions on the shared server (frozen
+    // workers, readers) would hold the horizon back too, and the "after" VACUUM would find
+    // nothing it may remove.
+    let url = crate::support::database_of_its_own("dbq_test_xmin_hold").await;
+    let p = crate::support::plan_on(
+        &url,
         SMALL,
         &[
             "producers.rate=300",
@@ -246,6 +251,7 @@ async fn an_xmin_hold_keeps_vacuum_from_removing_dead_tuples() {
         "{during:?} then {after:?}"
     );
     assert_nothing_lost(s);
+    crate::support::drop_database("dbq_test_xmin_hold").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

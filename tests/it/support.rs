@@ -14,6 +14,8 @@ use dbq_bench::error::Failure;
 use dbq_bench::run::{RunOptions, RunOutcome, run};
 use dbq_bench::scenario::load::{Overrides, parse};
 use dbq_bench::scenario::{Engine, EnvDefaults, Plan, ProviderKind};
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -186,6 +188,41 @@ pub fn require_python_hdrh() -> String {
 /// A plan from scenario text, run with the url provider against the shared server.
 pub fn plan(text: &str, sets: &[&str]) -> Plan {
     build_plan(text, sets, ProviderKind::Url, Some(shared_url()))
+}
+
+/// A plan from scenario text, run with the url provider against `url`.
+pub fn plan_on(url: &str, text: &str, sets: &[&str]) -> Plan {
+    build_plan(text, sets, ProviderKind::Url, Some(url))
+}
+
+/// A fresh database named `name` on the shared PostgreSQL server, for a test that must not
+/// see the other tests' sessions (VACUUM's xmin horizon is kept per database); returns its
+/// URL. Drop it with [`drop_database`].
+pub async fn database_of_its_own(name: &str) -> String {
+    let mut admin = PgConnection::connect(shared_url()).await.unwrap();
+    drop_database_on(&mut admin, name).await;
+    sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    admin.close().await.ok();
+    let options: PgConnectOptions = shared_url().parse().unwrap();
+    options.database(name).to_url_lossy().to_string()
+}
+
+pub async fn drop_database(name: &str) {
+    let mut admin = PgConnection::connect(shared_url()).await.unwrap();
+    drop_database_on(&mut admin, name).await;
+    admin.close().await.ok();
+}
+
+async fn drop_database_on(admin: &mut PgConnection, name: &str) {
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    )))
+    .execute(admin)
+    .await
+    .unwrap();
 }
 
 /// A plan from scenario text on MariaDB, run with the url provider against the shared
