@@ -197,8 +197,12 @@ pub fn is_connection_error(e: &sqlx::Error) -> bool {
         sqlx::Error::Database(db) => {
             let code = db.code().unwrap_or_default();
             // 08xxx connection exceptions, 57P0x operator intervention (terminated,
-            // shutdown); MariaDB: 70100, the session was killed (KILL CONNECTION).
-            code.starts_with("08") || code.starts_with("57P") || code == "70100"
+            // shutdown, idle session timeout), 25P03/25P04 the session ended for idling in
+            // or overrunning a transaction (both FATAL); MariaDB: 70100, the session was
+            // killed (KILL CONNECTION).
+            code.starts_with("08")
+                || code.starts_with("57P")
+                || ["25P03", "25P04", "70100"].contains(&code.as_ref())
         }
         _ => false,
     }

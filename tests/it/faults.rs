@@ -507,3 +507,79 @@ async fn a_session_killed_right_after_its_commit_leaves_the_outcome_in_doubt() {
         schema.drop_schema().await.unwrap();
     }
 }
+
+/// A session the server ends for idling in a transaction (PostgreSQL's 25P03 FATAL,
+/// MariaDB's `idle_transaction_timeout`) is a lost connection: the worker replaces it at
+/// once instead of sending a ROLLBACK down a closed socket. Both engines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ended_by_the_idle_in_transaction_timeout_is_a_lost_connection() {
+    use dbq_bench::db::{Conn, RunSchema, ServerOptions};
+    use dbq_bench::fleet::is_connection_error;
+    use dbq_bench::scenario::Engine;
+    let servers = [
+        (
+            Engine::Postgres,
+            shared_url(),
+            "SET idle_in_transaction_session_timeout = '100ms'",
+        ),
+        (
+            Engine::Mariadb,
+            shared_mariadb_url(),
+            "SET SESSION idle_transaction_timeout = 1",
+        ),
+    ];
+    for (engine, url, timeout) in servers {
+        let server = ServerOptions::from_url(engine, url).unwrap();
+        let schema = RunSchema::create(&server, "dbq_test").await.unwrap();
+        let mut conn = schema.connect().await.unwrap();
+        let session: i64 = match &mut conn {
+            Conn::Postgres(c) => sqlx::query_scalar("SELECT pg_backend_pid()::bigint")
+                .fetch_one(c)
+                .await
+                .unwrap(),
+            Conn::Mariadb(c) => sqlx::query_scalar("SELECT CAST(CONNECTION_ID() AS SIGNED)")
+                .fetch_one(c)
+                .await
+                .unwrap(),
+        };
+        conn.execute(timeout).await.unwrap();
+        conn.execute("BEGIN").await.unwrap();
+        // Wait until the server has ended the session, seen from another one.
+        let mut watch = schema.connect().await.unwrap();
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            assert!(
+                std::time::Instant::now() < give_up,
+                "{engine:?}: the server never ended the idle session ({timeout})"
+            );
+            let alive: i64 = match &mut watch {
+                Conn::Postgres(c) => {
+                    sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = $1")
+                        .bind(session)
+                        .fetch_one(c)
+                        .await
+                }
+                Conn::Mariadb(c) => {
+                    sqlx::query_scalar(
+                        "SELECT count(*) FROM information_schema.processlist WHERE id = ?",
+                    )
+                    .bind(session)
+                    .fetch_one(c)
+                    .await
+                }
+            }
+            .unwrap();
+            if alive == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let error = conn
+            .execute("SELECT 1")
+            .await
+            .expect_err("the server ended the session");
+        assert!(is_connection_error(&error), "{engine:?}: {error}");
+        watch.close().await.ok();
+        schema.drop_schema().await.unwrap();
+    }
+}
