@@ -26,7 +26,7 @@ use crate::scenario::{ClaimMode, ConsumerPlan, CrashPoint};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -175,14 +175,25 @@ enum Work {
 /// step starts inside its transaction. The server runs the seed's statements in the seed's
 /// order; the one difference is that `NOW()` in the next claim reads that `BEGIN`'s time,
 /// microseconds before the claim on a busy worker. An idle worker (an empty claim) commits
-/// alone and begins afresh. Failure updates, which carry text, are sent on their own.
+/// alone and begins afresh, and so does a busy one once every [`STATS_REPORT_EVERY`].
+/// Failure updates, which carry text, are sent on their own.
 #[derive(Default)]
 struct Transaction {
     /// A `BEGIN` already ran on the connection.
     open: bool,
     /// The completion is prepared on the connection ([`Queue::prepare_completion`]).
     prepared: bool,
+    /// When the session last waited outside a transaction (`None`: not yet).
+    rested_at: Option<Instant>,
 }
+
+/// How often a busy worker commits without the next `BEGIN`. PostgreSQL reports a session's
+/// table and transaction counts (`pg_stat_*`, which autovacuum reads to decide when to
+/// vacuum, and the sampler's dead tuples and commits) only while it waits outside a
+/// transaction, at most once a second. A worker always inside its next `BEGIN` would hide
+/// its updates from autovacuum until it disconnected; the seed's worker, which commits and
+/// then claims, rests between jobs. One extra round trip a second keeps the counts as fresh.
+const STATS_REPORT_EVERY: Duration = Duration::from_secs(1);
 
 impl Transaction {
     async fn begin(&mut self, conn: &mut Conn, queue: &Queue) -> sqlx::Result<()> {
@@ -200,10 +211,12 @@ impl Transaction {
     async fn commit(&mut self, conn: &mut Conn) -> sqlx::Result<()> {
         self.open = false;
         conn.execute("COMMIT").await?;
+        self.rested_at = Some(Instant::now());
         Ok(())
     }
 
-    /// Completes `done`, commits, and begins the next transaction, in one round trip.
+    /// Completes `done`, commits, and begins the next transaction, in one round trip; once
+    /// every [`STATS_REPORT_EVERY`] without the `BEGIN`, so that the session rests.
     async fn complete_commit_and_begin(
         &mut self,
         conn: &mut Conn,
@@ -211,8 +224,16 @@ impl Transaction {
         done: &[JobId],
     ) -> sqlx::Result<()> {
         self.open = false;
-        queue.complete_then(conn, done, "COMMIT; BEGIN").await?;
-        self.open = true;
+        let rest = self
+            .rested_at
+            .is_none_or(|at| at.elapsed() >= STATS_REPORT_EVERY);
+        if rest {
+            queue.complete_then(conn, done, "COMMIT").await?;
+            self.rested_at = Some(Instant::now());
+        } else {
+            queue.complete_then(conn, done, "COMMIT; BEGIN").await?;
+            self.open = true;
+        }
         Ok(())
     }
 
