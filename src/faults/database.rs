@@ -156,7 +156,8 @@ async fn probe(job: &Job, conn: &mut Conn, label: &str, vacuum: bool) {
 /// PostgreSQL a transaction with an XID (the xmin horizon: VACUUM can remove nothing newer),
 /// on MariaDB a consistent snapshot (InnoDB's purge can remove no undo newer than its read
 /// view, so the history list grows). Probes the queue table before, at the end of the hold
-/// and after releasing it (on PostgreSQL each after a VACUUM; InnoDB purges by itself).
+/// and after releasing it (on PostgreSQL each after a VACUUM, the second once the horizon
+/// has passed the released XID; InnoDB purges by itself).
 pub(super) async fn hold_xmin(job: &Job, stop: &CancellationToken) {
     let at = job.now();
     let Some(mut probe_conn) = connect(job, "fault").await else {
@@ -185,13 +186,62 @@ pub(super) async fn hold_xmin(job: &Job, stop: &CancellationToken) {
     holder.execute("ROLLBACK").await.ok();
     holder.close().await.ok();
     let released = job.now();
-    if !vacuum {
+    let mut detail = detail;
+    match (&mut probe_conn, &xid) {
+        (Conn::Postgres(c), Ok(held)) => {
+            if let Some(still) = wait_for_horizon(c, *held, stop).await {
+                detail += &format!(
+                    "; {still} session(s) still had a snapshot or transaction from before the \
+                     release {}s later: the after probe saw the horizon held",
+                    HORIZON_WAIT.as_secs()
+                );
+            }
+        }
         // InnoDB purges in the background: give it a moment to catch up.
-        sleep_or_stop(Duration::from_secs(1), stop).await;
+        _ => _ = sleep_or_stop(Duration::from_secs(1), stop).await,
     }
     probe(job, &mut probe_conn, after, vacuum).await;
     probe_conn.close().await.ok();
     job.record(at, released, xid.is_ok() as u64, detail);
+}
+
+/// The run's sessions whose snapshot or transaction is at least as old as the released XID
+/// ($1, a `txid_current()` value). A statement that took its snapshot while the XID was held
+/// keeps VACUUM's horizon there until it ends, so the "after" VACUUM waits for them.
+const OLDER_THAN_RELEASED: &str = "
+SELECT count(*)
+FROM   pg_stat_activity
+WHERE  datname = current_database()
+  AND  pid <> pg_backend_pid()
+  AND  (age(backend_xmin) >= age(($1 % 4294967296)::text::xid)
+        OR age(backend_xid) >= age(($1 % 4294967296)::text::xid))";
+
+/// How long the "after" probe waits for the horizon to pass the released XID.
+const HORIZON_WAIT: Duration = Duration::from_secs(5);
+
+/// Waits until no other session of the run's database holds a snapshot or transaction from
+/// before the release; `Some(n)` when `n` still did after [`HORIZON_WAIT`] (or at a stop).
+async fn wait_for_horizon(
+    conn: &mut sqlx::postgres::PgConnection,
+    held: i64,
+    stop: &CancellationToken,
+) -> Option<i64> {
+    let deadline = tokio::time::Instant::now() + HORIZON_WAIT;
+    loop {
+        let still: i64 = sqlx::query_scalar(OLDER_THAN_RELEASED)
+            .bind(held)
+            .fetch_one(&mut *conn)
+            .await
+            .ok()?;
+        if still == 0 {
+            return None;
+        }
+        if tokio::time::Instant::now() >= deadline
+            || !sleep_or_stop(Duration::from_millis(10), stop).await
+        {
+            return Some(still);
+        }
+    }
 }
 
 /// MariaDB: the transaction id of the session's own transaction.
