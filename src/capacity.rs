@@ -10,7 +10,7 @@
 use crate::db;
 use crate::error::{Failure, InputError};
 use crate::report::svg::{Series, TimeChart, escape};
-use crate::report::{Summary, article};
+use crate::report::{Summary, article, summary};
 use crate::run::{RunOptions, Session};
 use crate::scenario::{EnvDefaults, Overrides, Plan, load_plan};
 use anyhow::Context;
@@ -523,10 +523,10 @@ pub fn judge(s: &Summary, rate: f64, consumers: u32, dir: PathBuf) -> Step {
     let c = &p.jobs;
     let window = p.duration_s.max(1e-9);
     let gap = c.enqueued as f64 - (c.completed + c.dead_lettered) as f64;
-    // Jobs still in flight when the window closes are not a backlog: by Little's law about
-    // rate × latency of them are in the system at any moment.
-    let in_flight = p.throughput.completed_per_s * p.latency_ms.end_to_end.p50 / 1000.0;
-    let consumers_kept_up = gap <= (c.enqueued as f64 * 0.02).max(10.0) + in_flight;
+    let in_flight =
+        summary::jobs_in_flight(p.throughput.completed_per_s, p.latency_ms.end_to_end.p50);
+    let consumers_kept_up =
+        summary::completions_kept_up(c.enqueued, c.completed + c.dead_lettered, in_flight);
     let sent_share = c.enqueued as f64 / (rate * window).max(1.0);
     let delivered = sent_share >= 0.97;
     if !consumers_kept_up {

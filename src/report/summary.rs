@@ -8,7 +8,8 @@ use super::faults::FaultSummary;
 use super::thresholds::ThresholdResult;
 use crate::accounting::AccountingProof;
 use crate::metrics::{
-    LatencyReport, Ledger, Measurements, Metric, MetricSet, PhaseCounts, TimelineRow, WindowKind,
+    LatencyReport, LatencySummary, Ledger, Measurements, Metric, MetricSet, PhaseCounts,
+    TimelineRow, WindowKind,
 };
 use crate::queue::ClaimProbe;
 use crate::scenario::Threshold;
@@ -214,11 +215,15 @@ pub struct Verdict {
     /// Producers kept their schedule (at most 1% of jobs sent late).
     pub producers_kept_schedule: bool,
     /// Consumers kept up: over the measured window, neither the backlog (sampled from the
-    /// database) nor the completion gap (jobs enqueued minus jobs finished) grew by more than
-    /// the tolerance.
+    /// database) grew by more than the tolerance nor the completion gap (jobs enqueued minus
+    /// jobs finished) by more than the tolerance plus the jobs in flight.
     pub consumers_kept_up: bool,
     /// max(10 jobs, 2% of the jobs enqueued in the window).
     pub tolerance_jobs: i64,
+    /// Jobs in the system at any moment by Little's law (completed rate × p50 end-to-end):
+    /// those in flight when the window closed, which the completion gap may include.
+    #[serde(default)]
+    pub in_flight_jobs: f64,
     pub backlog_growth: Option<i64>,
     pub completion_gap: i64,
     pub queue_depth_start: Option<i64>,
@@ -341,6 +346,7 @@ impl Summary {
             m,
             &throughput,
             &measured_counts,
+            LatencySummary::of(measured_metrics.get(Metric::EndToEnd)).p50,
             scheduled,
             harness.as_ref(),
             &pace,
@@ -680,12 +686,32 @@ impl Metadata {
     }
 }
 
+/// How far the backlog, or the enqueued-minus-finished gap, may grow over a window and still
+/// count as keeping up: max(10 jobs, 2% of the window's jobs).
+fn gap_tolerance(enqueued: u64) -> f64 {
+    (enqueued as f64 * 0.02).max(10.0)
+}
+
+/// The jobs in the system at any moment, by Little's law: completed rate × p50 end-to-end
+/// latency. Those still in flight when a window closes are not a backlog.
+pub fn jobs_in_flight(completed_per_s: f64, end_to_end_p50_ms: f64) -> f64 {
+    completed_per_s * end_to_end_p50_ms / 1000.0
+}
+
+/// Whether completions kept up with what was sent over a window (the verdict's and the
+/// capacity search's rule): the gap between jobs enqueued and jobs finished (done or dead
+/// letter) within [`gap_tolerance`] plus the jobs in flight ([`jobs_in_flight`]).
+pub fn completions_kept_up(enqueued: u64, finished: u64, in_flight: f64) -> bool {
+    enqueued as f64 - finished as f64 <= gap_tolerance(enqueued) + in_flight
+}
+
 /// `scheduled`: jobs the measured phases' schedules intended, the denominator of the late
 /// share (both counted by intended time).
 fn verdict(
     m: &Measurements,
     t: &Throughput,
     counts: &PhaseCounts,
+    end_to_end_p50_ms: f64,
     scheduled: u64,
     harness: Option<&crate::metrics::HarnessSummary>,
     producers: &ProducerPace,
@@ -702,11 +728,13 @@ fn verdict(
         ),
     };
     let (start, end) = measured_depths(m);
-    let tolerance_jobs = ((counts.enqueued as f64 * 0.02) as i64).max(10);
     let backlog_growth = start.zip(end).map(|(s, e)| e - s);
-    let completion_gap = counts.enqueued as i64 - (counts.completed + counts.dead_lettered) as i64;
-    let consumers_kept_up =
-        completion_gap <= tolerance_jobs && backlog_growth.is_none_or(|g| g <= tolerance_jobs);
+    let finished = counts.completed + counts.dead_lettered;
+    let completion_gap = counts.enqueued as i64 - finished as i64;
+    let in_flight = jobs_in_flight(t.completed_per_s, end_to_end_p50_ms);
+    let tolerance_jobs = gap_tolerance(counts.enqueued) as i64;
+    let consumers_kept_up = completions_kept_up(counts.enqueued, finished, in_flight)
+        && backlog_growth.is_none_or(|g| g <= tolerance_jobs);
     let kept_up = producers_kept_schedule && consumers_kept_up;
     let harness_saturated = harness.is_some_and(|h| h.saturated());
     let state = if kept_up {
@@ -763,6 +791,7 @@ fn verdict(
         producers_kept_schedule,
         consumers_kept_up,
         tolerance_jobs,
+        in_flight_jobs: (in_flight * 10.0).round() / 10.0,
         backlog_growth,
         completion_gap,
         queue_depth_start: start,
@@ -771,5 +800,25 @@ fn verdict(
         state,
         text,
         capacity: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_in_flight_at_the_window_end_are_not_a_backlog() {
+        // 44 jobs/s with a 100 ms median end to end: about 4 jobs are in the system at any
+        // moment, so a gap of 11 over 176 jobs is within max(10, 2%) plus those.
+        let in_flight = jobs_in_flight(44.0, 100.0);
+        assert!((in_flight - 4.4).abs() < 1e-9);
+        assert!(completions_kept_up(176, 165, in_flight));
+        assert!(!completions_kept_up(176, 165, 0.0));
+        // A real backlog is still one: 50 jobs behind is far more than 10 + 4.4.
+        assert!(!completions_kept_up(176, 126, in_flight));
+        // The tolerance grows with the window: 2% of 10,000 jobs.
+        assert!(completions_kept_up(10_000, 9_800, 0.0));
+        assert!(!completions_kept_up(10_000, 9_799, 0.0));
     }
 }
