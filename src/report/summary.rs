@@ -343,7 +343,7 @@ impl Summary {
             .and_then(|(from, to)| crate::metrics::HarnessSummary::over(&m.harness, from, to));
         let pace = ProducerPace::of(&measured_counts);
         let mut verdict = verdict(
-            m,
+            measured_depths(m),
             &throughput,
             &measured_counts,
             LatencySummary::of(measured_metrics.get(Metric::EndToEnd)).p50,
@@ -705,10 +705,11 @@ pub fn completions_kept_up(enqueued: u64, finished: u64, in_flight: f64) -> bool
     enqueued as f64 - finished as f64 <= gap_tolerance(enqueued) + in_flight
 }
 
+/// `(start, end)`: the backlog in the first and last second of the measured phases;
 /// `scheduled`: jobs the measured phases' schedules intended, the denominator of the late
 /// share (both counted by intended time).
 fn verdict(
-    m: &Measurements,
+    (start, end): (Option<i64>, Option<i64>),
     t: &Throughput,
     counts: &PhaseCounts,
     end_to_end_p50_ms: f64,
@@ -727,7 +728,6 @@ fn verdict(
             "{late_pct:.1}% of jobs sent late or not at all: {n} never sent before their phase ended"
         ),
     };
-    let (start, end) = measured_depths(m);
     let backlog_growth = start.zip(end).map(|(s, e)| e - s);
     let finished = counts.completed + counts.dead_lettered;
     let completion_gap = counts.enqueued as i64 - finished as i64;
@@ -776,6 +776,12 @@ fn verdict(
             state.headline(),
             h.describe()
         ),
+        (VerdictState::DidNotKeepUp, Some(h)) if harness_saturated => format!(
+            "{}: {}, while the harness itself was saturated ({}): its simulated workers share its CPU, so part of the shortfall may be its own",
+            state.headline(),
+            reasons.join(" and "),
+            h.describe()
+        ),
         _ => format!("{}: {}", state.headline(), reasons.join(" and ")),
     };
     let text = format!(
@@ -820,5 +826,54 @@ mod tests {
         // The tolerance grows with the window: 2% of 10,000 jobs.
         assert!(completions_kept_up(10_000, 9_800, 0.0));
         assert!(!completions_kept_up(10_000, 9_799, 0.0));
+    }
+
+    /// Consumers 100 jobs behind over a 4 s window, with the harness's timer late as given.
+    fn behind_with_timer_late(timer_late_pct: f64) -> Verdict {
+        let counts = PhaseCounts {
+            enqueued: 200,
+            completed: 100,
+            ..PhaseCounts::default()
+        };
+        let t = Throughput {
+            enqueued_per_s: 50.0,
+            completed_per_s: 25.0,
+            offered_per_s: Some(50.0),
+            window_s: 4.0,
+        };
+        let harness = crate::metrics::HarnessSummary {
+            timer_late_pct,
+            timer_max_lag_ms: 300.0,
+            machine_cores: 2,
+            ..Default::default()
+        };
+        let pace = ProducerPace::of(&counts);
+        verdict(
+            (Some(0), Some(100)),
+            &t,
+            &counts,
+            200.0,
+            200,
+            Some(&harness),
+            &pace,
+        )
+    }
+
+    #[test]
+    fn a_queue_behind_on_a_saturated_harness_says_the_harness_may_share_the_blame() {
+        let v = behind_with_timer_late(40.0);
+        assert_eq!(v.state, VerdictState::DidNotKeepUp);
+        assert!(!v.consumers_kept_up);
+        assert!(
+            v.text
+                .contains("consumers fell behind (100 more jobs enqueued than finished)")
+                && v.text.contains("the harness itself was saturated")
+                && v.text.contains("timer woke late 40.0% of the time"),
+            "{}",
+            v.text
+        );
+        let calm = behind_with_timer_late(0.2);
+        assert_eq!(calm.state, VerdictState::DidNotKeepUp);
+        assert!(!calm.text.contains("saturated"), "{}", calm.text);
     }
 }
