@@ -177,7 +177,7 @@ pub(super) async fn hold_xmin(job: &Job, stop: &CancellationToken) {
     };
     probe(job, &mut probe_conn, "before", false).await;
     let xid = hold(&mut holder).await;
-    let detail = match &xid {
+    let mut detail = match &xid {
         Ok(x) => format!("xid {x} held open"),
         Err(e) => format!("could not open the transaction: {e}"),
     };
@@ -186,7 +186,6 @@ pub(super) async fn hold_xmin(job: &Job, stop: &CancellationToken) {
     holder.execute("ROLLBACK").await.ok();
     holder.close().await.ok();
     let released = job.now();
-    let mut detail = detail;
     match (&mut probe_conn, &xid) {
         (Conn::Postgres(c), Ok(held)) => {
             if let Some(still) = wait_for_horizon(c, *held, stop).await {
@@ -197,8 +196,10 @@ pub(super) async fn hold_xmin(job: &Job, stop: &CancellationToken) {
                 );
             }
         }
+        // Nothing was held.
+        (Conn::Postgres(_), Err(_)) => {}
         // InnoDB purges in the background: give it a moment to catch up.
-        _ => _ = sleep_or_stop(Duration::from_secs(1), stop).await,
+        (Conn::Mariadb(_), _) => _ = sleep_or_stop(Duration::from_secs(1), stop).await,
     }
     probe(job, &mut probe_conn, after, vacuum).await;
     probe_conn.close().await.ok();

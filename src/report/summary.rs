@@ -8,8 +8,7 @@ use super::faults::FaultSummary;
 use super::thresholds::ThresholdResult;
 use crate::accounting::AccountingProof;
 use crate::metrics::{
-    LatencyReport, LatencySummary, Ledger, Measurements, Metric, MetricSet, PhaseCounts,
-    TimelineRow, WindowKind,
+    LatencyReport, Ledger, Measurements, Metric, MetricSet, PhaseCounts, TimelineRow, WindowKind,
 };
 use crate::queue::ClaimProbe;
 use crate::scenario::Threshold;
@@ -342,11 +341,12 @@ impl Summary {
         let harness = measured_span(m)
             .and_then(|(from, to)| crate::metrics::HarnessSummary::over(&m.harness, from, to));
         let pace = ProducerPace::of(&measured_counts);
+        let latency_ms = LatencyReport::of(&measured_metrics);
         let mut verdict = verdict(
             measured_depths(m),
             &throughput,
             &measured_counts,
-            LatencySummary::of(measured_metrics.get(Metric::EndToEnd)).p50,
+            latency_ms.end_to_end.p50,
             scheduled,
             harness.as_ref(),
             &pace,
@@ -390,7 +390,7 @@ impl Summary {
             },
             jobs,
             throughput,
-            latency_ms: LatencyReport::of(&measured_metrics),
+            latency_ms,
             phases,
             accounting: proof,
             queue: QueueInfo {
