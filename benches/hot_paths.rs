@@ -5,10 +5,10 @@
 //! not absolute times.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use dbq_bench::backend::JobPayload;
 use dbq_bench::fleet::jobs::JobFactory;
 use dbq_bench::fleet::schedule::ArrivalSchedule;
 use dbq_bench::metrics::Ledger;
-use dbq_bench::queue::JobPayload;
 use dbq_bench::scenario::load::{Overrides, parse};
 use dbq_bench::scenario::{Arrival, EnvDefaults, Plan};
 use rand::SeedableRng;

@@ -13,9 +13,8 @@
 //! the claim mode allows is named by id. In outbox mode the proof also checks that no job of
 //! a rolled-back business transaction exists and that every paid order has exactly one job.
 
-use crate::db::Conn;
+use crate::backend::{JobStatus, Link, TableMismatch};
 use crate::metrics::{Event, IdSet, JobId, Ledger, LedgerEntry};
-use crate::queue::{JobStatus, Queue, TableMismatch};
 use crate::scenario::ClaimMode;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -28,8 +27,7 @@ const LIST_LIMIT: usize = 100;
 /// (finished: by whom the harness cannot tell, but finished). Keys not found are reported
 /// as never committed only on the `final_pass`, when nothing can still be under way.
 pub async fn settle(
-    conn: &mut Conn,
-    queue: &Queue,
+    conn: &mut dyn Link,
     keys: &[String],
     jobs: &[JobId],
     at_us: u64,
@@ -37,8 +35,8 @@ pub async fn settle(
 ) -> Result<Vec<Event>> {
     let mut events = Vec::new();
     if !keys.is_empty() {
-        let found = queue
-            .jobs_by_key(conn, keys)
+        let found = conn
+            .jobs_by_key(keys)
             .await
             .context("settling in-doubt inserts")?;
         let found_keys: BTreeSet<&str> = found.iter().map(|(_, k)| k.as_str()).collect();
@@ -59,8 +57,8 @@ pub async fn settle(
         }
     }
     if !jobs.is_empty() {
-        for (id, status, retry_count) in queue
-            .job_statuses(conn, jobs)
+        for (id, status, retry_count) in conn
+            .job_statuses(jobs)
             .await
             .context("settling in-doubt jobs")?
         {
@@ -203,20 +201,19 @@ const CHUNK: usize = 50_000;
 /// (whose `search_path` is the run schema), in chunks of the id space. The ledger is
 /// updated with the settlement.
 pub async fn prove(
-    conn: &mut Conn,
-    queue: &Queue,
+    conn: &mut dyn Link,
     ledger: &mut Ledger,
     opts: ProofOptions,
     earlier: &EarlierSteps,
 ) -> Result<AccountingProof> {
     let (keys, jobs) = ledger.unresolved();
-    for event in settle(conn, queue, &keys, &jobs, 0, true).await? {
+    for event in settle(conn, &keys, &jobs, 0, true).await? {
         ledger.settle(&event);
     }
     let ledger: &Ledger = ledger;
     let audited: Option<BTreeMap<JobId, i64>> = if opts.audit {
-        let rows = queue
-            .audited_duplicates(conn)
+        let rows = conn
+            .audited_duplicates()
             .await
             .context("accounting: reading the completion audit")?;
         Some(
@@ -228,7 +225,7 @@ pub async fn prove(
         None
     };
     let outbox = if opts.outbox {
-        Some(outbox_proof(conn, queue, ledger).await?)
+        Some(outbox_proof(conn, ledger).await?)
     } else {
         None
     };
@@ -245,12 +242,12 @@ pub async fn prove(
             .iter()
             .map(|(_, e)| e.expected_status())
             .collect();
-        let mismatches = queue
-            .table_mismatches(conn, &ids, &expected)
+        let mismatches = conn
+            .table_mismatches(&ids, &expected)
             .await
             .context("accounting: reading job states")?;
-        let untracked = queue
-            .untracked_between(conn, &chunk.known, chunk.from, chunk.to)
+        let untracked = conn
+            .untracked_between(&chunk.known, chunk.from, chunk.to)
             .await
             .context("accounting: looking for untracked rows")?;
         tally.add(&chunk.jobs, &mismatches, untracked, opts.drained);
@@ -517,17 +514,17 @@ impl Tally {
     }
 }
 
-async fn outbox_proof(conn: &mut Conn, queue: &Queue, ledger: &Ledger) -> Result<OutboxProof> {
-    let paid_orders = queue
-        .paid_orders(conn)
+async fn outbox_proof(conn: &mut dyn Link, ledger: &Ledger) -> Result<OutboxProof> {
+    let paid_orders = conn
+        .paid_orders()
         .await
         .context("outbox: counting paid orders")?;
-    let found = queue
-        .jobs_by_key(conn, &ledger.rolled_back_keys)
+    let found = conn
+        .jobs_by_key(&ledger.rolled_back_keys)
         .await
         .context("outbox: looking for rolled-back jobs")?;
-    let bad_orders = queue
-        .outbox_problems(conn)
+    let bad_orders = conn
+        .outbox_problems()
         .await
         .context("outbox: checking orders against jobs")?;
     Ok(OutboxProof {

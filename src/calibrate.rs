@@ -8,20 +8,24 @@
 //! the harness drains as fast with no more CPU per job, the harness is not what limits a
 //! measurement on this machine.
 
-use crate::db::{self, RunSchema};
+use crate::backend::Backend;
 use crate::error::{Failure, InputError};
-use crate::run::{RunOptions, Session};
-use crate::scenario::{EnvDefaults, Overrides, Plan, load_plan};
+use crate::provider::Server;
+use crate::run::{self, RunOptions, Session};
+use crate::scenario::{
+    DurationDist, HandlerSection, HumanDuration, PhaseSection, Plan, PlanChange, Rate, VariantName,
+};
+use crate::status::Status;
 use anyhow::{Context, Result, bail};
 use nix::sys::resource::{UsageWho, getrusage};
 use serde::{Deserialize, Serialize};
-use sqlx::ConnectOptions;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// The transaction pgbench runs: the seed's claim (`src/queue/seed/claim.sql`, its
+/// The transaction pgbench runs: the seed's claim (`src/backend/postgres/seed/claim.sql`, its
 /// `RETURNING id, type, payload` included, as the worker receives them) and its success
 /// update (`complete.sql`, `$1` as pgbench's `:id`), in one transaction, as the seed's worker
 /// runs them.
@@ -29,17 +33,16 @@ use tokio_util::sync::CancellationToken;
 /// `\aset` leaves `id` as it was when the claim finds nothing (the script sets it to 0
 /// first), so a queue that runs dry does not abort pgbench; jobs are counted from the table.
 fn pgbench_script() -> String {
-    let claim = include_str!("queue/seed/claim.sql").trim_end();
-    let complete = include_str!("queue/seed/complete.sql")
+    let claim = include_str!("backend/postgres/seed/claim.sql").trim_end();
+    let complete = include_str!("backend/postgres/seed/complete.sql")
         .trim_end()
         .replace("$1", ":id");
     format!("\\set id 0\nBEGIN;\n{claim} \\aset\n{complete};\nCOMMIT;\n")
 }
 
 pub struct CalibrateRequest {
-    pub scenario: PathBuf,
-    pub overrides: Overrides,
-    pub env: EnvDefaults,
+    /// The scenario whose database settings are used (its load is replaced).
+    pub plan: Plan,
     pub connections: Vec<u32>,
     pub duration: Duration,
     pub prefill: u64,
@@ -47,7 +50,7 @@ pub struct CalibrateRequest {
     pub repeats: u32,
     pub pgbench: PathBuf,
     pub out_dir: PathBuf,
-    pub status: bool,
+    pub status: Status,
 }
 
 /// One connection count, both tools: medians over the repeats, and the spread of the ratios.
@@ -129,24 +132,30 @@ pub struct Calibration {
 impl CalibrateRequest {
     /// The harness's plan at `connections`: the seed with a prefilled backlog, no producers,
     /// `connections` workers with a 0 ms handler, one measured phase of `duration`, and no
-    /// drain after it.
+    /// drain after it (only the measured phase counts: the rest of the prefill is not worth
+    /// draining; the run then ends "drain timed out", its jobs unfinished, none lost).
     fn plan(&self, connections: u32) -> Result<Plan, InputError> {
-        let mut overrides = self.overrides.clone();
-        overrides.sets.extend([
-            "queue.variant=\"seed\"".into(),
-            format!("producers.prefill={}", self.prefill),
-            format!("consumers.count={connections}"),
-            "consumers.handler={ duration = { fixed = \"0ms\" }, error_rate = 0.0 }".into(),
-            format!(
-                "phases=[{{ name = \"load\", duration = \"{}ms\", rate = 0 }}]",
-                self.duration.as_millis()
-            ),
-            "thresholds={}".into(),
-            // Only the measured phase counts: the rest of the prefill is not worth draining
-            // (the run then ends "drain timed out", its jobs unfinished, none lost).
-            "drain.timeout=\"1s\"".into(),
-        ]);
-        load_plan(&self.scenario, &overrides, &self.env)
+        let load = PhaseSection {
+            name: "load".into(),
+            duration: HumanDuration(self.duration),
+            rate: Some(Rate::PerSecond(0.0)),
+            measured: true,
+            faults: Vec::new(),
+            thresholds: BTreeMap::new(),
+        };
+        self.plan.changed([
+            PlanChange::Variant(VariantName::Seed),
+            PlanChange::Prefill(self.prefill),
+            PlanChange::Consumers(connections),
+            PlanChange::Handler(HandlerSection {
+                duration: DurationDist::Fixed(HumanDuration::from_millis(0)),
+                error_rate: 0.0,
+                cpu_bound: false,
+            }),
+            PlanChange::Phases(vec![load]),
+            PlanChange::RunThresholds(BTreeMap::new()),
+            PlanChange::DrainTimeout(Duration::from_secs(1)),
+        ])
     }
 }
 
@@ -156,23 +165,22 @@ pub async fn run(
     shutdown: &CancellationToken,
 ) -> Result<Calibration, Failure> {
     let first = request.plan(request.connections[0])?;
-    if first.database.engine != crate::scenario::Engine::Postgres {
-        return Err(Failure::Input(crate::error::InputError::new(
+    let engine = first.database.engine;
+    if !engine.supports().calibrate {
+        return Err(Failure::Input(InputError::new(
             &first.source,
             "database.engine",
-            "calibrate compares the harness with pgbench, so it runs on PostgreSQL only"
-                .to_string(),
+            format!(
+                "calibrate compares the harness with pgbench, PostgreSQL's tool; {} has none here",
+                engine.label()
+            ),
         )));
     }
     std::fs::create_dir_all(&request.out_dir)
         .with_context(|| format!("creating {}", request.out_dir.display()))?;
-    let server = Arc::new(db::provision(&first.database).await?);
+    let server = run::provision(&first, &request.status).await?;
     let result = measure_all(request, &server, shutdown).await;
-    if let Ok(server) = Arc::try_unwrap(server)
-        && let Err(e) = server.teardown().await
-    {
-        eprintln!("dbq-bench: warning: teardown: {e:#}");
-    }
+    run::release(server, false, &request.status).await;
     let calibration = Calibration {
         server: first.database.provider.as_str().into(),
         duration_s: request.duration.as_secs_f64(),
@@ -180,19 +188,21 @@ pub async fn run(
         repeats: request.repeats,
         rows: result?,
     };
-    std::fs::write(
-        request.out_dir.join("calibrate.json"),
+    let write = |name: &str, text: String| {
+        let path = request.out_dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    };
+    write(
+        "calibrate.json",
         serde_json::to_string_pretty(&calibration).context("calibrate.json")?,
-    )
-    .context("writing calibrate.json")?;
-    std::fs::write(request.out_dir.join("calibrate.md"), markdown(&calibration))
-        .context("writing calibrate.md")?;
+    )?;
+    write("calibrate.md", markdown(&calibration))?;
     Ok(calibration)
 }
 
 async fn measure_all(
     request: &CalibrateRequest,
-    server: &Arc<db::Server>,
+    server: &Arc<Server>,
     shutdown: &CancellationToken,
 ) -> Result<Vec<Row>, Failure> {
     let mut rows = Vec::new();
@@ -209,7 +219,7 @@ async fn measure_all(
 /// pgbench, then the harness, at `connections`, each on a freshly prefilled table.
 async fn measure_once(
     request: &CalibrateRequest,
-    server: &Arc<db::Server>,
+    server: &Arc<Server>,
     shutdown: &CancellationToken,
     connections: u32,
     repeat: u32,
@@ -217,31 +227,30 @@ async fn measure_once(
     let c = connections;
     let plan = request.plan(c)?;
     let say = |tool: &str| {
-        if request.status {
-            eprintln!(
-                "dbq-bench: calibrate: {c} connection(s), run {repeat} of {}: {tool}…",
-                request.repeats
-            );
-        }
+        request.status.line(&format!(
+            "calibrate: {c} connection(s), run {repeat} of {}: {tool}…",
+            request.repeats
+        ))
     };
     say("pgbench");
-    let session = Session::set_up(&plan, &RunOptions::default(), server, shutdown).await?;
-    let pgbench = run_pgbench(request, session.schema(), c).await;
-    session.tear_down(false).await;
+    let quiet = RunOptions::default();
+    let session = Session::set_up(&plan, &quiet, server, shutdown).await?;
+    let pgbench = run_pgbench(request, &**session.backend(), c).await;
+    session.tear_down(false, &request.status).await;
     let (pg_jobs, pg_cpu) = pgbench.map_err(Failure::Run)?;
     if shutdown.is_cancelled() {
         return Err(Failure::Interrupted);
     }
     say("dbq-bench");
-    let mut session = Session::set_up(&plan, &RunOptions::default(), server, shutdown).await?;
+    let mut session = Session::set_up(&plan, &quiet, server, shutdown).await?;
     let opts = RunOptions {
         out_dir: Some(request.out_dir.join(format!("harness-{c}-{repeat}"))),
         ..Default::default()
     };
     let outcome = session.step(&plan, &opts, shutdown).await;
-    session.tear_down(false).await;
+    session.tear_down(false, &request.status).await;
     let s = outcome?.results.summary;
-    let load = s.phases.iter().find(|p| p.name == "load");
+    let load = s.phases.iter().find(|p| p.measured);
     // A claim that found nothing: the backlog ran out (a pause of the harness on a busy
     // machine is not one).
     if load.is_some_and(|p| p.jobs.empty_polls > 0) {
@@ -272,20 +281,17 @@ fn cpu_seconds(who: UsageWho) -> f64 {
     })
 }
 
-/// Runs pgbench against `schema` for the request's duration; returns the transactions it
-/// committed and the CPU seconds it used.
+/// Runs pgbench against the queue for the request's duration; returns the transactions it
+/// committed (counted from the table) and the CPU seconds it used.
 async fn run_pgbench(
     request: &CalibrateRequest,
-    schema: &RunSchema,
+    queue: &dyn Backend,
     connections: u32,
 ) -> Result<(u64, f64)> {
     let dir = tempfile::tempdir().context("a directory for the pgbench script")?;
     let script = dir.path().join("claim-complete.sql");
-    std::fs::write(&script, pgbench_script()).context("writing the pgbench script")?;
-    let crate::db::ServerOptions::Postgres(options) = schema.options() else {
-        bail!("pgbench needs a PostgreSQL server");
-    };
-    let url = options.to_url_lossy();
+    std::fs::write(&script, pgbench_script())
+        .with_context(|| format!("writing {}", script.display()))?;
     let threads = connections.min(
         std::thread::available_parallelism()
             .map(|n| n.get() as u32)
@@ -296,15 +302,7 @@ async fn run_pgbench(
         .arg(&script)
         .args(["-c", &connections.to_string(), "-j", &threads.to_string()])
         .args(["-T", &request.duration.as_secs().max(1).to_string()])
-        .env("PGHOST", url.host_str().unwrap_or("localhost"))
-        .env("PGPORT", url.port().unwrap_or(5432).to_string())
-        .env("PGUSER", url.username())
-        .env("PGPASSWORD", url.password().unwrap_or(""))
-        .env("PGDATABASE", url.path().trim_start_matches('/'))
-        .env("PGOPTIONS", format!("-c search_path={}", schema.name));
-    if let Some(socket) = options.get_socket() {
-        cmd.env("PGHOST", socket);
-    }
+        .envs(queue.client_env());
     let before = cpu_seconds(UsageWho::RUSAGE_CHILDREN);
     let out = cmd.output().await.with_context(|| {
         format!(
@@ -324,16 +322,9 @@ async fn run_pgbench(
         bail!("pgbench failed: {}", errors.join("; "));
     }
     transactions(&stdout).context("reading pgbench's output")?;
-    let mut conn = schema.connect().await?;
-    let conn = conn
-        .postgres()
-        .context("pgbench needs a PostgreSQL server")?;
-    let (done, pending): (i64, i64) = sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE status = 'done'), count(*) FILTER (WHERE status = 'pending') FROM job_queue",
-    )
-    .fetch_one(&mut *conn)
-    .await
-    .context("counting the jobs pgbench finished")?;
+    let (done, pending) = done_and_pending(queue)
+        .await
+        .context("counting the jobs pgbench finished")?;
     if pending == 0 {
         bail!(
             "the queue ran dry during pgbench's run ({done} jobs done in {} s): raise --prefill",
@@ -341,6 +332,21 @@ async fn run_pgbench(
         );
     }
     Ok((done as u64, cpu))
+}
+
+/// Jobs done and jobs pending in the queue.
+async fn done_and_pending(queue: &dyn Backend) -> Result<(i64, i64)> {
+    let mut conn = queue.connect("main").await?;
+    let counts = conn.status_counts().await;
+    conn.close().await;
+    let counts = counts?;
+    let n = |status: &str| {
+        counts
+            .iter()
+            .find(|(s, _)| s == status)
+            .map_or(0, |(_, n)| *n)
+    };
+    Ok((n("done"), n("pending")))
 }
 
 /// "number of transactions actually processed: N" from pgbench's report.

@@ -7,17 +7,17 @@
 //! precision, or the time budget is spent. Each step is a run of its own in a fresh schema of
 //! one shared server, so a failed step's backlog cannot leak into the next one's figures.
 
-use crate::db;
 use crate::error::{Failure, InputError};
+use crate::report::design::DesignRecord;
 use crate::report::svg::{Series, TimeChart, escape};
 use crate::report::{Summary, article, summary};
-use crate::run::{RunOptions, Session};
-use crate::scenario::{EnvDefaults, Overrides, Plan, load_plan};
+use crate::run::{self, RunOptions, Session};
+use crate::scenario::{HumanDuration, PhaseSection, Plan, PlanChange, Rate};
+use crate::status::Status;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -199,6 +199,9 @@ pub struct Capacity {
     pub schema_version: u32,
     pub scenario: String,
     pub variant: String,
+    /// The design measured, whole (absent in results of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<DesignRecord>,
     /// The highest offered rate whose step met the objective (`None`: not even the first).
     pub max_sustainable_per_s: Option<f64>,
     /// The lowest rate whose step broke it (`None`: none did, up to `max_per_s`).
@@ -228,12 +231,11 @@ pub struct Capacity {
 
 /// A capacity search's request.
 pub struct CapacityRequest {
-    pub scenario: PathBuf,
-    pub overrides: Overrides,
-    pub env: EnvDefaults,
+    /// The scenario as loaded; each step replaces its phases.
+    pub plan: Plan,
     pub search: Search,
     pub out_dir: PathBuf,
-    pub status: bool,
+    pub status: Status,
 }
 
 /// One step's settings: the offered rate and, in a consumer-count search, the consumers.
@@ -248,32 +250,28 @@ impl CapacityRequest {
     /// window carrying the objective, and no prefill. The drain may take as long as two
     /// steps: a broken step's backlog is worked off before the next step starts.
     pub fn step_plan(&self, at: Setting) -> Result<Plan, InputError> {
-        let slo: Vec<String> = self
-            .search
-            .slo
-            .iter()
-            .map(|(k, v)| format!("{} = {}", toml_string(k), toml_string(v)))
-            .collect();
-        let rate = at.rate;
-        let phases = format!(
-            "phases=[{{ name = \"warmup\", duration = \"{}ms\", rate = {rate}, measured = false }}, \
-             {{ name = \"step\", duration = \"{}ms\", rate = {rate}, thresholds = {{ {} }} }}]",
-            self.search.warmup.as_millis(),
-            self.search.measure.as_millis(),
-            slo.join(", ")
-        );
+        let rate = Some(Rate::PerSecond(at.rate));
+        let phase = |name: &str, duration, measured, thresholds| PhaseSection {
+            name: name.into(),
+            duration: HumanDuration(duration),
+            rate,
+            measured,
+            faults: Vec::new(),
+            thresholds,
+        };
+        let phases = vec![
+            phase("warmup", self.search.warmup, false, BTreeMap::new()),
+            phase("step", self.search.measure, true, self.search.slo.clone()),
+        ];
         let drain = (2 * (self.search.warmup + self.search.measure)).max(Duration::from_secs(30));
-        let mut overrides = self.overrides.clone();
-        overrides.sets.extend([
-            phases,
-            "producers.prefill=0".into(),
-            "thresholds={}".into(),
-            format!("drain.timeout=\"{}ms\"", drain.as_millis()),
-        ]);
-        if let Some(n) = at.consumers {
-            overrides.sets.push(format!("consumers.count={n}"));
-        }
-        load_plan(&self.scenario, &overrides, &self.env)
+        let mut changes = vec![
+            PlanChange::Phases(phases),
+            PlanChange::Prefill(0),
+            PlanChange::RunThresholds(BTreeMap::new()),
+            PlanChange::DrainTimeout(drain),
+        ];
+        changes.extend(at.consumers.map(PlanChange::Consumers));
+        self.plan.changed(changes)
     }
 
     /// The first step's setting.
@@ -291,11 +289,6 @@ impl CapacityRequest {
     }
 }
 
-/// A TOML basic string.
-fn toml_string(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
-}
-
 /// Runs the search on one queue installed once, and writes `capacity.json`, `capacity.md`
 /// and `capacity.html`.
 pub async fn run(
@@ -305,28 +298,24 @@ pub async fn run(
     let first = request.step_plan(request.first())?;
     std::fs::create_dir_all(&request.out_dir)
         .with_context(|| format!("creating {}", request.out_dir.display()))?;
-    let server = Arc::new(db::provision(&first.database).await?);
-    if request.status {
-        for line in &server.skipped {
-            eprintln!("dbq-bench: {line}");
-        }
-        eprintln!("dbq-bench: capacity server: {}", server.description);
-    }
-    let result = match Session::set_up(&first, &RunOptions::default(), &server, shutdown).await {
-        Ok(mut session) => {
-            let result = search(request, &mut session, shutdown).await;
-            session.tear_down(false).await;
-            result
-        }
-        Err(e) => Err(e),
+    let status = &request.status;
+    let server = run::provision(&first, status).await?;
+    let opts = RunOptions {
+        status: status.clone(),
+        ..RunOptions::default()
     };
-    if let Ok(server) = Arc::try_unwrap(server)
-        && let Err(e) = server.teardown().await
-    {
-        eprintln!("dbq-bench: warning: teardown: {e:#}");
-    }
+    let (result, design) = match Session::set_up(&first, &opts, &server, shutdown).await {
+        Ok(mut session) => {
+            let design = DesignRecord::of(&first, session.backend().design());
+            let result = search(request, &mut session, shutdown).await;
+            session.tear_down(false, status).await;
+            (result, Some(design))
+        }
+        Err(e) => (Err(e), None),
+    };
+    run::release(server, false, status).await;
     let (steps, end) = result?;
-    let capacity = conclude(request, &first, steps, end);
+    let capacity = conclude(request, &first, design, steps, end);
     write(&capacity, &request.out_dir)
         .map_err(|e| Failure::Run(e.context("writing the capacity results")))?;
     Ok(capacity)
@@ -455,41 +444,37 @@ async fn run_step(
         None => format!("{:02}-{}-per-s", index + 1, at.rate.round()),
     };
     let dir = request.out_dir.join("steps").join(name);
-    if request.status {
-        eprintln!(
-            "dbq-bench: capacity step {}: {} jobs/s offered to {consumers} consumer(s)",
-            index + 1,
-            at.rate.round()
-        );
-    }
+    request.status.line(&format!(
+        "capacity step {}: {} jobs/s offered to {consumers} consumer(s)",
+        index + 1,
+        at.rate.round()
+    ));
     let opts = RunOptions {
         out_dir: Some(dir.clone()),
         ..Default::default()
     };
     let outcome = session.step(&plan, &opts, shutdown).await?;
     let step = judge(&outcome.results.summary, at.rate, consumers as u32, dir);
-    if request.status {
-        eprintln!(
-            "dbq-bench:   {:.0} completed/s, e2e p50 {:.1} ms, p99 {:.1} ms: {}",
-            step.completed_per_s,
-            step.e2e_p50_ms,
-            step.e2e_p99_ms,
-            if step.passed {
-                "met the objective".to_string()
-            } else {
-                step.why.join("; ")
-            }
-        );
-    }
+    request.status.line(&format!(
+        "  {:.0} completed/s, e2e p50 {:.1} ms, p99 {:.1} ms: {}",
+        step.completed_per_s,
+        step.e2e_p50_ms,
+        step.e2e_p99_ms,
+        if step.passed {
+            "met the objective".to_string()
+        } else {
+            step.why.join("; ")
+        }
+    ));
     Ok(step)
 }
 
-/// Judges a step's measured window: its thresholds (the objective), whether the producers
-/// delivered the offered rate, and whether completions kept up with what they sent. Late
-/// inserts are not a failure by themselves: latency counts from each job's intended time,
-/// so lateness already shows in the e2e objective.
+/// Judges a step's measured window (its one measured phase): its thresholds (the
+/// objective), whether the producers delivered the offered rate, and whether completions
+/// kept up with what they sent. Late inserts are not a failure by themselves: latency counts
+/// from each job's intended time, so lateness already shows in the e2e objective.
 pub fn judge(s: &Summary, rate: f64, consumers: u32, dir: PathBuf) -> Step {
-    let phase = s.phases.iter().find(|p| p.name == "step");
+    let phase = s.phases.iter().find(|p| p.measured);
     let mut why: Vec<String> = s
         .thresholds
         .iter()
@@ -558,7 +543,13 @@ pub fn judge(s: &Summary, rate: f64, consumers: u32, dir: PathBuf) -> Step {
 }
 
 /// The answer from the steps.
-fn conclude(request: &CapacityRequest, plan: &Plan, steps: Vec<Step>, end: End) -> Capacity {
+fn conclude(
+    request: &CapacityRequest,
+    plan: &Plan,
+    design: Option<DesignRecord>,
+    steps: Vec<Step>,
+    end: End,
+) -> Capacity {
     let max = steps
         .iter()
         .filter(|s| s.passed)
@@ -579,19 +570,23 @@ fn conclude(request: &CapacityRequest, plan: &Plan, steps: Vec<Step>, end: End) 
     });
     let limited = steps.iter().any(|s| s.load_generator_limited);
     let variant = plan.queue.variant.name.as_str().to_string();
+    let named = design
+        .as_ref()
+        .map_or_else(|| variant.clone(), DesignRecord::label);
     let objective = objective_text(&request.search);
     let min_consumers = request
         .search
         .consumers_for_rate
         .and_then(|_| steps.iter().filter(|s| s.passed).map(|s| s.consumers).min());
     let summary = match request.search.consumers_for_rate {
-        Some(rate) => consumers_sentence(&variant, &objective, rate, min_consumers, &steps),
-        None => rate_sentence(&variant, &objective, max, first_failing, limited, request),
+        Some(rate) => consumers_sentence(&named, &objective, rate, min_consumers, &steps),
+        None => rate_sentence(&named, &objective, max, first_failing, limited, request),
     };
     Capacity {
         schema_version: 1,
-        scenario: request.scenario.display().to_string(),
+        scenario: request.plan.source.clone(),
         variant,
+        design,
         max_sustainable_per_s: max,
         first_failing_per_s: first_failing,
         knee_per_s: knee,
@@ -778,7 +773,11 @@ pub fn citation(path: &Path) -> Result<article::CapacityCitation, String> {
     })?;
     Ok(article::CapacityCitation {
         source: file.display().to_string(),
-        variant: c.variant,
+        // A result of an older version recorded its variant only.
+        design: c.design.unwrap_or(DesignRecord {
+            variant: c.variant,
+            ..DesignRecord::default()
+        }),
         max_sustainable_per_s: max,
         objective: objective_text(&c.search),
     })

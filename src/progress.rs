@@ -4,6 +4,7 @@
 
 use crate::clock::RunClock;
 use crate::metrics::{LiveStats, PhaseWindow, WindowKind};
+use crate::status::Status;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 pub struct Progress {
     bar: ProgressBar,
+    status: Status,
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
 }
@@ -22,6 +24,7 @@ impl Progress {
         windows: Vec<PhaseWindow>,
         clock: RunClock,
         visible: bool,
+        status: Status,
     ) -> Progress {
         let target = if visible {
             ProgressDrawTarget::stderr_with_hz(4)
@@ -37,17 +40,18 @@ impl Progress {
         let task = tokio::spawn(update(bar.clone(), live, windows, clock, stop.clone()));
         Progress {
             bar,
+            status,
             stop,
             task: Some(task),
         }
     }
 
-    /// Prints a line above the progress line (or plainly, when the bar is hidden).
+    /// A status line: above the progress line while it shows, else to the status sink.
     pub fn println(&self, msg: &str) {
         if self.bar.is_hidden() {
-            eprintln!("{msg}");
+            self.status.line(msg);
         } else {
-            self.bar.println(msg);
+            self.bar.println(format!("dbq-bench: {msg}"));
         }
     }
 

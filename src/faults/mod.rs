@@ -2,20 +2,22 @@
 //!
 //! Every fault is a driver task started with the run; it waits for its phase, acts, and
 //! reports a [`FaultRecord`] (and, where it has them, table statistics) to the recorder.
-//! Drivers reach workers only through the [`WorkerRegistry`], the database through their own
-//! connections (`application_name` `dbq-bench/fault`), and the server only through
-//! [`Server::restart`]. Everything a driver holds (frozen processes, open transactions, idle
-//! connections) is released when its phase ends or the run is stopped.
+//! Drivers reach workers only through the [`WorkerRegistry`], the database through
+//! connections of their own (role `fault…`, through the backend seam), and the server only
+//! through [`Server::restart`]. Which faults an engine runs is the engine table's to say
+//! (the plan refuses the others). Everything a driver holds (frozen processes, open
+//! transactions, idle connections) is released when its phase ends or the run is stopped.
 
 mod database;
 mod workers;
 
+use crate::backend::Backend;
 use crate::clock::RunClock;
-use crate::db::{RunSchema, Server};
+use crate::engine::Engine;
 use crate::fleet::registry::WorkerRegistry;
 use crate::fleet::sleep_or_stop;
 use crate::metrics::{Event, FaultRecord};
-use crate::queue::Queue;
+use crate::provider::Server;
 use crate::scenario::{ClaimMode, FaultSpec, Repeat};
 use rand::SeedableRng;
 use rand::distr::Distribution;
@@ -32,10 +34,12 @@ use tokio_util::sync::CancellationToken;
 pub struct FaultContext {
     pub clock: RunClock,
     pub events: UnboundedSender<Event>,
-    pub schema: RunSchema,
-    pub queue: Queue,
+    pub backend: Arc<dyn Backend>,
+    /// The engine, whose words the fault records use.
+    pub engine: Engine,
     pub registry: Arc<WorkerRegistry>,
-    pub server: Arc<Server>,
+    /// The server, when the run has one it may restart.
+    pub server: Option<Arc<Server>>,
     /// How long to wait for a restarted server.
     pub startup_timeout: Duration,
     pub seed: u64,

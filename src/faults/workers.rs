@@ -1,7 +1,7 @@
 //! Faults on worker processes: SIGKILL, and SIGSTOP/SIGCONT.
 
 use super::Job;
-use crate::db::Conn;
+use crate::backend::{ErrorClass, Link};
 use crate::fleet::sleep_or_stop;
 use crate::metrics::{Event, JobId};
 use crate::scenario::ClaimMode;
@@ -29,16 +29,6 @@ pub(super) async fn kill(job: &mut Job, count: usize) {
     );
 }
 
-/// A worker's session state as the server sees it. A transaction that has not written yet
-/// (a `BEGIN` sent ahead with the last `COMMIT`, before its claim) holds no job, whatever
-/// its state says.
-const SESSION_STATE: &str = "
-SELECT CASE WHEN state = 'idle in transaction' AND backend_xid IS NULL
-            THEN 'idle in an empty transaction' ELSE state END
-FROM   pg_stat_activity
-WHERE  datname = current_database()
-  AND  application_name = $1";
-
 /// How long a freeze keeps looking for workers caught holding a job.
 const FREEZE_SEARCH: Duration = Duration::from_secs(2);
 
@@ -52,7 +42,7 @@ const FREEZE_SEARCH: Duration = Duration::from_secs(2);
 /// tried, for up to [`FREEZE_SEARCH`]; after that, whatever was caught stays frozen.
 pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &CancellationToken) {
     let at = job.now();
-    let mut conn = job.ctx.schema.connect_as("fault").await.ok();
+    let mut conn = job.ctx.backend.connect("fault").await.ok();
     let deadline = tokio::time::Instant::now() + FREEZE_SEARCH;
     let mut frozen: Vec<(u32, i32, Option<JobId>)> = Vec::new();
     while frozen.len() < count && !stop.is_cancelled() {
@@ -87,7 +77,7 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
         }
     }
     if let Some(c) = conn {
-        c.close().await.ok();
+        c.close().await;
     }
     for (slot, _, held) in &frozen {
         job.emit(Event::WorkerFrozen {
@@ -118,22 +108,20 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
 }
 
 /// The job a just-stopped worker holds, if it was caught with a job in hand (and, in
-/// `in_transaction` mode, inside the transaction that claimed it). Waits for a statement in flight to finish (the server answers it though the client
-/// is stopped) and for the worker's last reports to be read. Without a connection to ask,
-/// trusts the reports alone.
-async fn holds_a_job(job: &Job, conn: Option<&mut Conn>, slot: u32) -> Option<JobId> {
-    let name = job.ctx.schema.application_name(&format!("worker-{slot}"));
+/// `in_transaction` mode, inside the transaction that claimed it, as far as the server can
+/// tell). Waits for a statement in flight to finish (the server answers it though the
+/// client is stopped) and for the worker's last reports to be read. Without a connection to
+/// ask, or a server that cannot tell, trusts the reports alone.
+async fn holds_a_job(job: &Job, conn: Option<&mut Box<dyn Link>>, slot: u32) -> Option<JobId> {
+    let role = format!("worker-{slot}");
     let mut in_transaction = true;
-    if let (Some(conn), ClaimMode::InTransaction) =
-        (conn.and_then(Conn::postgres), job.ctx.claim_mode)
-    {
+    if let (Some(conn), ClaimMode::InTransaction) = (conn, job.ctx.claim_mode) {
         for _ in 0..50 {
-            let state: Option<String> = sqlx::query_scalar(SESSION_STATE)
-                .bind(&name)
-                .fetch_optional(&mut *conn)
-                .await
-                .ok()
-                .flatten();
+            let state = match conn.session_state(&role).await {
+                Err(e) if e.class == ErrorClass::Unsupported => break,
+                Ok(state) => state,
+                Err(_) => None,
+            };
             in_transaction = state.as_deref() == Some("idle in transaction");
             if state.as_deref() != Some("active") {
                 break;

@@ -15,18 +15,14 @@
 
 use super::handler::SimulatedHandler;
 use super::registry::WorkerRegistry;
-use super::{
-    FleetContext, WakeUps, error_kind, error_line, is_connection_error, is_permanent,
-    outcome_unknown, sleep_or_stop,
-};
-use crate::db::Conn;
+use super::{FleetContext, WakeUps, sleep_or_stop};
+use crate::backend::{BackendError, ClaimedJob, FailOutcome, Link};
 use crate::metrics::{Event, JobId};
-use crate::queue::{ClaimedJob, FailOutcome, Queue};
 use crate::scenario::{ClaimMode, ConsumerPlan, CrashPoint};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -139,14 +135,14 @@ enum Step {
 /// A database error in a step, with the jobs it concerned and whether their last change
 /// may have committed after all.
 struct StepError {
-    error: sqlx::Error,
+    error: BackendError,
     jobs: Vec<JobId>,
     in_doubt: bool,
 }
 
-fn at(jobs: &[JobId], committing: bool) -> impl Fn(sqlx::Error) -> StepError {
+fn at(jobs: &[JobId], committing: bool) -> impl Fn(BackendError) -> StepError {
     move |error| {
-        let in_doubt = committing && outcome_unknown(&error);
+        let in_doubt = committing && error.outcome_unknown();
         StepError {
             error,
             jobs: jobs.to_vec(),
@@ -168,83 +164,6 @@ enum Work {
     Done { handler_us: u64, fails: bool },
 }
 
-/// The worker's transaction on its connection, in two round trips a job against pgbench's
-/// four (`BEGIN; claim; complete; COMMIT;`, each awaited): the claim is one; the completion,
-/// the `COMMIT` and the next job's `BEGIN` travel as one message
-/// (`EXECUTE dbq_complete(42); COMMIT; BEGIN`, see [`Queue::complete_then`]), so the next
-/// step starts inside its transaction. The server runs the seed's statements in the seed's
-/// order; the one difference is that `NOW()` in the next claim reads that `BEGIN`'s time,
-/// microseconds before the claim on a busy worker. An idle worker (an empty claim) commits
-/// alone and begins afresh, and so does a busy one once every [`STATS_REPORT_EVERY`].
-/// Failure updates, which carry text, are sent on their own.
-#[derive(Default)]
-struct Transaction {
-    /// A `BEGIN` already ran on the connection.
-    open: bool,
-    /// The completion is prepared on the connection ([`Queue::prepare_completion`]).
-    prepared: bool,
-    /// When the session last waited outside a transaction (`None`: not yet).
-    rested_at: Option<Instant>,
-}
-
-/// How often a busy worker commits without the next `BEGIN`. PostgreSQL reports a session's
-/// table and transaction counts (`pg_stat_*`, which autovacuum reads to decide when to
-/// vacuum, and the sampler's dead tuples and commits) only while it waits outside a
-/// transaction, at most once a second. A worker always inside its next `BEGIN` would hide
-/// its updates from autovacuum until it disconnected; the seed's worker, which commits and
-/// then claims, rests between jobs. One extra round trip a second keeps the counts as fresh.
-const STATS_REPORT_EVERY: Duration = Duration::from_secs(1);
-
-impl Transaction {
-    async fn begin(&mut self, conn: &mut Conn, queue: &Queue) -> sqlx::Result<()> {
-        if !self.prepared {
-            queue.prepare_completion(conn).await?;
-            self.prepared = true;
-        }
-        if !self.open {
-            conn.execute("BEGIN").await?;
-            self.open = true;
-        }
-        Ok(())
-    }
-
-    async fn commit(&mut self, conn: &mut Conn) -> sqlx::Result<()> {
-        self.open = false;
-        conn.execute("COMMIT").await?;
-        self.rested_at = Some(Instant::now());
-        Ok(())
-    }
-
-    /// Completes `done`, commits, and begins the next transaction, in one round trip; once
-    /// every [`STATS_REPORT_EVERY`] without the `BEGIN`, so that the session rests.
-    async fn complete_commit_and_begin(
-        &mut self,
-        conn: &mut Conn,
-        queue: &Queue,
-        done: &[JobId],
-    ) -> sqlx::Result<()> {
-        self.open = false;
-        let rest = self
-            .rested_at
-            .is_none_or(|at| at.elapsed() >= STATS_REPORT_EVERY);
-        if rest {
-            queue.complete_then(conn, done, "COMMIT").await?;
-            self.rested_at = Some(Instant::now());
-        } else {
-            queue.complete_then(conn, done, "COMMIT; BEGIN").await?;
-            self.open = true;
-        }
-        Ok(())
-    }
-
-    /// After an error: rolls back whatever is open (a `ROLLBACK` outside a transaction is
-    /// only a warning); false when the connection cannot be used any more.
-    async fn roll_back(&mut self, conn: &mut Conn) -> bool {
-        self.open = false;
-        conn.execute("ROLLBACK").await.is_ok()
-    }
-}
-
 pub struct Worker {
     slot: u32,
     ctx: FleetContext,
@@ -255,7 +174,6 @@ pub struct Worker {
     registry: Arc<WorkerRegistry>,
     wake_ups: WakeUps,
     on_crash: CrashAction,
-    tx: Transaction,
 }
 
 impl Worker {
@@ -278,24 +196,19 @@ impl Worker {
             registry,
             wake_ups,
             on_crash,
-            tx: Transaction::default(),
         }
     }
 
     /// Works until `stop` is cancelled; a job in hand is finished and committed first.
     pub async fn run(mut self, stop: CancellationToken) {
         let name = format!("worker-{}", self.slot);
-        let mut conn: Option<Conn> = None;
+        let mut conn: Option<Box<dyn Link>> = None;
         while !stop.is_cancelled() {
             if conn.is_none() {
                 conn = self.ctx.connect(&name, &stop).await;
             }
-            let Some(c) = conn.as_mut() else { break };
-            let step = match self.claim_mode {
-                ClaimMode::InTransaction => self.step_in_transaction(c).await,
-                ClaimMode::Committed => self.step_committed(c).await,
-            };
-            match step {
+            let Some(c) = conn.as_deref_mut() else { break };
+            match self.step(c).await {
                 Ok(Step::Worked) => {}
                 Ok(Step::Empty) => {
                     self.wake_ups.idle(self.poll_interval, &stop).await;
@@ -304,45 +217,46 @@ impl Worker {
                     // The connection goes without COMMIT or ROLLBACK: the server sees the
                     // client vanish, as after a real crash.
                     drop(conn.take());
-                    self.tx = Transaction::default();
                     self.crash(jobs, &stop).await;
                 }
-                Err(StepError {
-                    error,
-                    jobs,
-                    in_doubt,
-                }) => {
-                    self.registry.set_in_flight(self.slot, None);
-                    let permanent = is_permanent(&error);
-                    let at_us = self.ctx.clock.now_us();
-                    self.ctx.emit(Event::WorkerError {
-                        at_us,
-                        error: error_kind(&error),
-                        jobs,
-                        in_doubt,
-                    });
+                Err(e) => {
+                    let permanent = e.error.is_permanent();
+                    let usable = self.report(e, &name);
                     if permanent {
-                        // Retrying cannot help: report it and stop; the run stops with it.
-                        self.ctx.emit(Event::Fatal {
-                            at_us,
-                            role: name.clone(),
-                            error: error_line(&error),
-                        });
+                        // Retrying cannot help: the run stops with this worker.
                         break;
                     }
-                    let usable = !is_connection_error(&error)
-                        && (self.claim_mode == ClaimMode::Committed || self.tx.roll_back(c).await);
-                    if !usable {
+                    if !usable || !c.recover(self.claim_mode).await {
                         conn = None;
-                        self.tx = Transaction::default();
                     }
                     sleep_or_stop(Duration::from_millis(50), &stop).await;
                 }
             }
         }
         if let Some(c) = conn {
-            c.close().await.ok();
+            c.close().await;
         }
+    }
+
+    /// Reports a step's error (and, when retrying cannot help, that the run must stop);
+    /// false when the connection must be replaced.
+    fn report(&self, e: StepError, name: &str) -> bool {
+        self.registry.set_in_flight(self.slot, None);
+        let at_us = self.ctx.clock.now_us();
+        self.ctx.emit(Event::WorkerError {
+            at_us,
+            error: e.error.kind(),
+            jobs: e.jobs,
+            in_doubt: e.in_doubt,
+        });
+        if e.error.is_permanent() {
+            self.ctx.emit(Event::Fatal {
+                at_us,
+                role: name.to_string(),
+                error: e.error.line(),
+            });
+        }
+        !e.error.is_connection()
     }
 
     async fn crash(&mut self, jobs: Vec<JobId>, stop: &CancellationToken) {
@@ -442,24 +356,20 @@ impl Worker {
         Some(handled)
     }
 
-    /// The seed: claim, handle, complete or fail, commit, all in one transaction (with a
-    /// batch: every job of the batch in that one transaction). The statements are the
-    /// seed's; the next job's `BEGIN` travels with this one's `COMMIT` (see [`Transaction`]).
-    /// On an error the caller rolls back.
-    async fn step_in_transaction(&mut self, conn: &mut Conn) -> Result<Step, StepError> {
-        let clock = self.ctx.clock;
-        let queue = self.ctx.queue.clone();
-        let no_job = |error| StepError {
+    /// One claim and what follows it: the handlers, then the jobs' outcomes committed as
+    /// the claim mode says.
+    async fn step(&mut self, conn: &mut dyn Link) -> Result<Step, StepError> {
+        let (clock, mode) = (self.ctx.clock, self.claim_mode);
+        let started_us = clock.now_us();
+        let jobs = conn.claim(mode).await.map_err(|error| StepError {
+            // A claim that commits by itself may have committed.
+            in_doubt: mode == ClaimMode::Committed && error.outcome_unknown(),
             error,
             jobs: Vec::new(),
-            in_doubt: false,
-        };
-        self.tx.begin(conn, &queue).await.map_err(no_job)?;
-        let started_us = clock.now_us();
-        let jobs = queue.claim(conn).await.map_err(no_job)?;
+        })?;
         let claimed_us = clock.now_us();
         if jobs.is_empty() {
-            self.tx.commit(conn).await.map_err(no_job)?;
+            conn.idle(mode).await.map_err(at(&[], false))?;
             self.ctx.emit(Event::EmptyPoll { at_us: claimed_us });
             return Ok(Step::Empty);
         }
@@ -469,15 +379,29 @@ impl Worker {
         }
         let Some(handled) = self.work_all(&jobs).await else {
             // Neither commit nor roll back: the caller drops the connection.
-            self.tx.open = false;
             return Ok(Step::Crashed(ids));
         };
+        match mode {
+            ClaimMode::InTransaction => self.finish_in_transaction(conn, &ids, &handled).await,
+            ClaimMode::Committed => self.finish_committed(conn, &ids, &handled).await,
+        }
+    }
+
+    /// The seed: the failure updates and the completions in the claim's transaction, which
+    /// then commits; nothing is reported before the commit. On an error the caller rolls
+    /// back.
+    async fn finish_in_transaction(
+        &mut self,
+        conn: &mut dyn Link,
+        ids: &[JobId],
+        handled: &[Handled<'_>],
+    ) -> Result<Step, StepError> {
         let mut outcomes = Vec::with_capacity(handled.len());
         for h in handled.iter().filter(|h| h.fails) {
-            let outcome = queue
-                .fail(conn, h.job.id, SIMULATED_FAILURE)
+            let outcome = conn
+                .fail(h.job.id, SIMULATED_FAILURE)
                 .await
-                .map_err(at(&ids, false))?;
+                .map_err(at(ids, false))?;
             outcomes.push((h.job.id, outcome));
         }
         let done: Vec<JobId> = handled
@@ -485,54 +409,36 @@ impl Worker {
             .filter(|h| !h.fails)
             .map(|h| h.job.id)
             .collect();
-        self.tx
-            .complete_commit_and_begin(conn, &queue, &done)
+        conn.finish(ClaimMode::InTransaction, &done)
             .await
-            .map_err(at(&ids, true))?;
-        for h in &handled {
+            .map_err(at(ids, true))?;
+        for h in handled {
             let failed = outcomes.iter().find(|(id, _)| *id == h.job.id).map(|o| o.1);
             self.finished(h.job, h.handler_us, failed);
         }
         Ok(Step::Worked)
     }
 
-    /// Claim committed first; the handlers run outside any transaction; each failure update,
-    /// and then the completion, commits on its own.
-    async fn step_committed(&mut self, conn: &mut Conn) -> Result<Step, StepError> {
-        let clock = self.ctx.clock;
-        let queue = self.ctx.queue.clone();
-        let started_us = clock.now_us();
-        let jobs = queue.claim_alone(conn).await.map_err(|error| {
-            let in_doubt = outcome_unknown(&error);
-            StepError {
-                error,
-                jobs: Vec::new(),
-                in_doubt,
-            }
-        })?;
-        let claimed_us = clock.now_us();
-        if jobs.is_empty() {
-            self.ctx.emit(Event::EmptyPoll { at_us: claimed_us });
-            return Ok(Step::Empty);
-        }
-        for job in &jobs {
-            self.claimed(job, started_us, claimed_us);
-        }
-        let Some(handled) = self.work_all(&jobs).await else {
-            return Ok(Step::Crashed(jobs.iter().map(|j| j.id).collect()));
-        };
-        let mut open: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
+    /// The claim committed first: each failure update, and then the completion, commits on
+    /// its own.
+    async fn finish_committed(
+        &mut self,
+        conn: &mut dyn Link,
+        ids: &[JobId],
+        handled: &[Handled<'_>],
+    ) -> Result<Step, StepError> {
+        let mut open = ids.to_vec();
         for h in handled.iter().filter(|h| h.fails) {
-            let outcome = queue
-                .fail(conn, h.job.id, SIMULATED_FAILURE)
+            let outcome = conn
+                .fail(h.job.id, SIMULATED_FAILURE)
                 .await
                 .map_err(at(&open, true))?;
             open.retain(|id| *id != h.job.id);
             self.finished(h.job, h.handler_us, Some(outcome));
         }
-        if !open.is_empty() {
-            queue.complete(conn, &open).await.map_err(at(&open, true))?;
-        }
+        conn.finish(ClaimMode::Committed, &open)
+            .await
+            .map_err(at(&open, true))?;
         for h in handled.iter().filter(|h| !h.fails) {
             self.finished(h.job, h.handler_us, None);
         }

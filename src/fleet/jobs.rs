@@ -2,7 +2,7 @@
 //! and a JSON payload carrying the job's unique key and intended enqueue time, padded to the
 //! configured size.
 
-use crate::queue::NewJob;
+use crate::backend::NewJob;
 use crate::scenario::ProducerPlan;
 use rand::distr::Distribution;
 use rand::distr::weighted::WeightedIndex;

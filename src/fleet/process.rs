@@ -8,10 +8,9 @@
 use super::consumer::{CrashAction, Worker};
 use super::registry::WorkerRegistry;
 use super::{FleetContext, WakeUps, sleep_or_stop};
+use crate::backend::{self, Attachment};
 use crate::clock::RunClock;
-use crate::db::RunSchema;
 use crate::metrics::{Event, JobId};
-use crate::queue::Queue;
 use crate::scenario::{ConsumerPlan, QueuePlan};
 use anyhow::{Context, Result};
 use nix::sys::signal::{Signal, kill};
@@ -33,9 +32,8 @@ pub const CONFIG_VAR: &str = "DBQ_BENCH_WORKER";
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerConfig {
     pub slot: u32,
-    /// Connection URL with the run schema as `search_path`.
-    pub url: String,
-    pub schema: String,
+    /// Where the queue is (its URL carries the password: never shown).
+    pub queue_at: Attachment,
     /// The runner's run-clock epoch, so the child's timestamps share its time base.
     pub clock_epoch_ns: u64,
     pub seed: u64,
@@ -183,11 +181,10 @@ pub async fn worker_main() -> Result<()> {
     })?;
     let config: WorkerConfig =
         serde_json::from_str(&json).context("reading the worker configuration")?;
-    let schema = RunSchema::from_url(&config.url, &config.schema)?;
     let (events, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let ctx = FleetContext {
-        queue: Queue::new(&config.queue, &schema)?,
-        schema,
+        backend: backend::attach(&config.queue_at, &config.queue)
+            .context("reaching the run's queue")?,
         clock: RunClock::from_epoch(config.clock_epoch_ns),
         events,
     };

@@ -7,14 +7,11 @@
 //! and settled from the table later. In outbox mode the insert shares a transaction with the
 //! business update (`UPDATE orders SET status = 'paid'`), and some of those roll back.
 
-use super::jobs::{JobFactory, MadeJob};
+use super::jobs::JobFactory;
 use super::schedule::ArrivalSchedule;
-use super::{
-    FleetContext, error_kind, error_line, is_connection_error, is_permanent, outcome_unknown,
-    sleep_or_stop,
-};
-use crate::db::Conn;
-use crate::metrics::{Event, JobId};
+use super::{FleetContext, sleep_or_stop};
+use crate::backend::{BackendError, Insert, Link};
+use crate::metrics::Event;
 use crate::scenario::{Arrival, Rate};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -72,16 +69,9 @@ struct Producer {
     ctx: FleetContext,
     rng: StdRng,
     seq: u64,
-    conn: Option<Conn>,
+    conn: Option<Box<dyn Link>>,
     /// A permanent error stopped this producer (the run stops with it).
     halted: bool,
-}
-
-/// How one try of an insert ended.
-enum Insert {
-    Committed(JobId),
-    /// The business transaction was rolled back on purpose (outbox).
-    RolledBack,
 }
 
 impl Producer {
@@ -149,7 +139,7 @@ impl Producer {
             }
         }
         if let Some(conn) = self.conn.take() {
-            conn.close().await.ok();
+            conn.close().await;
         }
     }
 
@@ -183,18 +173,16 @@ impl Producer {
             let result = match (self.fleet.outbox_rollback_rate, order) {
                 (Some(rate), Some(order)) => {
                     let roll_back = rate > 0.0 && self.rng.random_bool(rate);
-                    outbox_insert(&self.ctx, conn, &made, order, roll_back).await
+                    conn.enqueue_in_outbox(&made.job, order, roll_back).await
                 }
-                _ => self
-                    .ctx
-                    .queue
-                    .enqueue(conn, &made.job)
+                _ => conn
+                    .enqueue(&made.job)
                     .await
                     .map(Insert::Committed)
                     .map_err(|e| (e, true)),
             };
             let at_us = self.ctx.clock.now_us();
-            match result {
+            let failed = match result {
                 Ok(Insert::Committed(id)) => {
                     let (poison, crash) = (made.poison, made.crash);
                     self.ctx.emit(Event::Enqueued {
@@ -216,78 +204,57 @@ impl Producer {
                     });
                     return;
                 }
-                Err((e, committing)) if committing && outcome_unknown(&e) => {
-                    self.conn = None;
-                    self.ctx.emit(Event::EnqueueInDoubt {
-                        at_us,
-                        key: made.key,
-                        error: error_kind(&e),
-                    });
-                    return;
-                }
-                Err((e, _)) if is_permanent(&e) => {
-                    self.ctx.emit(Event::EnqueueFailed {
-                        at_us,
-                        error: error_kind(&e),
-                        retrying: false,
-                    });
-                    self.ctx.emit(Event::Fatal {
-                        at_us,
-                        role: format!("{} (insert)", self.name()),
-                        error: error_line(&e),
-                    });
-                    self.halted = true;
-                    return;
-                }
-                Err((e, _)) => {
-                    let retrying = !stop.is_cancelled();
-                    self.ctx.emit(Event::EnqueueFailed {
-                        at_us,
-                        error: error_kind(&e),
-                        retrying,
-                    });
-                    if is_connection_error(&e) {
-                        self.conn = None;
-                    }
-                    if !retrying || !sleep_or_stop(backoff, stop).await {
-                        return;
-                    }
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
-                }
+                Err(failed) => failed,
+            };
+            if !self.failed(failed, at_us, &made.key, stop) || !sleep_or_stop(backoff, stop).await {
+                return;
             }
+            backoff = (backoff * 2).min(Duration::from_secs(1));
         }
     }
-}
 
-/// The seed's outbox: the business update and the job insert in one transaction, committed
-/// or (on purpose) rolled back. The error says whether it happened while committing.
-async fn outbox_insert(
-    ctx: &FleetContext,
-    conn: &mut Conn,
-    made: &MadeJob,
-    order: i64,
-    roll_back: bool,
-) -> Result<Insert, (sqlx::Error, bool)> {
-    let before = |e| (e, false);
-    conn.execute("BEGIN").await.map_err(before)?;
-    let inserted = async {
-        if ctx.queue.pay_order(conn, order).await? != 1 {
-            return Err(sqlx::Error::RowNotFound);
+    /// Reports an insert that did not commit (or may have): in doubt when the connection
+    /// broke while committing, fatal when retrying cannot help; whether to try it again
+    /// (after the backoff).
+    fn failed(
+        &mut self,
+        (e, committing): (BackendError, bool),
+        at_us: u64,
+        key: &str,
+        stop: &CancellationToken,
+    ) -> bool {
+        if committing && e.outcome_unknown() {
+            self.conn = None;
+            self.ctx.emit(Event::EnqueueInDoubt {
+                at_us,
+                key: key.to_string(),
+                error: e.kind(),
+            });
+            return false;
         }
-        ctx.queue.enqueue(conn, &made.job).await
-    }
-    .await;
-    let id = match inserted {
-        Ok(id) => id,
-        Err(e) => {
-            let _ = conn.execute("ROLLBACK").await;
-            return Err(before(e));
+        if e.is_permanent() {
+            self.ctx.emit(Event::EnqueueFailed {
+                at_us,
+                error: e.kind(),
+                retrying: false,
+            });
+            self.ctx.emit(Event::Fatal {
+                at_us,
+                role: format!("{} (insert)", self.name()),
+                error: e.line(),
+            });
+            self.halted = true;
+            return false;
         }
-    };
-    if roll_back {
-        conn.execute("ROLLBACK").await.map_err(before)?;
-        return Ok(Insert::RolledBack);
+        let retrying = !stop.is_cancelled();
+        self.ctx.emit(Event::EnqueueFailed {
+            at_us,
+            error: e.kind(),
+            retrying,
+        });
+        if e.is_connection() {
+            self.conn = None;
+        }
+        retrying
     }
-    conn.execute("COMMIT").await.map_err(|e| (e, true))?;
-    Ok(Insert::Committed(id))
 }

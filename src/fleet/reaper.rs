@@ -6,7 +6,7 @@
 //! claim rolls back by itself, so the reaper finds nothing; it matters when claims are
 //! committed before the work runs.
 
-use super::{FleetContext, error_kind, is_connection_error, sleep_or_stop};
+use super::{FleetContext, sleep_or_stop};
 use crate::metrics::Event;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -29,11 +29,7 @@ impl StaleJobReaper {
                 conn = ctx.connect("reaper", &stop).await;
             }
             let Some(c) = conn.as_mut() else { break };
-            match ctx
-                .queue
-                .reap(c, self.stale_after, self.count_as_attempt)
-                .await
-            {
+            match c.reap(self.stale_after, self.count_as_attempt).await {
                 Ok(jobs) => ctx.emit(Event::Reaped {
                     at_us: ctx.clock.now_us(),
                     jobs,
@@ -42,18 +38,18 @@ impl StaleJobReaper {
                 Err(e) => {
                     ctx.emit(Event::WorkerError {
                         at_us: ctx.clock.now_us(),
-                        error: format!("reaper: {}", error_kind(&e)),
+                        error: format!("reaper: {}", e.kind()),
                         jobs: Vec::new(),
                         in_doubt: false,
                     });
-                    if is_connection_error(&e) {
+                    if e.is_connection() {
                         conn = None;
                     }
                 }
             }
         }
         if let Some(c) = conn {
-            c.close().await.ok();
+            c.close().await;
         }
     }
 }

@@ -9,10 +9,13 @@
 
 pub mod comparison;
 
-use crate::db::{self, Server};
 use crate::error::{Failure, InputError};
-use crate::run::{RunOptions, run_on};
-use crate::scenario::{EnvDefaults, MatrixOption, Overrides, Plan, load_plan};
+use crate::provider::Server;
+use crate::run::{self, RunOptions, run_on};
+use crate::scenario::{
+    Assignment, EnvDefaults, MatrixOption, Overrides, Plan, ScenarioFile, plan_of,
+};
+use crate::status::Status;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -33,6 +36,10 @@ pub struct CellSpec {
     /// The cell this one is compared with: the first option of the first axis, the same
     /// options of the others (itself for the baseline cells).
     pub baseline: usize,
+    /// The options' changes as typed assignments (what planning applies; `sets` is their
+    /// record).
+    #[serde(skip)]
+    pub assignments: Vec<Assignment>,
 }
 
 /// The cells of a matrix: the cartesian product of `axes` (the last axis varies fastest).
@@ -71,6 +78,15 @@ pub fn cells(axes: &[Vec<MatrixOption>]) -> Vec<CellSpec> {
             sets: opts
                 .iter()
                 .flat_map(|o| o.set.iter().map(|(k, v)| format!("{k}={v}")))
+                .collect(),
+            assignments: opts
+                .iter()
+                .flat_map(|o| {
+                    o.set.iter().map(|(k, v)| Assignment {
+                        key: k.clone(),
+                        value: v.clone(),
+                    })
+                })
                 .collect(),
         })
         .collect()
@@ -146,7 +162,7 @@ pub struct MatrixRequest {
     pub out_dir: PathBuf,
     /// Run only this cell (to spread a matrix over machines).
     pub only_cell: Option<usize>,
-    pub status: bool,
+    pub status: Status,
 }
 
 /// The validated plans of every cell, and how often to run them.
@@ -156,15 +172,16 @@ pub struct MatrixPlan {
 }
 
 impl MatrixRequest {
-    /// Every cell's plan, validated before anything runs.
+    /// Every cell's plan, validated before anything runs; the scenario file is read once.
     pub fn plan(&self) -> Result<MatrixPlan, InputError> {
-        let base = load_plan(&self.scenario, &self.overrides, &self.env)?;
+        let file = ScenarioFile::read(&self.scenario)?;
+        let base = plan_of(&file, &self.overrides, &[], "", &self.env)?;
         let mut axes = base.resolved.matrix.axes.clone();
         axes.extend(self.extra_axes.iter().cloned());
         let repeat = self.repeat.or(base.resolved.matrix.repeat).unwrap_or(1);
         if !(1..=100).contains(&repeat) {
             return Err(InputError::new(
-                self.scenario.display().to_string(),
+                file.source(),
                 "matrix.repeat",
                 format!("must be between 1 and 100, got {repeat}"),
             ));
@@ -180,10 +197,23 @@ impl MatrixRequest {
         }
         let mut planned = Vec::new();
         for cell in all {
-            let mut overrides = self.overrides.clone();
-            overrides.sets.extend(cell.sets.iter().cloned());
-            let plan = load_plan(&self.scenario, &overrides, &self.env).map_err(|mut e| {
-                e.source = format!("{} (matrix cell {}: {})", e.source, cell.index, cell.label);
+            let source = format!(
+                "{} (matrix cell {}: {})",
+                file.source(),
+                cell.index,
+                cell.label
+            );
+            let plan = plan_of(
+                &file,
+                &self.overrides,
+                &cell.assignments,
+                &source,
+                &self.env,
+            )
+            .map_err(|mut e| {
+                if e.source == file.source() {
+                    e.source = source.clone();
+                }
                 e
             })?;
             planned.push((cell, plan));
@@ -223,15 +253,15 @@ pub async fn run(
         let json = serde_json::to_string_pretty(cell).context("writing cell.json")?;
         std::fs::write(dir.join("cell.json"), json).context("writing cell.json")?;
     }
-    let servers = match provision_all(&chosen, request.status).await {
+    let servers = match provision_all(&chosen, &request.status).await {
         Ok(servers) => servers,
         Err((servers, e)) => {
-            tear_down(servers).await;
+            tear_down(servers, &request.status).await;
             return Err(e);
         }
     };
     let result = run_cells(request, matrix.repeat, &chosen, &servers, shutdown).await;
-    tear_down(servers).await;
+    tear_down(servers, &request.status).await;
     let interrupted = result?;
     let comparison = comparison::Comparison::from_dirs(std::slice::from_ref(&request.out_dir))
         .map_err(|e| Failure::Run(e.context("building the comparison")))?;
@@ -248,24 +278,17 @@ pub async fn run(
 /// the servers already started are handed back, to be torn down.
 async fn provision_all(
     cells: &[&(CellSpec, Plan)],
-    status: bool,
+    status: &Status,
 ) -> Result<Servers, (Servers, Failure)> {
     let mut servers: Servers = Vec::new();
     for (_, plan) in cells {
         if servers.iter().any(|(db, _)| db == &plan.database) {
             continue;
         }
-        let server = match db::provision(&plan.database).await {
-            Ok(s) => s,
+        match run::provision(plan, status).await {
+            Ok(server) => servers.push((plan.database.clone(), server)),
             Err(e) => return Err((servers, e)),
-        };
-        if status {
-            for line in &server.skipped {
-                eprintln!("dbq-bench: {line}");
-            }
-            eprintln!("dbq-bench: matrix server: {}", server.description);
         }
-        servers.push((plan.database.clone(), Arc::new(server)));
     }
     Ok(servers)
 }
@@ -273,13 +296,9 @@ async fn provision_all(
 /// The matrix's servers, each with the `[database]` it serves.
 type Servers = Vec<(crate::scenario::DatabasePlan, Arc<Server>)>;
 
-async fn tear_down(servers: Servers) {
+async fn tear_down(servers: Servers, status: &Status) {
     for (_, server) in servers {
-        if let Ok(server) = Arc::try_unwrap(server)
-            && let Err(e) = server.teardown().await
-        {
-            eprintln!("dbq-bench: warning: teardown: {e:#}");
-        }
+        run::release(server, false, status).await;
     }
 }
 
@@ -299,17 +318,14 @@ async fn run_cells(
                 return Ok(true);
             }
             done += 1;
-            if request.status {
-                eprintln!(
-                    "dbq-bench: matrix run {done}/{total}: cell {} ({}), repeat {}",
-                    cell.index,
-                    cell.label,
-                    r + 1
-                );
-            }
+            request.status.line(&format!(
+                "matrix run {done}/{total}: cell {} ({}), repeat {}",
+                cell.index,
+                cell.label,
+                r + 1
+            ));
             let opts = RunOptions {
                 out_dir: Some(run_dir(&request.out_dir, cell, r)),
-                status: false,
                 ..Default::default()
             };
             let outcome = match servers.iter().find(|(db, _)| db == &plan.database) {
@@ -317,17 +333,16 @@ async fn run_cells(
                 None => crate::run::run(plan, &opts, shutdown.clone()).await,
             };
             match outcome {
-                Ok(o) if request.status => {
+                Ok(o) => {
                     let s = &o.results.summary;
-                    eprintln!(
-                        "dbq-bench:   {:.0} jobs/s completed, e2e p50 {:.1} ms, p99 {:.1} ms, lost {}",
+                    request.status.line(&format!(
+                        "  {:.0} jobs/s completed, e2e p50 {:.1} ms, p99 {:.1} ms, lost {}",
                         s.throughput.completed_per_s,
                         s.latency_ms.end_to_end.p50,
                         s.latency_ms.end_to_end.p99,
                         s.jobs.lost
-                    );
+                    ));
                 }
-                Ok(_) => {}
                 Err(Failure::Interrupted) => return Ok(true),
                 Err(e) => return Err(e),
             }

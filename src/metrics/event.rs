@@ -2,11 +2,11 @@
 //! clock (`clock::RunClock`); they only stamp and send, the recorder decides what each event
 //! means for the figures.
 
-use crate::queue::{ClaimProbe, DbSample, JobStatus, TableStats};
+use super::harness::HarnessSample;
+use crate::backend::{ClaimProbe, DbSample, JobStatus, TableStats};
 use serde::{Deserialize, Serialize};
 
-/// A job's id in `job_queue`.
-pub type JobId = i64;
+pub use crate::backend::JobId;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Event {
@@ -127,7 +127,7 @@ pub enum Event {
     /// In-doubt inserts that the table shows never committed.
     NeverCommitted { keys: Vec<String> },
     /// A second of the harness's own figures: its timer's lateness, its CPU, the machine's.
-    HarnessSample(super::harness::HarnessSample),
+    HarnessSample(HarnessSample),
     /// A sample of database statistics (its `pending` count is the queue depth).
     DbSample { at_us: u64, sample: Box<DbSample> },
     /// The claim, run once under `EXPLAIN (ANALYZE, BUFFERS)` and rolled back.

@@ -1,20 +1,9 @@
-//! The load generator watching itself. A timer task asks to wake every 10 ms and notes how
-//! late the runtime woke it (scheduling lag), and once a second it reads how much CPU this
-//! process used and how busy the whole machine was (Linux `/proc`). When producers miss
+//! The load generator's figures of itself: a second of its timer's lateness, its CPU and the
+//! machine's (taken by `monitor`), and their summary over a window. When producers miss
 //! their schedule while their own runtime is late just as often, the lateness is the
 //! harness's, not the queue's: the run is limited by the load generator.
 
-use super::event::Event;
-use crate::clock::RunClock;
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
-use tokio::sync::mpsc::UnboundedSender;
-use tokio_util::sync::CancellationToken;
-
-/// How often the timer task asks to be woken.
-const TICK: Duration = Duration::from_millis(10);
-/// How often a sample is reported.
-const REPORT_EVERY: Duration = Duration::from_secs(1);
 
 /// One second of the harness's own figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -33,51 +22,9 @@ pub struct HarnessSample {
     pub machine_busy: Option<f64>,
 }
 
-pub struct HarnessMonitor {
-    pub clock: RunClock,
-    pub events: UnboundedSender<Event>,
-    /// A wake-up later than this is late (the producers' `late_after`).
-    pub late_after: Duration,
-}
-
-impl HarnessMonitor {
-    /// Samples until `stop` is cancelled.
-    pub async fn run(self, stop: CancellationToken) {
-        let late_after_us = self.late_after.as_micros() as u64;
-        let mut sample = HarnessSample::default();
-        let mut cpu = process_cpu_s();
-        let mut machine = machine_ticks();
-        let mut since = self.clock.now_us();
-        loop {
-            let due = self.clock.now_us() + TICK.as_micros() as u64;
-            tokio::select! {
-                _ = stop.cancelled() => break,
-                _ = tokio::time::sleep(TICK) => {}
-            }
-            let now = self.clock.now_us();
-            let lag = now.saturating_sub(due);
-            sample.ticks += 1;
-            sample.late_ticks += u64::from(lag > late_after_us);
-            sample.max_lag_us = sample.max_lag_us.max(lag);
-            if now - since < REPORT_EVERY.as_micros() as u64 {
-                continue;
-            }
-            let (cpu_now, machine_now) = (process_cpu_s(), machine_ticks());
-            sample.at_us = now;
-            sample.interval_s = (now - since) as f64 / 1e6;
-            sample.process_cpu_s = cpu.zip(cpu_now).map(|(a, b)| (b - a).max(0.0));
-            sample.machine_busy = machine.zip(machine_now).and_then(|(a, b)| busy_share(a, b));
-            let _ = self
-                .events
-                .send(Event::HarnessSample(std::mem::take(&mut sample)));
-            (cpu, machine, since) = (cpu_now, machine_now, now);
-        }
-    }
-}
-
 /// User + system CPU seconds of this process, from `/proc/self/stat` (Linux's USER_HZ is
 /// 100 on every architecture it exposes to user space).
-fn process_cpu_s() -> Option<f64> {
+pub(super) fn process_cpu_s() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     parse_process_cpu_s(&stat)
 }
@@ -93,7 +40,7 @@ fn parse_process_cpu_s(stat: &str) -> Option<f64> {
 }
 
 /// (busy, total) CPU ticks of the whole machine, from `/proc/stat`.
-fn machine_ticks() -> Option<(u64, u64)> {
+pub(super) fn machine_ticks() -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     parse_machine_ticks(&stat)
 }
@@ -111,7 +58,7 @@ fn parse_machine_ticks(stat: &str) -> Option<(u64, u64)> {
     Some((total - idle, total))
 }
 
-fn busy_share(a: (u64, u64), b: (u64, u64)) -> Option<f64> {
+pub(super) fn busy_share(a: (u64, u64), b: (u64, u64)) -> Option<f64> {
     let total = b.1.checked_sub(a.1)?;
     let busy = b.0.checked_sub(a.0)?;
     (total > 0).then(|| busy as f64 / total as f64)

@@ -3,7 +3,7 @@
 //! the accounting proof; the table is the other.
 
 use super::event::{Event, JobId};
-use crate::queue::JobStatus;
+use crate::backend::JobStatus;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,21 +1,23 @@
 //! Measurements: the events fleets send (`event`), HDR histograms per metric
 //! (`histogram`), the harness's job ledger (`ledger`), the recorder that turns events into
-//! figures (`recorder`), live counters for progress and drain (`live`), and the
-//! database sampler (`sampler`).
+//! figures (`recorder`), live counters for progress and drain (`live`), the database
+//! sampler (`sampler`), and the harness's figures of itself (`harness`, `monitor`).
 
 pub mod event;
 pub mod harness;
 pub mod histogram;
 pub mod ledger;
 pub mod live;
+pub mod monitor;
 pub mod recorder;
 pub mod sampler;
 
 pub use event::{Event, FaultRecord, JobId};
-pub use harness::{HarnessMonitor, HarnessSample, HarnessSummary};
+pub use harness::{HarnessSample, HarnessSummary};
 pub use histogram::{LatencyReport, LatencySummary, Metric, MetricSet};
 pub use ledger::{IdSet, Ledger, LedgerEntry};
 pub use live::{LiveSnapshot, LiveStats};
+pub use monitor::HarnessMonitor;
 pub use recorder::{
     ClaimProbeRecord, FrozenJob, Measurements, PhaseCounts, PhaseWindow, Recorder, Snapshot,
     SnapshotRequest, TableProbe, TimelineRow, WindowKind,

@@ -16,7 +16,7 @@ use super::event::{Event, FaultRecord, JobId};
 use super::histogram::{MAX_US, Metric, MetricSet};
 use super::ledger::Ledger;
 use super::live::LiveStats;
-use crate::queue::{ClaimProbe, DbSample, JobStatus};
+use crate::backend::{ClaimProbe, DbSample, JobStatus, TableStats};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriter, IntervalLogWriterBuilder, Tag};
 use serde::{Deserialize, Serialize};
@@ -221,7 +221,7 @@ pub struct FrozenJob {
 pub struct TableProbe {
     pub at_us: u64,
     pub label: String,
-    pub stats: crate::queue::TableStats,
+    pub stats: TableStats,
 }
 
 #[derive(Default)]

@@ -1,24 +1,22 @@
 //! The database sampler: on its own connection, once per interval, a sample of what the
-//! database says about the queue (jobs by status, tuples, sizes, vacuum counters, commits,
+//! backend says about the queue (jobs by status, tuples, sizes, vacuum counters, commits,
 //! WAL, the xmin horizon, the run's wait events), and at the start of every phase the claim's
-//! measured plan (`EXPLAIN (ANALYZE, BUFFERS)`, rolled back).
+//! measured cost (run once and undone).
 //!
-//! Its queries add load of their own: a scan of the queue table per sample (jobs by status)
-//! and one claim per phase. A failed sample is skipped, never retried at once; a broken
-//! connection is replaced at the next tick.
+//! Its queries add load of their own: a scan of the queue table per full sample (jobs by
+//! status) and one claim per phase. A failed sample is skipped, never retried at once; a
+//! broken connection is replaced at the next tick.
 
 use super::event::Event;
+use crate::backend::{Backend, Link};
 use crate::clock::RunClock;
-use crate::db::Conn;
-use crate::db::RunSchema;
-use crate::queue::Queue;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 pub struct DbSampler {
-    pub queue: Queue,
-    pub schema: RunSchema,
+    pub backend: Arc<dyn Backend>,
     pub clock: RunClock,
     pub events: UnboundedSender<Event>,
     pub interval: Duration,
@@ -31,8 +29,7 @@ impl DbSampler {
     pub async fn run(mut self, stop: CancellationToken) {
         let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let sessions = format!("{}%", self.schema.application_name(""));
-        let mut conn: Option<Conn> = None;
+        let mut conn: Option<Box<dyn Link>> = None;
         // The first sample, and the first after each claim probe (phase boundaries), count
         // every status; the others only the waiting jobs, so their cost does not grow with
         // the table.
@@ -46,25 +43,21 @@ impl DbSampler {
                 _ = tokio::time::sleep(next_probe.unwrap_or(Duration::MAX)), if next_probe.is_some() => {}
             }
             if conn.is_none() {
-                conn = self.schema.connect_as("sampler").await.ok();
+                conn = self.backend.connect("sampler").await.ok();
             }
             let Some(c) = conn.as_mut() else { continue };
             let result = match self.probes.last() {
                 Some((at, _)) if self.clock.now_us() >= *at => {
                     let (_, label) = self.probes.pop().expect("just looked");
                     full = true;
-                    self.queue
-                        .probe_claim(c)
-                        .await
-                        .map(|probe| Event::ClaimProbe {
-                            at_us: self.clock.now_us(),
-                            label,
-                            probe,
-                        })
+                    c.probe_claim().await.map(|probe| Event::ClaimProbe {
+                        at_us: self.clock.now_us(),
+                        label,
+                        probe,
+                    })
                 }
-                _ => self
-                    .queue
-                    .sample(c, &sessions, std::mem::take(&mut full))
+                _ => c
+                    .sample(std::mem::take(&mut full))
                     .await
                     .map(|s| Event::DbSample {
                         at_us: self.clock.now_us(),
@@ -75,12 +68,12 @@ impl DbSampler {
                 Ok(event) => {
                     let _ = self.events.send(event);
                 }
-                Err(e) if crate::fleet::is_connection_error(&e) => conn = None,
+                Err(e) if e.is_connection() => conn = None,
                 Err(_) => {}
             }
         }
         if let Some(c) = conn {
-            c.close().await.ok();
+            c.close().await;
         }
     }
 }

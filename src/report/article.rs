@@ -2,6 +2,7 @@
 //! per second"; past thousands, use a broker. Every figure set against it says so in the
 //! same words.
 
+use super::design::DesignRecord;
 use serde::{Deserialize, Serialize};
 
 /// "A few hundred jobs per second", taken as 300 jobs/s.
@@ -21,7 +22,8 @@ pub fn multiple(rate: f64) -> String {
 pub struct CapacityCitation {
     /// Where the capacity result was read from.
     pub source: String,
-    pub variant: String,
+    /// The design the capacity was measured for, whole.
+    pub design: DesignRecord,
     pub max_sustainable_per_s: f64,
     /// The objective the capacity was found under.
     pub objective: String,
@@ -29,14 +31,16 @@ pub struct CapacityCitation {
 
 impl CapacityCitation {
     /// The sentence the verdict ends with; `completed_per_s` is the run's own figure.
-    pub fn sentence(&self, run_variant: &str, completed_per_s: f64) -> String {
+    pub fn sentence(&self, run_design: &DesignRecord, completed_per_s: f64) -> String {
         let share = 100.0 * completed_per_s / self.max_sustainable_per_s.max(1e-9);
-        let same = if self.variant == run_variant {
+        let differences = self.design.differences(run_design);
+        let same = if differences.is_empty() {
             String::new()
         } else {
             format!(
-                " (note: measured for the {} design, this run is {run_variant})",
-                self.variant
+                " (note: measured for a different design: {}; this run is {})",
+                differences.join(", "),
+                run_design.label()
             )
         };
         format!(

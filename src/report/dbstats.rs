@@ -1,8 +1,8 @@
 //! Database statistics in the results: `db_stats.csv` (one row per sample) and, in
 //! summary.json, what changed in each phase and what the run's sessions waited on.
 
+use crate::backend::DbSample;
 use crate::metrics::Measurements;
-use crate::queue::DbSample;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -46,36 +46,6 @@ pub struct DbStatsSummary {
 }
 
 /// Places every sample on the time axis and in its phase.
-/// What the database figures are called on each engine: the fields are the same, the
-/// statistics behind them are the engine's own (see the README's "MariaDB").
-#[derive(Debug, Clone, Copy)]
-pub struct DbWords {
-    /// `dead_tuples`: dead row versions (PostgreSQL) or InnoDB's history list length, the
-    /// undo records not purged yet (MariaDB).
-    pub dead_tuples: &'static str,
-    /// `wal_bytes`: WAL (PostgreSQL) or redo log (MariaDB) written.
-    pub wal: &'static str,
-    /// Which kind of garbage collection the table gets.
-    pub cleanup: &'static str,
-}
-
-impl DbWords {
-    pub fn of(engine: crate::scenario::Engine) -> DbWords {
-        match engine {
-            crate::scenario::Engine::Postgres => DbWords {
-                dead_tuples: "dead tuples",
-                wal: "WAL",
-                cleanup: "autovacuums",
-            },
-            crate::scenario::Engine::Mariadb => DbWords {
-                dead_tuples: "undo history (InnoDB history list length)",
-                wal: "redo log",
-                cleanup: "autovacuums (none: InnoDB purges)",
-            },
-        }
-    }
-}
-
 pub fn rows(m: &Measurements) -> Vec<DbStatsRow> {
     let load_start = m.load_start_us();
     m.db_samples

@@ -253,7 +253,7 @@ fn md_database(s: &Summary) -> String {
         md.push_str(&format!("\n{}\n\n", super::html::claim_explanation(s)));
     }
     if !s.db_stats.per_phase.is_empty() {
-        let words = super::dbstats::DbWords::of(s.database.engine);
+        let words = s.database.engine.words();
         md.push_str(&format!(
             "## The database, phase by phase\n\n| phase | commits | rollbacks | deadlocks | {} MB | {} | {} | size MB |\n|---|---|---|---|---|---|---|---|\n",
             words.wal, words.cleanup, words.dead_tuples

@@ -183,7 +183,7 @@ impl<'a> TimeAxis<'a> {
     }
 
     /// A series from the database samples.
-    fn db(&self, name: &str, f: &dyn Fn(&crate::queue::DbSample) -> Option<f64>) -> Series {
+    fn db(&self, name: &str, f: &dyn Fn(&crate::backend::DbSample) -> Option<f64>) -> Series {
         Series {
             name: name.into(),
             points: self
@@ -243,7 +243,7 @@ fn charts(h: &mut String, r: &RunResults) {
         ],
     ));
     spectrum(h, &r.summary);
-    let words = super::dbstats::DbWords::of(r.summary.database.engine);
+    let words = r.summary.database.engine.words();
     let _ = write!(
         h,
         "<h2>{} and table size</h2>",
@@ -476,7 +476,7 @@ fn database(h: &mut String, s: &Summary) {
     if s.db_stats.per_phase.is_empty() {
         return;
     }
-    let words = super::dbstats::DbWords::of(s.database.engine);
+    let words = s.database.engine.words();
     let _ = write!(
         h,
         "<h2>The database, phase by phase</h2><table><tr><th class=\"l\">phase</th><th>commits</th><th>rollbacks</th><th>deadlocks</th><th>{}</th><th>{}</th><th>{}</th><th>size</th><th>oldest snapshot (xids)</th></tr>",

@@ -4,6 +4,7 @@
 
 pub mod article;
 pub mod dbstats;
+pub mod design;
 pub mod exporters;
 pub mod faults;
 pub mod headline;

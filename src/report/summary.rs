@@ -4,13 +4,14 @@
 
 use super::article;
 use super::dbstats::{self, DbStatsSummary};
+use super::design::DesignRecord;
 use super::faults::FaultSummary;
 use super::thresholds::ThresholdResult;
 use crate::accounting::AccountingProof;
+use crate::backend::ClaimProbe;
 use crate::metrics::{
     LatencyReport, Ledger, Measurements, Metric, MetricSet, PhaseCounts, TimelineRow, WindowKind,
 };
-use crate::queue::ClaimProbe;
 use crate::scenario::Threshold;
 use crate::scenario::{Plan, Rate};
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,9 @@ pub struct Summary {
     pub phases: Vec<PhaseSummary>,
     pub accounting: AccountingProof,
     pub queue: QueueInfo,
+    /// The design measured, whole (engine, variant and every option that shapes it).
+    #[serde(default)]
+    pub design: DesignRecord,
     pub verdict: Verdict,
     /// The harness's own figures over the measured phases (its timer's lateness, its CPU,
     /// the machine's), which tell a load generator limit from a queue that fell behind.
@@ -272,8 +276,8 @@ pub struct RunFacts {
     pub drain_s: f64,
     pub drain_timed_out: bool,
     pub prefilled: u64,
-    pub variant: String,
-    pub claim_sql: String,
+    /// The design as the backend installed it.
+    pub design: crate::backend::DesignInfo,
     pub claim_plan_start: Vec<String>,
     pub claim_plan_end: Vec<String>,
     pub server_settings: BTreeMap<String, String>,
@@ -312,7 +316,7 @@ impl Summary {
 
     /// Holds a capacity result against the claim in the verdict (`run --capacity DIR`).
     pub fn cite_capacity(&mut self, citation: article::CapacityCitation) {
-        let sentence = citation.sentence(&self.queue.variant, self.verdict.completed_per_s);
+        let sentence = citation.sentence(&self.design, self.verdict.completed_per_s);
         self.verdict.text.push_str(&sentence);
         self.verdict.capacity = Some(citation);
     }
@@ -393,9 +397,10 @@ impl Summary {
             latency_ms,
             phases,
             accounting: proof,
+            design: DesignRecord::of(plan, &facts.design),
             queue: QueueInfo {
-                variant: facts.variant,
-                claim_sql: facts.claim_sql,
+                variant: facts.design.label.clone(),
+                claim_sql: facts.design.claim_sql.clone(),
                 claim_plan_start: facts.claim_plan_start,
                 claim_plan_end: facts.claim_plan_end,
             },

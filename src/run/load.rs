@@ -3,8 +3,8 @@
 //! events; the recorder turns them into the step's measurements.
 
 use super::RunOptions;
-use super::session::Session;
 use crate::accounting;
+use crate::backend::Backend;
 use crate::clock::RunClock;
 use crate::faults::{self, FaultContext, PhaseFaults};
 use crate::fleet::jobs::JobFactory;
@@ -18,6 +18,7 @@ use crate::metrics::{
     SnapshotRequest, WindowKind,
 };
 use crate::progress::Progress;
+use crate::provider::Server;
 use crate::report;
 use crate::scenario::Plan;
 use anyhow::Context;
@@ -99,6 +100,18 @@ impl Timeline {
     }
 }
 
+/// What a step's load runs against: the queue, its server when it has one (for faults that
+/// restart it), the run's clock, and the step's place in the session.
+pub(super) struct LoadTarget {
+    pub backend: Arc<dyn Backend>,
+    pub server: Option<Arc<Server>>,
+    pub clock: RunClock,
+    /// Steps run before this one on the same queue.
+    pub step: usize,
+    /// Unique keys of this step's jobs start with this.
+    pub key_prefix: String,
+}
+
 /// The fleets of one step, running.
 pub(super) struct Load {
     ctx: FleetContext,
@@ -130,14 +143,14 @@ pub(super) struct Ended {
 impl Load {
     /// Starts the recorder (holding `earlier_events`, e.g. the prefill) and every fleet.
     pub(super) fn start(
-        session: &Session,
+        target: LoadTarget,
         plan: &Plan,
         opts: &RunOptions,
         timeline: &Timeline,
         earlier_events: Vec<Event>,
         shutdown: &CancellationToken,
     ) -> Load {
-        let clock = session.clock;
+        let clock = target.clock;
         let live = Arc::new(LiveStats::new());
         let (events, rx) = tokio::sync::mpsc::unbounded_channel();
         for event in earlier_events {
@@ -152,8 +165,7 @@ impl Load {
         let (snapshot_requests, snapshots) = tokio::sync::mpsc::unbounded_channel();
         let recorder = tokio::spawn(recorder.run(rx, snapshots, clock, timeline.load_start_wall));
         let ctx = FleetContext {
-            queue: session.queue.clone(),
-            schema: session.schema.clone(),
+            backend: target.backend.clone(),
             clock,
             events,
         };
@@ -187,18 +199,18 @@ impl Load {
             arrival: plan.producers.arrival,
             factory: JobFactory::new(&plan.producers),
             phases: timeline.scheduled.clone(),
-            seed: plan.seed ^ session.steps_run() as u64,
-            key_prefix: session.key_prefix(),
+            seed: plan.seed ^ target.step as u64,
+            key_prefix: target.key_prefix.clone(),
             outbox_rollback_rate: plan.producers.outbox.map(|o| o.rollback_rate),
         }
         .spawn(&ctx, &stop_load);
         let fault_ctx = FaultContext {
             clock,
             events: ctx.events.clone(),
-            schema: session.schema.clone(),
-            queue: session.queue.clone(),
+            backend: target.backend,
+            engine: plan.database.engine,
             registry,
-            server: session.server.clone(),
+            server: target.server,
             startup_timeout: plan.database.startup_timeout,
             seed: plan.seed,
             claim_mode: plan.consumers.claim_mode,
@@ -209,6 +221,7 @@ impl Load {
             timeline.windows.clone(),
             clock,
             opts.progress_bar,
+            opts.status.clone(),
         );
         Load {
             ctx,
@@ -231,14 +244,9 @@ impl Load {
     pub(super) async fn finish(
         mut self,
         plan: &Plan,
-        opts: &RunOptions,
         shutdown: &CancellationToken,
     ) -> anyhow::Result<Ended> {
-        let say = |msg: String| {
-            if opts.status {
-                self.progress.println(&msg);
-            }
-        };
+        let say = |msg: String| self.progress.println(&msg);
         while self.producers.join_next().await.is_some() {}
         while self.fault_tasks.join_next().await.is_some() {}
         let aborted_by_threshold = match self.watcher.take() {
@@ -249,7 +257,7 @@ impl Load {
             None => None,
         };
         if let Some(t) = &aborted_by_threshold {
-            say(format!("dbq-bench: stopped early by --abort-on-fail: {t}"));
+            say(format!("stopped early by --abort-on-fail: {t}"));
         }
         let clock = self.ctx.clock;
         self.ctx.emit(Event::ProducersStopped {
@@ -257,7 +265,7 @@ impl Load {
         });
         if !self.stop_load.is_cancelled() {
             say(format!(
-                "dbq-bench: load done; draining (timeout {})",
+                "load done; draining (timeout {})",
                 humantime::format_duration(plan.drain_timeout)
             ));
         }
@@ -271,7 +279,7 @@ impl Load {
         .await;
         if drain_timed_out {
             say(format!(
-                "dbq-bench: the drain timed out after {drain_s:.1} s with {} job(s) unfinished",
+                "the drain timed out after {drain_s:.1} s with {} job(s) unfinished",
                 self.live.snapshot().outstanding
             ));
         }
@@ -283,15 +291,15 @@ impl Load {
         self.sampler_stop.cancel();
         self.sampler.await.ok();
         // A new connection: the load's faults may have broken older ones.
-        if let Ok(mut admin) = self.ctx.schema.connect().await {
-            if let Ok(probe) = self.ctx.queue.probe_claim(&mut admin).await {
+        if let Ok(mut admin) = self.ctx.backend.connect("main").await {
+            if let Ok(probe) = admin.probe_claim().await {
                 self.ctx.emit(Event::ClaimProbe {
                     at_us: clock.now_us(),
                     label: "after the drain".into(),
                     probe,
                 });
             }
-            admin.close().await.ok();
+            admin.close().await;
         }
         drop(self.ctx);
         let measurements = self
@@ -334,8 +342,7 @@ fn start_sampler(
         .collect();
     probes.push((timeline.end_us, "end of the last phase".into()));
     let sampler = DbSampler {
-        queue: ctx.queue.clone(),
-        schema: ctx.schema.clone(),
+        backend: ctx.backend.clone(),
         clock: ctx.clock,
         events: ctx.events.clone(),
         interval: plan.sampler_interval,
@@ -364,13 +371,17 @@ fn start_consumers(
     registry: &Arc<WorkerRegistry>,
     stop: &CancellationToken,
 ) -> JoinSet<()> {
-    if !plan.consumers.processes {
+    // A queue that only this process can reach (the in-memory one) is worked by tasks.
+    let queue_at = ctx
+        .backend
+        .attachment()
+        .filter(|_| plan.consumers.processes);
+    let Some(queue_at) = queue_at else {
         return consumer::spawn_tasks(&plan.consumers, plan.seed, ctx, registry, stop);
-    }
+    };
     let config = WorkerConfig {
         slot: 0,
-        url: ctx.schema.url(),
-        schema: ctx.schema.name.clone(),
+        queue_at,
         clock_epoch_ns: ctx.clock.epoch_ns(),
         seed: plan.seed,
         consumers: plan.consumers.clone(),
@@ -458,22 +469,15 @@ async fn settle_in_doubt(ctx: &FleetContext, live: &LiveStats) {
     if keys.is_empty() && jobs.is_empty() {
         return;
     }
-    let Ok(mut conn) = ctx.schema.connect_as("settle").await else {
+    let Ok(mut conn) = ctx.backend.connect("settle").await else {
         return;
     };
-    if let Ok(events) = accounting::settle(
-        &mut conn,
-        &ctx.queue,
-        &keys,
-        &jobs,
-        ctx.clock.now_us(),
-        false,
-    )
-    .await
+    if let Ok(events) =
+        accounting::settle(&mut *conn, &keys, &jobs, ctx.clock.now_us(), false).await
     {
         for e in events {
             ctx.emit(e);
         }
     }
-    conn.close().await.ok();
+    conn.close().await;
 }

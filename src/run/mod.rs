@@ -1,31 +1,33 @@
-//! One run, start to finish: provision → set-up (schema, queue, prefill) → load steps
+//! One run, start to finish: provision → set-up (namespace, queue, prefill) → load steps
 //! (phases with faults, drain, proof, results) → tear-down. The stages live in
 //! [`session`]; the fleets of a step in [`load`].
 
 mod load;
 mod session;
 
-pub use session::Session;
+pub use session::{ServerRecord, Session};
 
-use crate::db::{self, RunSchema, Server};
+use crate::backend::Backend;
 use crate::error::Failure;
 use crate::metrics::Ledger;
+use crate::provider::{self, Server};
 use crate::report::RunResults;
 use crate::scenario::Plan;
+use crate::status::{self, Status};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 use tokio_util::sync::CancellationToken;
 
 /// How a run is carried out (as opposed to what it does, which is the plan).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 pub struct RunOptions {
     /// Results directory; default `results/<UTC time>-<scenario>`.
     pub out_dir: Option<PathBuf>,
-    /// Leave the run schema (and a server the run started) in place.
+    /// Leave the run's namespace (and a server the run started) in place.
     pub keep: bool,
-    /// Print one-line status messages (provisioning, load started, draining) on stderr.
-    pub status: bool,
+    /// Where progress lines and warnings go.
+    pub status: Status,
     /// Show the live progress line on stderr (only sensible on a terminal).
     pub progress_bar: bool,
     /// The `dbq-bench` executable that runs worker processes (default: this executable).
@@ -36,21 +38,71 @@ pub struct RunOptions {
     pub capacity: Option<crate::report::article::CapacityCitation>,
 }
 
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            out_dir: None,
+            keep: false,
+            status: status::for_command(true),
+            progress_bar: false,
+            worker_exe: None,
+            abort_on_fail: false,
+            capacity: None,
+        }
+    }
+}
+
 /// What a finished (or interrupted) run leaves behind.
 pub struct RunOutcome {
     pub results: RunResults,
     pub out_dir: PathBuf,
     /// The harness's ledger (settled), for re-checking the table afterwards.
     pub ledger: Ledger,
-    /// The run schema, when `keep` left it in place.
-    pub kept_schema: Option<RunSchema>,
+    /// The queue, when `keep` left it in place.
+    pub kept_queue: Option<Arc<dyn Backend>>,
     /// How to reach a server that `keep` left running.
     pub kept_server: Option<String>,
 }
 
 /// Set in the environment, a run panics right after its set-up: the suite's way to check
-/// that a bug still drops the run's schema and exits with one line.
+/// that a bug still drops the run's namespace and exits with one line.
 pub const PANIC_AFTER_SET_UP: &str = "DBQ_BENCH_TEST_PANIC_AFTER_SET_UP";
+
+/// Provisions the plan's server, saying what it got.
+pub async fn provision(plan: &Plan, status: &Status) -> Result<Arc<Server>, Failure> {
+    status.line(&format!(
+        "provisioning {} ({})…",
+        plan.database.engine.label(),
+        plan.database.provider.as_str()
+    ));
+    // Provisioning is not cut short by Ctrl-C (a half-created container could be left
+    // behind); the caller honours an interruption as soon as it returns.
+    let server = provider::provision(&plan.database).await?;
+    for line in &server.skipped {
+        status.line(line);
+    }
+    let version: Vec<&str> = server.version.split_whitespace().take(2).collect();
+    status.line(&format!("{} — {}", server.description, version.join(" ")));
+    Ok(Arc::new(server))
+}
+
+/// Tears down a server every task has let go of (or, with `keep`, leaves it running and
+/// says how to reach it).
+pub async fn release(server: Arc<Server>, keep: bool, status: &Status) -> Option<String> {
+    match Arc::try_unwrap(server) {
+        Ok(server) if keep && server.is_owned() => Some(server.leak()),
+        Ok(server) => {
+            if let Err(e) = server.teardown().await {
+                status.warn(&format!("teardown: {e:#}"));
+            }
+            None
+        }
+        Err(_) => {
+            status.warn("the server is still in use and was not torn down");
+            None
+        }
+    }
+}
 
 /// Runs a plan. `shutdown` (Ctrl-C) stops the load, keeps partial results and tears down
 /// what the run started.
@@ -59,42 +111,14 @@ pub async fn run(
     opts: &RunOptions,
     shutdown: CancellationToken,
 ) -> Result<RunOutcome, Failure> {
-    if opts.status {
-        eprintln!(
-            "dbq-bench: provisioning {} ({})…",
-            plan.database.engine.label(),
-            plan.database.provider.as_str()
-        );
-    }
-    // Provisioning is not cut short by Ctrl-C (a half-created container could be left
-    // behind); the interruption is honoured as soon as it returns.
-    let server = Arc::new(db::provision(&plan.database).await?);
-    if opts.status {
-        for line in &server.skipped {
-            eprintln!("dbq-bench: {line}");
-        }
-        let version: Vec<&str> = server.version.split_whitespace().take(2).collect();
-        eprintln!("dbq-bench: {} — {}", server.description, version.join(" "));
-    }
+    let server = provision(plan, &opts.status).await?;
     let outcome = if shutdown.is_cancelled() {
         Err(Failure::Interrupted)
     } else {
-        run_on_server(plan, opts, &server, &shutdown).await
+        run_on(plan, opts, &server, &shutdown).await
     };
     // Every task that shared the server has ended with the run.
-    let kept_server = match Arc::try_unwrap(server) {
-        Ok(server) if opts.keep && server.is_owned() => Some(server.leak()),
-        Ok(server) => {
-            if let Err(e) = server.teardown().await {
-                eprintln!("dbq-bench: warning: teardown: {e:#}");
-            }
-            None
-        }
-        Err(_) => {
-            eprintln!("dbq-bench: warning: the server is still in use and was not torn down");
-            None
-        }
-    };
+    let kept_server = release(server, opts.keep, &opts.status).await;
     outcome.map(|mut o| {
         o.kept_server = kept_server;
         o
@@ -102,31 +126,32 @@ pub async fn run(
 }
 
 /// Runs a plan on a server provisioned by the caller (a matrix shares one server between
-/// its cells), in a schema of its own; the server is left running.
+/// its cells), in a namespace of its own; the server is left running.
 pub async fn run_on(
     plan: &Plan,
     opts: &RunOptions,
     server: &Arc<Server>,
     shutdown: &CancellationToken,
 ) -> Result<RunOutcome, Failure> {
-    run_on_server(plan, opts, server, shutdown).await
+    let session = Session::set_up(plan, opts, server, shutdown).await?;
+    run_session(session, plan, opts, shutdown).await
 }
 
-async fn run_on_server(
+/// One step on a set-up session, then its tear-down.
+pub async fn run_session(
+    mut session: Session,
     plan: &Plan,
     opts: &RunOptions,
-    server: &Arc<Server>,
     shutdown: &CancellationToken,
 ) -> Result<RunOutcome, Failure> {
-    let mut session = Session::set_up(plan, opts, server, shutdown).await?;
-    // How the suite checks that a bug still cleans up: a panic with the run's schema in place.
+    // How the suite checks that a bug still cleans up: a panic with the namespace in place.
     if std::env::var_os(PANIC_AFTER_SET_UP).is_some() {
         panic!("{PANIC_AFTER_SET_UP} is set");
     }
     let result = session.step(plan, opts, shutdown).await;
-    let kept = session.tear_down(opts.keep).await;
+    let kept = session.tear_down(opts.keep, &opts.status).await;
     result.map(|mut o| {
-        o.kept_schema = kept;
+        o.kept_queue = kept;
         o
     })
 }

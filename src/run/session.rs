@@ -1,19 +1,19 @@
-//! A run as stages: set-up (install the queue in a schema of its own, prefill, ANALYZE),
+//! A run as stages: set-up (install the queue in a namespace of its own, prefill, ANALYZE),
 //! any number of load steps on that one queue (each with its own recorder, drain, proof and
 //! results), and tear-down. `run` is one step; `capacity` runs many on one queue.
 
-use super::load::{Ended, Load, Timeline};
+use super::load::{Ended, Load, LoadTarget, Timeline};
 use super::{RunOptions, RunOutcome, default_out_dir, utc_now};
 use crate::accounting::{self, EarlierSteps, ProofOptions};
+use crate::backend::{self, Backend, InstallError, Link};
 use crate::clock::RunClock;
-use crate::db::Conn;
-use crate::db::{self, RunSchema, Server};
 use crate::error::{Failure, InputError};
 use crate::fleet::jobs::JobFactory;
 use crate::metrics::Event;
-use crate::queue::Queue;
+use crate::provider::Server;
 use crate::report::{self, RunFacts, RunResults, Summary};
 use crate::scenario::Plan;
+use crate::status::Status;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,14 +21,25 @@ use tokio_util::sync::CancellationToken;
 
 const PREFILL_BATCH: usize = 5_000;
 
+/// The server a queue runs on, as the results record it.
+#[derive(Debug, Clone, Default)]
+pub struct ServerRecord {
+    /// The provider that made it available (`memory` for the in-memory queue).
+    pub provider: String,
+    pub version: String,
+    pub description: String,
+    /// The settings that shape results, as the server reports them.
+    pub settings: BTreeMap<String, String>,
+}
+
 /// A queue installed and ready for load steps.
 pub struct Session {
-    pub(super) server: Arc<Server>,
-    pub(super) schema: RunSchema,
-    pub(super) queue: Queue,
-    pub(super) clock: RunClock,
+    /// The server, when the queue has one (the in-memory queue has none).
+    server: Option<Arc<Server>>,
+    backend: Arc<dyn Backend>,
+    record: ServerRecord,
+    clock: RunClock,
     started_at: String,
-    server_settings: BTreeMap<String, String>,
     key_prefix: String,
     /// The set-up's prefill, handed to the first step's recorder.
     prefilled: Option<Prefilled>,
@@ -40,51 +51,143 @@ pub struct Session {
 }
 
 impl Session {
-    /// Set-up: a schema of its own on `server`, the variant's tables (a custom one checked
-    /// before any load), the outbox's orders, the prefill, ANALYZE. On failure the schema
-    /// is dropped again (unless `keep`).
+    /// Set-up on `server`: a namespace of its own with the design installed (a custom one
+    /// checked before any load), the outbox's orders, the prefill, ANALYZE. On failure the
+    /// namespace is dropped again (unless `keep`).
     pub async fn set_up(
         plan: &Plan,
         opts: &RunOptions,
         server: &Arc<Server>,
         shutdown: &CancellationToken,
     ) -> Result<Session, Failure> {
-        let clock = RunClock::start();
-        let started_at = utc_now();
         check_server_faults(plan, server)?;
-        let schema = RunSchema::create(server.options(), "dbq_run").await?;
-        match install(plan, opts, &schema, clock, shutdown).await {
-            Ok((queue, server_settings, key_prefix, prefilled)) => Ok(Session {
-                server: server.clone(),
-                schema,
-                queue,
-                clock,
-                started_at,
-                server_settings,
-                key_prefix,
-                prefilled: Some(prefilled),
-                earlier: EarlierSteps::default(),
-                steps: 0,
-                backlog_left: false,
-            }),
-            Err(e) => {
-                schema.release();
-                if !opts.keep && !server.is_owned() {
-                    schema.drop_schema().await.ok();
-                }
-                Err(e)
+        let facts = server
+            .endpoint()
+            .describe()
+            .await
+            .context("reading server settings")?;
+        let record = ServerRecord {
+            provider: server.provider.as_str().into(),
+            version: server.version.clone(),
+            description: server.description.clone(),
+            settings: facts.settings,
+        };
+        let installed = backend::install(
+            &*server.endpoint(),
+            "dbq_run",
+            &plan.queue,
+            plan.completion_audit,
+        )
+        .await
+        .map_err(|e| match e {
+            InstallError::Design(d) => {
+                Failure::Input(InputError::new(&plan.source, "queue.dir", d.to_string()))
+            }
+            InstallError::Backend(e) => {
+                Failure::Run(anyhow::Error::new(e).context("creating the queue"))
+            }
+        })?;
+        let session = Session::new(Some(server.clone()), installed, record);
+        session.prepare(plan, opts, shutdown).await
+    }
+
+    /// Set-up on a queue the caller made (the in-memory queue): the prefill and nothing else
+    /// a server would need.
+    pub async fn on_backend(
+        plan: &Plan,
+        opts: &RunOptions,
+        backend: Arc<dyn Backend>,
+        record: ServerRecord,
+        shutdown: &CancellationToken,
+    ) -> Result<Session, Failure> {
+        Session::new(None, backend, record)
+            .prepare(plan, opts, shutdown)
+            .await
+    }
+
+    fn new(server: Option<Arc<Server>>, backend: Arc<dyn Backend>, record: ServerRecord) -> Self {
+        Session {
+            server,
+            backend,
+            record,
+            clock: RunClock::start(),
+            started_at: utc_now(),
+            key_prefix: format!("r{:06x}", rand::random::<u32>() & 0xff_ffff),
+            prefilled: None,
+            earlier: EarlierSteps::default(),
+            steps: 0,
+            backlog_left: false,
+        }
+    }
+
+    /// The outbox's orders, the prefill and ANALYZE; on failure the namespace is dropped.
+    async fn prepare(
+        mut self,
+        plan: &Plan,
+        opts: &RunOptions,
+        shutdown: &CancellationToken,
+    ) -> Result<Session, Failure> {
+        let prepared = async {
+            let mut admin = self
+                .backend
+                .connect("main")
+                .await
+                .context("connecting to the queue")?;
+            let result = self.fill(&mut *admin, plan, &opts.status, shutdown).await;
+            admin.close().await;
+            result
+        }
+        .await;
+        match prepared {
+            Ok(prefilled) if !shutdown.is_cancelled() => {
+                self.prefilled = Some(prefilled);
+                Ok(self)
+            }
+            other => {
+                self.abandon(opts.keep).await;
+                Err(other.err().unwrap_or(Failure::Interrupted))
             }
         }
     }
 
-    /// The schema the queue is installed in.
-    pub fn schema(&self) -> &RunSchema {
-        &self.schema
+    async fn fill(
+        &self,
+        admin: &mut dyn Link,
+        plan: &Plan,
+        status: &Status,
+        shutdown: &CancellationToken,
+    ) -> Result<Prefilled, Failure> {
+        if let Some(outbox) = plan.producers.outbox {
+            admin
+                .install_outbox(outbox.orders)
+                .await
+                .context("creating the outbox's orders")?;
+        }
+        let prefilled =
+            prefill(plan, admin, self.clock, &self.key_prefix, shutdown, status).await?;
+        admin
+            .analyze()
+            .await
+            .context("ANALYZE of the queue table")?;
+        Ok(prefilled)
     }
 
-    /// How many steps have run.
-    pub fn steps_run(&self) -> usize {
-        self.steps
+    /// Drops the namespace of a set-up that failed (unless `keep`, or the server goes with
+    /// it).
+    async fn abandon(&self, keep: bool) {
+        backend::release(&*self.backend);
+        if !keep && !self.server_owned() {
+            self.backend.drop_namespace().await.ok();
+        }
+    }
+
+    fn server_owned(&self) -> bool {
+        self.server.as_ref().is_some_and(|s| s.is_owned())
+    }
+
+    /// The installed queue.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
     }
 
     /// Whether a step left jobs queued (its drain timed out or was cut short): the next
@@ -93,11 +196,18 @@ impl Session {
         self.backlog_left
     }
 
-    /// Unique keys of this step's jobs start with this.
-    pub(super) fn key_prefix(&self) -> String {
-        match self.steps {
-            0 => self.key_prefix.clone(),
-            n => format!("{}s{n}", self.key_prefix),
+    /// What a step's load needs of the session.
+    fn target(&self) -> LoadTarget {
+        LoadTarget {
+            backend: self.backend.clone(),
+            server: self.server.clone(),
+            clock: self.clock,
+            step: self.steps,
+            // Unique keys of this step's jobs start with this.
+            key_prefix: match self.steps {
+                0 => self.key_prefix.clone(),
+                n => format!("{}s{n}", self.key_prefix),
+            },
         }
     }
 
@@ -110,63 +220,66 @@ impl Session {
         opts: &RunOptions,
         shutdown: &CancellationToken,
     ) -> Result<RunOutcome, Failure> {
-        let mut admin = self.schema.connect().await?;
-        let claim_plan_start = self
-            .queue
-            .explain_claim(&mut admin)
-            .await
-            .context("EXPLAIN of the claim")?;
-        admin.close().await.ok();
+        let claim_plan_start = self.explain_claim().await?;
         let prefilled = self.prefilled.take().unwrap_or_default();
         let timeline = Timeline::of(plan, self.clock);
         let started_at = match self.steps {
             0 => self.started_at.clone(),
             _ => utc_now(),
         };
-        if opts.status {
-            eprintln!(
-                "dbq-bench: load started: {} phase(s), {:.0} s",
-                plan.phases.len(),
-                plan.phases
-                    .iter()
-                    .map(|p| p.duration.as_secs_f64())
-                    .sum::<f64>()
-            );
-        }
-        let load = Load::start(self, plan, opts, &timeline, prefilled.events, shutdown);
-        let ended = load.finish(plan, opts, shutdown).await?;
+        opts.status.line(&format!(
+            "load started: {} phase(s), {:.0} s",
+            plan.phases.len(),
+            plan.phases
+                .iter()
+                .map(|p| p.duration.as_secs_f64())
+                .sum::<f64>()
+        ));
+        let load = Load::start(
+            self.target(),
+            plan,
+            opts,
+            &timeline,
+            prefilled.events,
+            shutdown,
+        );
+        let ended = load.finish(plan, shutdown).await?;
         self.steps += 1;
         let drained = !ended.stopped_early && !ended.drain_timed_out;
         self.backlog_left |= !drained;
-
         // A new connection: the load's faults may have broken older ones.
-        let mut admin = self.schema.connect().await?;
-        let claim_plan_end = self
-            .queue
-            .explain_claim(&mut admin)
-            .await
-            .context("EXPLAIN of the claim")?;
+        let claim_plan_end = self.explain_claim().await?;
+        let design = self.backend.design();
         let facts = RunFacts {
-            provider: self.server.provider.as_str().into(),
-            server_version: self.server.version.clone(),
-            server_description: self.server.description.clone(),
-            schema: self.schema.name.clone(),
+            provider: self.record.provider.clone(),
+            server_version: self.record.version.clone(),
+            server_description: self.record.description.clone(),
+            schema: self.backend.namespace().to_string(),
             started_at,
             ended_at: utc_now(),
             interrupted: shutdown.is_cancelled(),
             drain_s: ended.drain_s,
             drain_timed_out: ended.drain_timed_out,
             prefilled: prefilled.count,
-            variant: self.queue.variant().name.clone(),
-            claim_sql: self.queue.claim_sql().trim().into(),
+            design: design.clone(),
             claim_plan_start,
             claim_plan_end,
-            server_settings: self.server_settings.clone(),
+            server_settings: self.record.settings.clone(),
             aborted_by_threshold: ended.aborted_by_threshold.clone(),
         };
-        let outcome = self.conclude(plan, opts, &mut admin, ended, facts).await;
-        admin.close().await.ok();
-        outcome
+        self.conclude(plan, opts, ended, facts).await
+    }
+
+    /// The claim's plan, on a connection of its own.
+    async fn explain_claim(&self) -> Result<Vec<String>, Failure> {
+        let mut admin = self
+            .backend
+            .connect("main")
+            .await
+            .context("connecting to the queue")?;
+        let plan = admin.explain_claim().await.context("EXPLAIN of the claim");
+        admin.close().await;
+        Ok(plan?)
     }
 
     /// The step's proof against the table, its summary and thresholds, its results on disk.
@@ -174,7 +287,6 @@ impl Session {
         &mut self,
         plan: &Plan,
         opts: &RunOptions,
-        admin: &mut Conn,
         ended: Ended,
         facts: RunFacts,
     ) -> Result<RunOutcome, Failure> {
@@ -191,14 +303,14 @@ impl Session {
             claim_mode: plan.consumers.claim_mode,
             outbox: plan.producers.outbox.is_some(),
         };
-        let proof = accounting::prove(
-            admin,
-            &self.queue,
-            &mut ledger,
-            proof_options,
-            &self.earlier,
-        )
-        .await?;
+        let mut admin = self
+            .backend
+            .connect("main")
+            .await
+            .context("connecting to the queue")?;
+        let proof = accounting::prove(&mut *admin, &mut ledger, proof_options, &self.earlier).await;
+        admin.close().await;
+        let proof = proof?;
         self.earlier.extend(&ledger);
         let mut summary = Summary::build(plan, &measurements, &ledger, proof, facts);
         summary.judge_thresholds(&plan.thresholds);
@@ -221,22 +333,23 @@ impl Session {
             results,
             out_dir,
             ledger,
-            kept_schema: None,
+            kept_queue: None,
             kept_server: None,
         })
     }
 
-    /// Tear-down: drops the schema, unless `keep` (then it is returned). A server the run
-    /// owns takes its schemas with it when it is torn down, so theirs are left to it.
-    pub async fn tear_down(self, keep: bool) -> Option<RunSchema> {
-        self.schema.release();
+    /// Tear-down: drops the namespace, unless `keep` (then the queue is returned). A server
+    /// the run owns takes its namespaces with it when it is torn down, so theirs are left to
+    /// it.
+    pub async fn tear_down(self, keep: bool, status: &Status) -> Option<Arc<dyn Backend>> {
+        backend::release(&*self.backend);
         if keep {
-            return Some(self.schema);
+            return Some(self.backend);
         }
-        if !self.server.is_owned()
-            && let Err(e) = self.schema.drop_schema().await
+        if !self.server_owned()
+            && let Err(e) = self.backend.drop_namespace().await
         {
-            eprintln!("dbq-bench: warning: {e:#}");
+            status.warn(&format!("dropping {}: {e}", self.backend.namespace()));
         }
         None
     }
@@ -261,71 +374,6 @@ fn check_server_faults(plan: &Plan, server: &Server) -> Result<(), InputError> {
     Ok(())
 }
 
-/// The set-up stage proper: queue, server settings, a key prefix, the prefill, ANALYZE.
-async fn install(
-    plan: &Plan,
-    opts: &RunOptions,
-    schema: &RunSchema,
-    clock: RunClock,
-    shutdown: &CancellationToken,
-) -> Result<(Queue, BTreeMap<String, String>, String, Prefilled), Failure> {
-    let variant_error = |e: crate::queue::CustomError| {
-        Failure::Input(InputError::new(&plan.source, "queue.dir", e.to_string()))
-    };
-    let queue = Queue::new(&plan.queue, schema).map_err(variant_error)?;
-    let mut admin = schema.connect().await?;
-    let server_settings = db::server_settings(&mut admin)
-        .await
-        .context("reading server settings")?;
-    if plan.queue.variant.name == crate::scenario::VariantName::Custom {
-        // A custom variant's schema and statements are checked before any load.
-        queue
-            .install(&mut admin, plan.completion_audit)
-            .await
-            .map_err(|e| {
-                variant_error(crate::queue::CustomError {
-                    file: queue.variant().file("schema.sql"),
-                    reason: format!("does not run: {}", crate::queue::one_line(&e)),
-                })
-            })?;
-        queue
-            .check_statements(&mut admin)
-            .await
-            .map_err(variant_error)?;
-    } else {
-        queue
-            .install(&mut admin, plan.completion_audit)
-            .await
-            .context("creating the queue table")?;
-    }
-    if let Some(outbox) = plan.producers.outbox {
-        queue
-            .install_outbox(&mut admin, outbox.orders)
-            .await
-            .context("creating the outbox's orders")?;
-    }
-    let key_prefix = format!("r{:06x}", rand::random::<u32>() & 0xff_ffff);
-    let prefilled = prefill(
-        plan,
-        &queue,
-        &mut admin,
-        clock,
-        &key_prefix,
-        shutdown,
-        opts.status,
-    )
-    .await?;
-    queue
-        .analyze(&mut admin)
-        .await
-        .context("ANALYZE of the queue table")?;
-    admin.close().await.ok();
-    if shutdown.is_cancelled() {
-        return Err(Failure::Interrupted);
-    }
-    Ok((queue, server_settings, key_prefix, prefilled))
-}
-
 /// Jobs bulk-inserted before the load, as `Enqueued` events for the recorder.
 #[derive(Default)]
 struct Prefilled {
@@ -348,16 +396,15 @@ fn runs_of(ids: &[i64]) -> Vec<(i64, u32)> {
 /// Bulk-inserts `producers.prefill` jobs before the load.
 async fn prefill(
     plan: &Plan,
-    queue: &Queue,
-    conn: &mut Conn,
+    conn: &mut dyn Link,
     clock: RunClock,
     key_prefix: &str,
     shutdown: &CancellationToken,
-    verbose: bool,
+    status: &Status,
 ) -> Result<Prefilled> {
     let total = plan.producers.prefill as usize;
-    if total > 0 && verbose {
-        eprintln!("dbq-bench: prefilling {total} jobs…");
+    if total > 0 {
+        status.line(&format!("prefilling {total} jobs…"));
     }
     let factory = JobFactory::new(&plan.producers);
     let mut rng: rand::rngs::StdRng = rand::SeedableRng::seed_from_u64(plan.seed ^ 0xF1F1);
@@ -376,8 +423,8 @@ async fn prefill(
             })
             .collect();
         let jobs: Vec<_> = made.iter().map(|m| m.job.clone()).collect();
-        let ids = queue
-            .enqueue_batch(conn, &jobs)
+        let ids = conn
+            .enqueue_batch(&jobs)
             .await
             .context("prefilling the queue")?;
         count += ids.len() as u64;

@@ -2,6 +2,7 @@
 //! `kind`). The `faults` module carries them out; the README's "Faults" section explains each.
 
 use super::values::HumanDuration;
+use crate::engine::ShutdownMode;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -138,19 +139,6 @@ pub enum BackendTarget {
     Workers,
     Producers,
     All,
-}
-
-/// How the server is stopped.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum ShutdownMode {
-    /// SIGINT: roll back open transactions, checkpoint, exit.
-    #[default]
-    Fast,
-    /// SIGQUIT: exit at once; crash recovery on the next start.
-    Immediate,
 }
 
 fn one() -> u32 {

@@ -18,38 +18,101 @@ pub struct Overrides {
     pub database_url: Option<String>,
 }
 
+/// A `key.path=value` assignment: a `--set` flag, or a matrix cell's option. Array elements
+/// are addressed by index (`phases.1.rate` or `phases[1].rate`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assignment {
+    pub key: String,
+    pub value: toml::Value,
+}
+
+impl Assignment {
+    /// From `--set` text: the value is read as TOML (`16`, `0.5`, `true`, `"text"`); anything
+    /// that is not valid TOML is taken as a string (`10s`, `max`).
+    pub fn parse(text: &str) -> Result<Assignment, InputError> {
+        let (key, raw) = text
+            .split_once('=')
+            .ok_or_else(|| InputError::whole(format!("--set {text}"), "expected key.path=value"))?;
+        Ok(Assignment {
+            key: key.trim().to_string(),
+            value: parse_value(raw.trim()),
+        })
+    }
+}
+
+/// A scenario file read once, before any override: a matrix makes every cell's plan from it.
+#[derive(Debug, Clone)]
+pub struct ScenarioFile {
+    source: String,
+    table: toml::Table,
+}
+
+impl ScenarioFile {
+    pub fn read(path: &Path) -> Result<ScenarioFile, InputError> {
+        let source = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::whole(&source, format!("cannot read the scenario: {e}")))?;
+        ScenarioFile::parse(&source, &text)
+    }
+
+    /// From text already in memory; `source` names it in errors.
+    pub fn parse(source: &str, text: &str) -> Result<ScenarioFile, InputError> {
+        let table = toml::from_str(text).map_err(|e| syntax_error(source, text, &e))?;
+        Ok(ScenarioFile {
+            source: source.to_string(),
+            table,
+        })
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The scenario with the flags' overrides and then `extra` assignments applied (an
+    /// error in one of those names `extra_source`), deserialized. It still has optional
+    /// fields; `Plan::build` validates and resolves it.
+    pub fn scenario(
+        &self,
+        overrides: &Overrides,
+        extra: &[Assignment],
+        extra_source: &str,
+    ) -> Result<Scenario, InputError> {
+        let mut table = self.table.clone();
+        for set in &overrides.sets {
+            let a = Assignment::parse(set)?;
+            assign(&mut table, &a).map_err(|e| assignment_error(&format!("--set {set}"), e))?;
+        }
+        for a in extra {
+            assign(&mut table, a).map_err(|e| assignment_error(extra_source, e))?;
+        }
+        let mut scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| {
+                let (key, reason) = describe(e.path().to_string(), e.inner().message());
+                // A key a --set wrote is that flag's fault, not the file's.
+                blame_the_flag(InputError::new(&self.source, key, reason), overrides)
+            })?;
+        if let Some(p) = overrides.provider {
+            scenario.database.provider = p;
+        }
+        if let Some(image) = &overrides.image {
+            scenario.database.image = Some(image.clone());
+        }
+        if let Some(url) = &overrides.database_url {
+            scenario.database.url = Some(url.clone());
+        }
+        Ok(scenario)
+    }
+}
+
 /// Reads and deserializes a scenario file with overrides applied. The result still has
 /// optional fields; `Plan::build` validates and resolves it.
 pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, InputError> {
-    let source = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::whole(&source, format!("cannot read the scenario: {e}")))?;
-    parse(&source, &text, overrides)
+    ScenarioFile::read(path)?.scenario(overrides, &[], "")
 }
 
 /// Like [`load`] for text already in memory; `source` names it in errors.
 pub fn parse(source: &str, text: &str, overrides: &Overrides) -> Result<Scenario, InputError> {
-    let mut table: toml::Table =
-        toml::from_str(text).map_err(|e| syntax_error(source, text, &e))?;
-    for set in &overrides.sets {
-        apply_set(&mut table, set)?;
-    }
-    let mut scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table))
-        .map_err(|e| {
-            let (key, reason) = describe(e.path().to_string(), e.inner().message());
-            // A key a --set wrote is that flag's fault, not the file's.
-            blame_the_flag(InputError::new(source, key, reason), overrides)
-        })?;
-    if let Some(p) = overrides.provider {
-        scenario.database.provider = p;
-    }
-    if let Some(image) = &overrides.image {
-        scenario.database.image = Some(image.clone());
-    }
-    if let Some(url) = &overrides.database_url {
-        scenario.database.url = Some(url.clone());
-    }
-    Ok(scenario)
+    ScenarioFile::parse(source, text)?.scenario(overrides, &[], "")
 }
 
 fn syntax_error(source: &str, text: &str, e: &toml::de::Error) -> InputError {
@@ -191,21 +254,21 @@ fn plain_words(message: &str) -> String {
     out.replace("integer `", "`").replace("string \"", "\"")
 }
 
-/// Applies one `--set key.path=value`. Array elements are addressed by index
-/// (`phases.1.rate` or `phases[1].rate`). The value is read as TOML (`16`, `0.5`, `true`,
-/// `"text"`); anything that is not valid TOML is taken as a string (`10s`, `max`).
-fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<(), InputError> {
-    let flag = format!("--set {assignment}");
-    let (key, raw) = assignment
-        .split_once('=')
-        .ok_or_else(|| InputError::whole(&flag, "expected key.path=value"))?;
-    let key = key.trim().replace('[', ".").replace(']', "");
+fn assignment_error(source: &str, (key, reason): (String, String)) -> InputError {
+    if key.is_empty() {
+        InputError::whole(source, reason)
+    } else {
+        InputError::new(source, key, reason)
+    }
+}
+
+/// Applies one assignment; an error is (key, reason).
+fn assign(table: &mut toml::Table, a: &Assignment) -> Result<(), (String, String)> {
+    let key = a.key.replace('[', ".").replace(']', "");
     let segments: Vec<&str> = key.split('.').filter(|s| !s.is_empty()).collect();
     let Some((last, parents)) = segments.split_last() else {
-        return Err(InputError::whole(&flag, "the key is empty"));
+        return Err((String::new(), "the key is empty".into()));
     };
-    let value = parse_value(raw.trim());
-
     let mut node = table;
     let mut walked = String::new();
     for (i, seg) in parents.iter().enumerate() {
@@ -221,18 +284,14 @@ fn apply_set(table: &mut toml::Table, assignment: &str) -> Result<(), InputError
             toml::Value::Table(t) => t,
             toml::Value::Array(items) => {
                 // The next segment must index into the array.
-                return set_in_array(items, &segments[i + 1..], value, &flag, &walked);
+                return set_in_array(items, &segments[i + 1..], a.value.clone(), &walked);
             }
             _ => {
-                return Err(InputError::new(
-                    &flag,
-                    walked,
-                    "is not a table, cannot set a key inside it",
-                ));
+                return Err((walked, "is not a table, cannot set a key inside it".into()));
             }
         };
     }
-    node.insert(last.to_string(), value);
+    node.insert(last.to_string(), a.value.clone());
     Ok(())
 }
 
@@ -240,27 +299,23 @@ fn set_in_array(
     items: &mut [toml::Value],
     rest: &[&str],
     value: toml::Value,
-    flag: &str,
     walked: &str,
-) -> Result<(), InputError> {
+) -> Result<(), (String, String)> {
     let (index, rest) = rest.split_first().ok_or_else(|| {
-        InputError::new(
-            flag,
-            walked,
-            "is an array; give an index, e.g. phases.0.rate",
+        (
+            walked.to_string(),
+            "is an array; give an index, e.g. phases.0.rate".to_string(),
         )
     })?;
     let i: usize = index.parse().map_err(|_| {
-        InputError::new(
-            flag,
-            walked,
+        (
+            walked.to_string(),
             format!("is an array; \"{index}\" is not an index"),
         )
     })?;
     let len = items.len();
     let item = items.get_mut(i).ok_or_else(|| {
-        InputError::new(
-            flag,
+        (
             format!("{walked}[{i}]"),
             format!("no such element (the array has {len})"),
         )
@@ -270,13 +325,13 @@ fn set_in_array(
         Some((last, parents)) => {
             let mut node = item
                 .as_table_mut()
-                .ok_or_else(|| InputError::new(flag, format!("{walked}[{i}]"), "is not a table"))?;
+                .ok_or_else(|| (format!("{walked}[{i}]"), "is not a table".to_string()))?;
             for seg in parents {
                 node = node
                     .entry(seg.to_string())
                     .or_insert_with(|| toml::Value::Table(toml::Table::new()))
                     .as_table_mut()
-                    .ok_or_else(|| InputError::new(flag, *seg, "is not a table"))?;
+                    .ok_or_else(|| (seg.to_string(), "is not a table".to_string()))?;
             }
             node.insert(last.to_string(), value);
         }

@@ -1,6 +1,7 @@
 //! Scenario files: the TOML model (`model`), value notations (`values`), reading with
 //! overrides (`load`) and validation into a [`Plan`] (`plan`).
 
+pub mod change;
 pub mod faults;
 pub mod load;
 pub mod model;
@@ -8,11 +9,13 @@ pub mod plan;
 pub mod thresholds;
 pub mod values;
 
-pub use faults::{BackendTarget, CrashPoint, FaultSpec, Repeat, ShutdownMode};
-pub use load::Overrides;
+pub use crate::engine::{Engine, ShutdownMode};
+pub use change::PlanChange;
+pub use faults::{BackendTarget, CrashPoint, FaultSpec, Repeat};
+pub use load::{Assignment, Overrides, ScenarioFile};
 pub use model::{
-    Arrival, CapacitySection, ClaimMode, Engine, Jitter, MatrixOption, MatrixSection, ProviderKind,
-    Scenario, VariantName,
+    Arrival, CUSTOM_REQUIRED_FILES, CapacitySection, ClaimMode, Finish, HandlerSection, Jitter,
+    MatrixOption, MatrixSection, PhaseSection, ProviderKind, Scenario, VariantName,
 };
 pub use plan::{
     BackoffPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan, PhasePlan, Plan,
@@ -30,11 +33,23 @@ pub fn load_plan(
     overrides: &Overrides,
     env: &EnvDefaults,
 ) -> Result<Plan, InputError> {
-    let scenario = load::load(path, overrides)?;
-    let stem = path
+    plan_of(&ScenarioFile::read(path)?, overrides, &[], "", env)
+}
+
+/// Overrides, then `extra` assignments (whose errors name `extra_source`), then validation,
+/// on a scenario file read once.
+pub fn plan_of(
+    file: &ScenarioFile,
+    overrides: &Overrides,
+    extra: &[Assignment],
+    extra_source: &str,
+    env: &EnvDefaults,
+) -> Result<Plan, InputError> {
+    let scenario = file.scenario(overrides, extra, extra_source)?;
+    let source = file.source();
+    let stem = Path::new(source)
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("scenario");
-    Plan::build(scenario, &path.display().to_string(), stem, env)
-        .map_err(|e| load::blame_the_flag(e, overrides))
+    Plan::build(scenario, source, stem, env).map_err(|e| load::blame_the_flag(e, overrides))
 }

@@ -5,6 +5,7 @@
 
 use super::faults::FaultSpec;
 use super::values::{DurationDist, HumanDuration, Rate};
+use crate::engine::Engine;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -154,45 +155,6 @@ impl ProviderKind {
     }
 }
 
-/// Which database server the queue lives in.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Engine {
-    /// PostgreSQL (the article's engine; every variant).
-    #[default]
-    Postgres,
-    /// MariaDB ≥ 10.6 (MySQL's `SKIP LOCKED`; variants `seed` and `batch`).
-    Mariadb,
-}
-
-impl Engine {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Engine::Postgres => "postgres",
-            Engine::Mariadb => "mariadb",
-        }
-    }
-
-    /// How the engine is named in messages and reports.
-    pub fn label(&self) -> &'static str {
-        match self {
-            Engine::Postgres => "PostgreSQL",
-            Engine::Mariadb => "MariaDB",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseSection {
@@ -250,7 +212,47 @@ pub enum VariantName {
     Custom,
 }
 
+/// How finished jobs leave the queue table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finish {
+    /// `status = 'done'`; the row stays (the seed).
+    Update,
+    /// The row is deleted.
+    Delete,
+    /// The row moves to an archive table.
+    Archive,
+}
+
+/// The files a `custom` variant's directory must hold (the others default to the seed's).
+pub const CUSTOM_REQUIRED_FILES: [&str; 5] = [
+    "schema.sql",
+    "enqueue.sql",
+    "claim.sql",
+    "complete.sql",
+    "fail.sql",
+];
+
 impl VariantName {
+    /// How the variant's finished jobs leave the table.
+    pub fn finish(self) -> Finish {
+        match self {
+            VariantName::Delete => Finish::Delete,
+            VariantName::Archive => Finish::Archive,
+            _ => Finish::Update,
+        }
+    }
+
+    /// The proof needs the completion audit: a finished job's row leaves no trace of its own.
+    pub fn needs_audit(self) -> bool {
+        self.finish() == Finish::Delete
+    }
+
+    /// Claims more than one job per statement when `queue.claim_batch` says so.
+    pub fn claims_in_batches(self) -> bool {
+        matches!(self, VariantName::Batch | VariantName::Custom)
+    }
+
     pub fn as_str(&self) -> &'static str {
         match self {
             VariantName::Seed => "seed",

@@ -3,21 +3,15 @@
 
 use super::faults::{FaultSpec, Repeat};
 use super::model::{
-    Arrival, ClaimMode, ConsumersSection, DatabaseSection, Engine, Jitter, PhaseSection,
-    ProducersSection, ProviderKind, Scenario, VariantName,
+    Arrival, CUSTOM_REQUIRED_FILES, ClaimMode, ConsumersSection, DatabaseSection, Finish, Jitter,
+    PhaseSection, ProducersSection, ProviderKind, Scenario, VariantName,
 };
 use super::thresholds::{self, Threshold};
 use super::values::{DurationDist, Rate};
+use crate::engine::{Engine, Supports};
 use crate::error::InputError;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-
-/// Image used by the container provider when neither the scenario, `--image` nor
-/// `DBQ_POSTGRES_IMAGE` names one.
-pub const DEFAULT_IMAGE: &str = "postgres:17";
-
-/// The same for MariaDB (`DBQ_MARIADB_IMAGE`): the official image.
-pub const DEFAULT_MARIADB_IMAGE: &str = "mariadb:10.11";
 
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -142,12 +136,32 @@ pub struct PhasePlan {
 /// Values the plan takes from the environment when neither the file nor a flag sets them.
 #[derive(Debug, Clone, Default)]
 pub struct EnvDefaults {
-    /// `DBQ_POSTGRES_IMAGE`
-    pub image: Option<String>,
-    /// `DBQ_MARIADB_IMAGE`
-    pub mariadb_image: Option<String>,
+    /// The image each engine's variable names (`DBQ_POSTGRES_IMAGE`, `DBQ_MARIADB_IMAGE`).
+    pub images: Vec<(Engine, String)>,
     /// `DATABASE_URL`
     pub database_url: Option<String>,
+}
+
+impl EnvDefaults {
+    /// The process's environment (blank values count as unset).
+    pub fn from_env() -> EnvDefaults {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        EnvDefaults {
+            images: Engine::ALL
+                .into_iter()
+                .filter_map(|e| Some((e, var(e.facts().image_variable)?)))
+                .collect(),
+            database_url: var("DATABASE_URL"),
+        }
+    }
+
+    /// The image the environment names for `engine`.
+    pub fn image(&self, engine: Engine) -> Option<&str> {
+        self.images
+            .iter()
+            .find(|(e, _)| *e == engine)
+            .map(|(_, i)| i.as_str())
+    }
 }
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -175,6 +189,7 @@ impl Plan {
         let database = database_plan(&scenario.database, env, source)?;
         let queue = queue_plan(&scenario, source)?;
         check_engine(&scenario).map_err(|(key, reason)| err(&key, reason))?;
+        fill_resolved(&mut scenario, &database, &queue);
         let mut producers = producer_plan(&scenario.producers, source)?;
         let consumers = consumer_plan(&scenario.consumers, source)?;
         let default_rate = scenario.producers.rate;
@@ -233,10 +248,25 @@ impl Plan {
     pub fn resolved_toml(&self) -> String {
         let mut s = self.resolved.clone();
         if let Some(url) = &s.database.url {
-            s.database.url = Some(crate::db::redact_url(url));
+            s.database.url = Some(crate::engine::redact_url(url));
         }
         toml::to_string_pretty(&s)
             .unwrap_or_else(|e| format!("# could not serialize the scenario: {e}\n"))
+    }
+}
+
+/// Writes what validation resolved back into the scenario, so that `scenario.resolved.toml`
+/// says what ran (and loads again to the same plan): the image, a URL from the environment,
+/// the claim batch, the custom directory as an absolute path.
+fn fill_resolved(scenario: &mut Scenario, database: &DatabasePlan, queue: &QueuePlan) {
+    scenario.database.image = Some(database.image.clone());
+    // Masked wherever the resolved scenario is written (`Plan::resolved_toml`).
+    scenario.database.url = database.url.clone();
+    if queue.variant.name.claims_in_batches() {
+        scenario.queue.claim_batch = Some(queue.variant.claim_batch);
+    }
+    if let Some(dir) = &queue.variant.dir {
+        scenario.queue.dir = Some(dir.clone());
     }
 }
 
@@ -362,7 +392,12 @@ fn database_plan(
     }
     let url = db.url.clone().or_else(|| env.database_url.clone());
     if let Some(u) = &url {
-        check_url(u, db.engine).map_err(|reason| err("database.url", reason))?;
+        db.engine.check_url(u).map_err(|reason| {
+            err(
+                "database.url",
+                format!("{reason}; it came from --database-url, database.url or DATABASE_URL"),
+            )
+        })?;
     }
     if db.provider == ProviderKind::Url && url.is_none() {
         return Err(err(
@@ -370,18 +405,14 @@ fn database_plan(
             "the url provider needs a server: pass --database-url, set database.url or DATABASE_URL".into(),
         ));
     }
-    let (env_image, default_image) = match db.engine {
-        Engine::Postgres => (&env.image, DEFAULT_IMAGE),
-        Engine::Mariadb => (&env.mariadb_image, DEFAULT_MARIADB_IMAGE),
-    };
     let database = DatabasePlan {
         engine: db.engine,
         provider: db.provider,
         image: db
             .image
             .clone()
-            .or_else(|| env_image.clone())
-            .unwrap_or_else(|| default_image.to_string()),
+            .or_else(|| env.image(db.engine).map(str::to_string))
+            .unwrap_or_else(|| db.engine.facts().default_image.to_string()),
         url,
         startup_timeout: db.startup_timeout.0,
         settings,
@@ -402,6 +433,14 @@ fn producer_plan(p: &ProducersSection, source: &str) -> Result<ProducerPlan, Inp
     check_weights(p.job_types.values().copied(), "type")
         .map_err(|r| err("producers.job_types", r))?;
     for name in p.job_types.keys() {
+        if name.contains('\0') {
+            return Err(err(
+                "producers.job_types",
+                format!(
+                    "the type name {name:?} holds a NUL character, which a database text column cannot store; use printable characters"
+                ),
+            ));
+        }
         if name.is_empty() || name.chars().count() > 100 {
             return Err(err(
                 &format!("producers.job_types.{name}"),
@@ -752,111 +791,93 @@ fn check_backoff(b: &crate::scenario::model::BackoffSection) -> Result<(), (&'st
     Ok(())
 }
 
-/// A server URL, checked: a PostgreSQL scheme (anything else would be tried as PostgreSQL
-/// until the startup timeout) that sqlx can parse. The reason names the URL, password masked.
-fn check_url(u: &str, engine: Engine) -> Result<(), String> {
-    let shown = crate::db::redact_url(u);
-    let from = "it came from --database-url, database.url or DATABASE_URL";
-    let schemes = crate::db::url_schemes(engine);
-    if let Some((scheme, _)) = u.split_once(':')
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-        && !schemes.contains(&scheme.to_ascii_lowercase().as_str())
-    {
-        let other = match engine {
-            Engine::Postgres => Engine::Mariadb,
-            Engine::Mariadb => Engine::Postgres,
-        };
-        let hint = if crate::db::url_schemes(other).contains(&scheme.to_ascii_lowercase().as_str())
-        {
-            format!(
-                " (for {scheme}:// set database.engine = \"{}\")",
-                other.as_str()
-            )
-        } else {
-            String::new()
-        };
-        return Err(format!(
-            "{shown} uses the scheme {scheme}: database.engine = \"{}\" takes {}{hint}; {from}",
-            engine.as_str(),
-            schemes
-                .iter()
-                .map(|s| format!("{s}://"))
-                .collect::<Vec<_>>()
-                .join(" or ")
-        ));
-    }
-    crate::db::ServerOptions::from_url(engine, u)
-        .map(|_| ())
-        .map_err(|e| {
-            format!(
-                "{shown} is not a usable {} URL ({e}); {from}",
-                engine.label()
-            )
-        })
+/// One thing a scenario asks of its engine: the key that asks, what it is, and whether an
+/// engine's row of the engine table has it.
+struct Need {
+    key: String,
+    what: String,
+    met: Box<dyn Fn(&Supports) -> bool>,
 }
 
-/// What the MariaDB engine does not have (yet): the refusal names the key and what is
-/// allowed instead.
-fn check_engine(scenario: &Scenario) -> Result<(), (String, String)> {
-    if scenario.database.engine != Engine::Mariadb {
-        return Ok(());
+impl Need {
+    fn new(key: &str, what: String, met: impl Fn(&Supports) -> bool + 'static) -> Need {
+        Need {
+            key: key.to_string(),
+            what,
+            met: Box::new(met),
+        }
     }
-    let no = |key: &str, what: &str| {
-        Err((
-            key.to_string(),
-            format!(
-                "{what} on PostgreSQL only; with database.engine = \"mariadb\" {}",
-                MARIADB_OFFERS
-            ),
-        ))
-    };
+}
+
+/// Everything the scenario asks of its engine beyond the seed on PostgreSQL's terms.
+fn needs(scenario: &Scenario) -> Vec<Need> {
     let q = &scenario.queue;
-    if !matches!(q.variant, VariantName::Seed | VariantName::Batch) {
-        return no(
-            "queue.variant",
-            &format!("variant {} runs", q.variant.as_str()),
-        );
-    }
+    let variant = q.variant.as_str();
+    let mut needs = vec![Need::new(
+        "queue.variant",
+        format!("variant {variant} runs"),
+        move |s| s.variants.contains(&variant),
+    )];
     if q.fillfactor.is_some() {
-        return no("queue.fillfactor", "fillfactor is a table option");
+        let what = "fillfactor is a table option".to_string();
+        needs.push(Need::new("queue.fillfactor", what, |s| s.table_options));
     }
     if q.unlogged {
-        return no("queue.unlogged", "unlogged is a table option");
+        let what = "unlogged is a table option".to_string();
+        needs.push(Need::new("queue.unlogged", what, |s| s.table_options));
     }
     if scenario.producers.outbox.enabled {
-        return no("producers.outbox.enabled", "the outbox scenario runs");
+        let what = "the outbox scenario runs".to_string();
+        needs.push(Need::new("producers.outbox.enabled", what, |s| s.outbox));
     }
     if !scenario.database.settings.is_empty() && scenario.database.provider == ProviderKind::Url {
-        return no(
-            "database.settings",
-            "session settings on a url server are applied",
-        );
+        let what = "session settings on a url server are applied".to_string();
+        needs.push(Need::new("database.settings", what, |s| {
+            s.url_session_settings
+        }));
     }
     for (i, phase) in scenario.phases.iter().enumerate() {
         for (j, f) in phase.faults.iter().enumerate() {
-            if matches!(
-                f,
-                FaultSpec::FreezeWorkers { .. }
-                    | FaultSpec::ActiveReaders { .. }
-                    | FaultSpec::PoolExhaustion { .. }
-            ) {
-                return no(
-                    &format!("phases[{i}].faults[{j}].kind"),
-                    &format!("fault {} runs", f.kind()),
-                );
-            }
+            let kind = f.kind();
+            needs.push(Need::new(
+                &format!("phases[{i}].faults[{j}].kind"),
+                format!("fault {kind} runs"),
+                move |s| s.faults.contains(&kind),
+            ));
         }
     }
-    Ok(())
+    needs
 }
 
-/// What a MariaDB run may use, for the refusals above.
-const MARIADB_OFFERS: &str = "use variant seed or batch and the faults crash_workers, \
-kill_workers, kill_backends, restart_server, idle_in_transaction, handler errors and poison jobs";
+/// What the engine does not run, from its row of the engine table: the refusal names the
+/// key, the engines that do run it, and what this engine offers instead.
+fn check_engine(scenario: &Scenario) -> Result<(), (String, String)> {
+    let engine = scenario.database.engine;
+    let Some(unmet) = needs(scenario)
+        .into_iter()
+        .find(|n| !(n.met)(engine.supports()))
+    else {
+        return Ok(());
+    };
+    let on: Vec<&str> = Engine::ALL
+        .into_iter()
+        .filter(|e| (unmet.met)(e.supports()))
+        .map(Engine::label)
+        .collect();
+    Err((
+        unmet.key,
+        format!(
+            "{} on {} only; with database.engine = \"{}\" {}",
+            unmet.what,
+            on.join(" and "),
+            engine.as_str(),
+            engine.offers()
+        ),
+    ))
+}
 
-/// The `[queue]` section, checked: the variant and its options, retries and backoff.
+/// The `[queue]` section, checked: the variant and its options, retries and backoff. What a
+/// variant needs is asked of its kind; nothing is built or read here.
 fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError> {
     let err = |key: &str, reason: String| InputError::new(source, key, reason);
     let q = &scenario.queue;
@@ -868,26 +889,7 @@ fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError
     }
     let b = &q.backoff;
     check_backoff(b).map_err(|(key, reason)| err(key, reason))?;
-    let claim_batch = match (q.variant, q.claim_batch) {
-        (VariantName::Batch, n) => n.unwrap_or(10),
-        (VariantName::Custom, n) => n.unwrap_or(1),
-        (_, None) => 1,
-        (other, Some(_)) => {
-            return Err(err(
-                "queue.claim_batch",
-                format!(
-                    "only the batch and custom variants claim in batches, not {}",
-                    other.as_str()
-                ),
-            ));
-        }
-    };
-    if !(1..=10_000).contains(&claim_batch) {
-        return Err(err(
-            "queue.claim_batch",
-            format!("must be between 1 and 10000, got {claim_batch}"),
-        ));
-    }
+    let claim_batch = claim_batch_of(q).map_err(|r| err("queue.claim_batch", r))?;
     if let Some(ff) = q.fillfactor
         && !(10..=100).contains(&ff)
     {
@@ -896,40 +898,8 @@ fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError
             format!("must be between 10 and 100, got {ff}"),
         ));
     }
-    let dir = match (q.variant, &q.dir) {
-        (VariantName::Custom, None) => {
-            return Err(err(
-                "queue.dir",
-                "the custom variant needs the directory of its .sql files".into(),
-            ));
-        }
-        (VariantName::Custom, Some(d)) => Some(
-            std::path::Path::new(source)
-                .parent()
-                .unwrap_or(std::path::Path::new(""))
-                .join(d),
-        ),
-        (other, Some(_)) => {
-            return Err(err(
-                "queue.dir",
-                format!(
-                    "only the custom variant reads a directory, not {}",
-                    other.as_str()
-                ),
-            ));
-        }
-        (_, None) => None,
-    };
-    let variant = VariantPlan {
-        name: q.variant,
-        claim_batch,
-        dir,
-        fillfactor: q.fillfactor,
-        unlogged: q.unlogged,
-    };
-    let built =
-        crate::queue::Variant::from_plan(&variant).map_err(|e| err("queue.dir", e.to_string()))?;
-    if built.needs_audit && !scenario.verify.completion_audit {
+    let dir = custom_dir_of(q, source).map_err(|r| err("queue.dir", r))?;
+    if q.variant.needs_audit() && !scenario.verify.completion_audit {
         return Err(err(
             "verify.completion_audit",
             format!(
@@ -938,7 +908,7 @@ fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError
             ),
         ));
     }
-    if scenario.producers.outbox.enabled && built.finish != crate::queue::Finish::Update {
+    if scenario.producers.outbox.enabled && q.variant.finish() != Finish::Update {
         return Err(err(
             "producers.outbox",
             format!(
@@ -947,6 +917,13 @@ fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError
             ),
         ));
     }
+    let variant = VariantPlan {
+        name: q.variant,
+        claim_batch,
+        dir,
+        fillfactor: q.fillfactor,
+        unlogged: q.unlogged,
+    };
     Ok(QueuePlan {
         variant,
         max_retries: q.max_retries,
@@ -957,6 +934,68 @@ fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError
             jitter: b.jitter,
         },
     })
+}
+
+/// Jobs one claim takes: `queue.claim_batch` for the variants that claim in batches (batch:
+/// 10 by default, custom: 1), 1 for the others.
+fn claim_batch_of(q: &super::model::QueueSection) -> Result<u32, String> {
+    let n = match (q.variant, q.claim_batch) {
+        (VariantName::Batch, n) => n.unwrap_or(10),
+        (VariantName::Custom, n) => n.unwrap_or(1),
+        (_, None) => 1,
+        (other, Some(_)) => {
+            return Err(format!(
+                "only the batch and custom variants claim in batches, not {}",
+                other.as_str()
+            ));
+        }
+    };
+    if !(1..=10_000).contains(&n) {
+        return Err(format!("must be between 1 and 10000, got {n}"));
+    }
+    Ok(n)
+}
+
+/// A `custom` variant's directory, resolved against the scenario file's and made absolute
+/// (so the resolved scenario saved with the results names it wherever it is read), holding
+/// every file the custom contract requires.
+fn custom_dir_of(
+    q: &super::model::QueueSection,
+    source: &str,
+) -> Result<Option<std::path::PathBuf>, String> {
+    let given = match (q.variant, &q.dir) {
+        (VariantName::Custom, None) => {
+            return Err("the custom variant needs the directory of its .sql files".into());
+        }
+        (VariantName::Custom, Some(d)) => d,
+        (other, Some(_)) => {
+            return Err(format!(
+                "only the custom variant reads a directory, not {}",
+                other.as_str()
+            ));
+        }
+        (_, None) => return Ok(None),
+    };
+    let base = std::path::Path::new(source)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    let dir = base.join(given);
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    for name in CUSTOM_REQUIRED_FILES {
+        let path = dir.join(name);
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() && m.len() > 0 => {}
+            Ok(m) if m.is_file() => return Err(format!("{}: is empty", path.display())),
+            _ => {
+                return Err(format!(
+                    "{}: is missing; a custom variant needs {}",
+                    path.display(),
+                    CUSTOM_REQUIRED_FILES.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(Some(dir))
 }
 
 #[cfg(test)]
@@ -978,7 +1017,7 @@ mod tests {
         let plan = build("").unwrap();
         assert_eq!(plan.name, "s");
         assert_eq!(plan.phases[0].rate, Rate::PerSecond(100.0));
-        assert_eq!(plan.database.image, DEFAULT_IMAGE);
+        assert_eq!(plan.database.image, "postgres:17");
         assert_eq!(plan.consumers.poll_interval, Duration::from_secs(1));
         assert_eq!(plan.queue.max_retries, 3);
         // The resolved scenario records what was filled in, and loads again.

@@ -1,8 +1,7 @@
 //! The accounting proof can fail: rows changed behind the harness's back are named.
 
-use crate::support::{DRAINED_AUDITED, SMALL, pg, plan, prove_again, run_plan};
-
-use dbq_bench::queue::Queue;
+use crate::support::{DRAINED_AUDITED, SMALL, plan, prove_again, run_plan, sql};
+use sqlx::Connection;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_back() {
@@ -13,43 +12,42 @@ async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_ba
         "{}",
         outcome.results.summary.accounting.verdict
     );
-    let schema = outcome.kept_schema.expect("kept");
-    let mut conn = schema.connect().await.unwrap();
-    let queue = Queue::new(&p.queue, &schema).unwrap();
+    let queue = outcome.kept_queue.expect("kept");
+    let mut conn = sql(&*queue).await;
 
     // Untouched, the proof still holds.
-    let again = prove_again(&mut conn, &queue, &outcome.ledger, DRAINED_AUDITED).await;
+    let again = prove_again(&*queue, &outcome.ledger, DRAINED_AUDITED).await;
     assert!(again.ok, "{}", again.verdict);
 
     let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM job_queue ORDER BY id LIMIT 3")
-        .fetch_all(pg(&mut conn))
+        .fetch_all(&mut conn)
         .await
         .unwrap();
     let (deleted, reset, doubled) = (ids[0], ids[1], ids[2]);
     sqlx::query("DELETE FROM job_queue WHERE id = $1")
         .bind(deleted)
-        .execute(pg(&mut conn))
+        .execute(&mut conn)
         .await
         .unwrap();
     sqlx::query("UPDATE job_queue SET status = 'pending' WHERE id = $1")
         .bind(reset)
-        .execute(pg(&mut conn))
+        .execute(&mut conn)
         .await
         .unwrap();
     // A second transition to done, as a duplicate execution would leave it (the audit
     // trigger records it).
     sqlx::query("UPDATE job_queue SET status = 'processing' WHERE id = $1")
         .bind(doubled)
-        .execute(pg(&mut conn))
+        .execute(&mut conn)
         .await
         .unwrap();
     sqlx::query("UPDATE job_queue SET status = 'done' WHERE id = $1")
         .bind(doubled)
-        .execute(pg(&mut conn))
+        .execute(&mut conn)
         .await
         .unwrap();
 
-    let proof = prove_again(&mut conn, &queue, &outcome.ledger, DRAINED_AUDITED).await;
+    let proof = prove_again(&*queue, &outcome.ledger, DRAINED_AUDITED).await;
     assert!(!proof.ok);
     assert!(!proof.views_agree);
     // The ledger saw every job finish; the table lost two of them.
@@ -72,12 +70,12 @@ async fn the_proof_names_jobs_deleted_corrupted_or_completed_twice_behind_its_ba
 
     // A row nobody enqueued through the harness is reported as untracked.
     sqlx::query("INSERT INTO job_queue (type, payload) VALUES ('email', '{}')")
-        .execute(pg(&mut conn))
+        .execute(&mut conn)
         .await
         .unwrap();
-    let proof = prove_again(&mut conn, &queue, &outcome.ledger, DRAINED_AUDITED).await;
+    let proof = prove_again(&*queue, &outcome.ledger, DRAINED_AUDITED).await;
     assert_eq!(proof.untracked_count, 1);
 
     conn.close().await.ok();
-    schema.drop_schema().await.unwrap();
+    queue.drop_namespace().await.unwrap();
 }

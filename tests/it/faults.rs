@@ -2,11 +2,14 @@
 //! visible) and no job was lost. Runs are short; nothing is asserted about speed.
 
 use crate::support::{
-    SMALL, local_plan, pg, plan, prove_again, run_plan, shared_mariadb_url, shared_url,
+    SMALL, fresh_queue, local_plan, maria_sql, plan, prove_again, run_plan, shared_url, sql,
 };
+use dbq_bench::backend::BackendError;
 use dbq_bench::error::Failure;
 use dbq_bench::report::Summary;
 use dbq_bench::run::{RunOptions, RunOutcome, run};
+use dbq_bench::scenario::{ClaimMode, Engine};
+use sqlx::{AssertSqlSafe, Connection};
 use tokio_util::sync::CancellationToken;
 
 /// Every failure update that committed is counted, those whose commit reply was lost
@@ -14,16 +17,16 @@ use tokio_util::sync::CancellationToken;
 /// `sum(retry_count)`. Drops the kept schema.
 async fn assert_failures_match_retry_counts(outcome: &RunOutcome) {
     let s = &outcome.results.summary;
-    let schema = outcome.kept_schema.as_ref().expect("kept");
-    let mut conn = schema.connect().await.unwrap();
+    let queue = outcome.kept_queue.as_ref().expect("kept");
+    let mut conn = sql(&**queue).await;
     let retries: i64 = sqlx::query_scalar("SELECT COALESCE(sum(retry_count), 0) FROM job_queue")
-        .fetch_one(pg(&mut conn))
+        .fetch_one(&mut conn)
         .await
         .unwrap();
     conn.close().await.ok();
     assert!(s.jobs.failed_attempts > 0, "{:?}", s.jobs);
     assert_eq!(retries as u64, s.jobs.failed_attempts, "{:?}", s.jobs);
-    schema.drop_schema().await.unwrap();
+    queue.drop_namespace().await.unwrap();
 }
 
 fn assert_nothing_lost(s: &Summary) {
@@ -375,10 +378,6 @@ async fn poison_jobs_dead_letter_and_crashing_jobs_need_the_reaper_fix() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backoff_respects_its_cap_and_jitter_spreads_retries() {
-    let server = dbq_bench::db::ServerOptions::Postgres(shared_url().parse().unwrap());
-    let schema = dbq_bench::db::RunSchema::create(&server, "dbq_test")
-        .await
-        .unwrap();
     let p = plan(
         SMALL,
         &[
@@ -386,29 +385,26 @@ async fn backoff_respects_its_cap_and_jitter_spreads_retries() {
             "queue.max_retries=100",
         ],
     );
-    let queue = dbq_bench::queue::Queue::new(&p.queue, &schema).unwrap();
-    let mut conn = schema.connect().await.unwrap();
-    queue.install(&mut conn, false).await.unwrap();
-    sqlx::query(
-        "INSERT INTO job_queue (type, payload) SELECT 'email', '{}' FROM generate_series(1, 40)",
+    let queue = fresh_queue(Engine::Postgres, &p, false).await;
+    let mut conn = sql(&*queue).await;
+    let ids: Vec<i64> = sqlx::query_scalar(
+        "INSERT INTO job_queue (type, payload) SELECT 'email', '{}' FROM generate_series(1, 40) RETURNING id",
     )
-    .execute(pg(&mut conn))
+    .fetch_all(&mut conn)
     .await
     .unwrap();
-    let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM job_queue")
-        .fetch_all(pg(&mut conn))
-        .await
-        .unwrap();
     // Two failures each: the second backoff, 1 s · 100¹ = 100 s, is capped at 2 s, then full
     // jitter draws a delay in [0, 2 s).
+    let mut link = queue.connect("test").await.unwrap();
     for _ in 0..2 {
         for id in &ids {
-            queue.fail(&mut conn, *id, "test").await.unwrap();
+            link.fail(*id, "test").await.unwrap();
         }
     }
+    link.close().await;
     let delays: Vec<f64> =
         sqlx::query_scalar("SELECT extract(epoch FROM next_run_at - now())::float8 FROM job_queue")
-            .fetch_all(pg(&mut conn))
+            .fetch_all(&mut conn)
             .await
             .unwrap();
     assert!(delays.iter().all(|d| *d <= 2.0), "{delays:?}");
@@ -418,7 +414,8 @@ async fn backoff_respects_its_cap_and_jitter_spreads_retries() {
         distinct.len() > 20,
         "full jitter spreads the delays: {delays:?}"
     );
-    schema.drop_schema().await.unwrap();
+    conn.close().await.ok();
+    queue.drop_namespace().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -437,30 +434,77 @@ async fn the_outbox_never_runs_a_rolled_back_job_and_pays_each_order_once() {
     assert_nothing_lost(s);
 
     // The proof can fail: a job inserted for an unpaid order breaks the outbox promise.
-    let schema = outcome.kept_schema.expect("kept");
-    let mut conn = schema.connect().await.unwrap();
+    let queue = outcome.kept_queue.expect("kept");
+    let mut conn = sql(&*queue).await;
     sqlx::query("INSERT INTO job_queue (type, payload) VALUES ('email', '{\"k\":\"forged\",\"order\":\"999999\"}')")
-        .execute(pg(&mut conn))
+        .execute(&mut conn)
         .await
         .unwrap();
     sqlx::query("INSERT INTO orders (id, status) VALUES (999999, 'new')")
-        .execute(pg(&mut conn))
+        .execute(&mut conn)
         .await
         .unwrap();
-    let queue = dbq_bench::queue::Queue::new(&p.queue, &schema).unwrap();
+    conn.close().await.ok();
     let opts = dbq_bench::accounting::ProofOptions {
         audit: true,
         drained: true,
-        claim_mode: dbq_bench::scenario::ClaimMode::InTransaction,
+        claim_mode: ClaimMode::InTransaction,
         outbox: true,
     };
-    let proof = prove_again(&mut conn, &queue, &outcome.ledger, opts).await;
+    let proof = prove_again(&*queue, &outcome.ledger, opts).await;
     let o = proof.outbox.unwrap();
     assert!(
         !o.ok && o.bad_orders.iter().any(|(id, _, _)| *id == 999_999),
         "{o:?}"
     );
-    schema.drop_schema().await.unwrap();
+    queue.drop_namespace().await.unwrap();
+}
+
+/// A test's own connection to a queue's namespace, on either engine.
+enum Raw {
+    Pg(sqlx::postgres::PgConnection),
+    Maria(sqlx::mysql::MySqlConnection),
+}
+
+impl Raw {
+    async fn to(engine: Engine, queue: &dyn dbq_bench::backend::Backend) -> Raw {
+        match engine {
+            Engine::Postgres => Raw::Pg(sql(queue).await),
+            Engine::Mariadb => Raw::Maria(maria_sql(queue).await),
+        }
+    }
+
+    /// Statements without results, as one simple query; the error as the harness sees it.
+    async fn execute(&mut self, text: &str) -> Result<(), BackendError> {
+        let text = AssertSqlSafe(text.to_string());
+        match self {
+            Raw::Pg(c) => sqlx::raw_sql(text).execute(c).await.map(drop),
+            Raw::Maria(c) => sqlx::raw_sql(text).execute(c).await.map(drop),
+        }
+        .map_err(BackendError::from)
+    }
+
+    async fn count(&mut self, query: &str, session: Option<i64>) -> i64 {
+        match self {
+            Raw::Pg(c) => {
+                let q = sqlx::query_scalar(AssertSqlSafe(query.to_string()));
+                let q = if let Some(s) = session { q.bind(s) } else { q };
+                q.fetch_one(c).await.unwrap()
+            }
+            Raw::Maria(c) => {
+                let q = sqlx::query_scalar(AssertSqlSafe(query.replace("$1", "?")));
+                let q = if let Some(s) = session { q.bind(s) } else { q };
+                q.fetch_one(c).await.unwrap()
+            }
+        }
+    }
+
+    async fn close(self) {
+        match self {
+            Raw::Pg(c) => c.close().await.ok(),
+            Raw::Maria(c) => c.close().await.ok(),
+        };
+    }
 }
 
 /// A session killed just after its `COMMIT` ran, in the same message (as the worker's
@@ -468,46 +512,28 @@ async fn the_outbox_never_runs_a_rolled_back_job_and_pays_each_order_once() {
 /// the table to settle, never a rollback. Both engines.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_killed_right_after_its_commit_leaves_the_outcome_in_doubt() {
-    use dbq_bench::db::{RunSchema, ServerOptions};
-    use dbq_bench::fleet::outcome_unknown;
-    use dbq_bench::scenario::Engine;
     let servers = [
         (
             Engine::Postgres,
-            shared_url(),
-            "pg_terminate_backend(pg_backend_pid())",
+            "SELECT pg_terminate_backend(pg_backend_pid())",
         ),
-        (
-            Engine::Mariadb,
-            shared_mariadb_url(),
-            "KILL CONNECTION CONNECTION_ID()",
-        ),
+        (Engine::Mariadb, "KILL CONNECTION CONNECTION_ID()"),
     ];
-    for (engine, url, kill) in servers {
-        let server = ServerOptions::from_url(engine, url).unwrap();
-        let schema = RunSchema::create(&server, "dbq_test").await.unwrap();
-        let mut conn = schema.connect().await.unwrap();
+    for (engine, kill) in servers {
+        let queue = fresh_queue(engine, &plan(SMALL, &[]), false).await;
+        let mut conn = Raw::to(engine, &*queue).await;
         conn.execute("CREATE TABLE probe (id INT)").await.unwrap();
-        let kill = match engine {
-            Engine::Postgres => format!("SELECT {kill}"),
-            Engine::Mariadb => kill.to_string(),
-        };
         let message = format!("BEGIN; INSERT INTO probe VALUES (1); COMMIT; {kill}");
         let error = conn
             .execute(&message)
             .await
             .expect_err("the session was killed");
-        assert!(outcome_unknown(&error), "{engine:?}: {error}");
-        let mut check = schema.connect().await.unwrap();
-        let count = "SELECT count(*) FROM probe";
-        let rows: i64 = match &mut check {
-            dbq_bench::db::Conn::Postgres(c) => sqlx::query_scalar(count).fetch_one(c).await,
-            dbq_bench::db::Conn::Mariadb(c) => sqlx::query_scalar(count).fetch_one(c).await,
-        }
-        .unwrap();
+        assert!(error.outcome_unknown(), "{engine:?}: {error}");
+        let mut check = Raw::to(engine, &*queue).await;
+        let rows = check.count("SELECT count(*) FROM probe", None).await;
         assert_eq!(rows, 1, "{engine:?}: the commit before the kill holds");
-        check.close().await.ok();
-        schema.drop_schema().await.unwrap();
+        check.close().await;
+        queue.drop_namespace().await.unwrap();
     }
 }
 
@@ -516,73 +542,42 @@ async fn a_session_killed_right_after_its_commit_leaves_the_outcome_in_doubt() {
 /// once instead of sending a ROLLBACK down a closed socket. Both engines.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_ended_by_the_idle_in_transaction_timeout_is_a_lost_connection() {
-    use dbq_bench::db::{Conn, RunSchema, ServerOptions};
-    use dbq_bench::fleet::is_connection_error;
-    use dbq_bench::scenario::Engine;
     let servers = [
         (
             Engine::Postgres,
-            shared_url(),
             "SET idle_in_transaction_session_timeout = '100ms'",
+            "SELECT pg_backend_pid()::bigint",
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
         ),
         (
             Engine::Mariadb,
-            shared_mariadb_url(),
             "SET SESSION idle_transaction_timeout = 1",
+            "SELECT CAST(CONNECTION_ID() AS SIGNED)",
+            "SELECT count(*) FROM information_schema.processlist WHERE id = $1",
         ),
     ];
-    for (engine, url, timeout) in servers {
-        let server = ServerOptions::from_url(engine, url).unwrap();
-        let schema = RunSchema::create(&server, "dbq_test").await.unwrap();
-        let mut conn = schema.connect().await.unwrap();
-        let session: i64 = match &mut conn {
-            Conn::Postgres(c) => sqlx::query_scalar("SELECT pg_backend_pid()::bigint")
-                .fetch_one(c)
-                .await
-                .unwrap(),
-            Conn::Mariadb(c) => sqlx::query_scalar("SELECT CAST(CONNECTION_ID() AS SIGNED)")
-                .fetch_one(c)
-                .await
-                .unwrap(),
-        };
+    for (engine, timeout, own_id, alive) in servers {
+        let queue = fresh_queue(engine, &plan(SMALL, &[]), false).await;
+        let mut conn = Raw::to(engine, &*queue).await;
+        let session = conn.count(own_id, None).await;
         conn.execute(timeout).await.unwrap();
         conn.execute("BEGIN").await.unwrap();
         // Wait until the server has ended the session, seen from another one.
-        let mut watch = schema.connect().await.unwrap();
+        let mut watch = Raw::to(engine, &*queue).await;
         let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        loop {
+        while watch.count(alive, Some(session)).await > 0 {
             assert!(
                 std::time::Instant::now() < give_up,
                 "{engine:?}: the server never ended the idle session ({timeout})"
             );
-            let alive: i64 = match &mut watch {
-                Conn::Postgres(c) => {
-                    sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = $1")
-                        .bind(session)
-                        .fetch_one(c)
-                        .await
-                }
-                Conn::Mariadb(c) => {
-                    sqlx::query_scalar(
-                        "SELECT count(*) FROM information_schema.processlist WHERE id = ?",
-                    )
-                    .bind(session)
-                    .fetch_one(c)
-                    .await
-                }
-            }
-            .unwrap();
-            if alive == 0 {
-                break;
-            }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         let error = conn
             .execute("SELECT 1")
             .await
             .expect_err("the server ended the session");
-        assert!(is_connection_error(&error), "{engine:?}: {error}");
-        watch.close().await.ok();
-        schema.drop_schema().await.unwrap();
+        assert!(error.is_connection(), "{engine:?}: {error}");
+        watch.close().await;
+        queue.drop_namespace().await.unwrap();
     }
 }

@@ -1,11 +1,12 @@
 //! The second engine: the same scenarios, load, faults and proof on a real MariaDB (a shared
 //! local server; the provider tests start their own).
 
-use crate::support::{SMALL, mariadb_plan, prove_again, run_plan, shared_mariadb_url};
-use dbq_bench::db::{Conn, RunSchema, ServerOptions, provision};
-use dbq_bench::queue::Queue;
+use crate::support::{SMALL, maria_sql, mariadb_plan, prove_again, run_plan, shared_mariadb_url};
+use dbq_bench::backend;
+use dbq_bench::provider::provision;
 use dbq_bench::report::Summary;
 use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
+use sqlx::Connection;
 use std::time::Duration;
 
 fn assert_nothing_lost(s: &Summary) {
@@ -13,13 +14,6 @@ fn assert_nothing_lost(s: &Summary) {
     assert_eq!(s.jobs.lost, 0, "the proof says: {}", s.accounting.verdict);
     assert!(s.accounting.ok, "the proof says: {}", s.accounting.verdict);
     assert!(s.accounting.views_agree, "{}", s.accounting.verdict);
-}
-
-fn maria(conn: &mut Conn) -> &mut sqlx::mysql::MySqlConnection {
-    match conn {
-        Conn::Mariadb(c) => c,
-        Conn::Postgres(_) => panic!("a MariaDB connection was expected"),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,13 +54,13 @@ async fn the_seed_runs_on_mariadb_with_every_job_accounted_for() {
     assert!(steady.commits > 0 && steady.wal_bytes > 0, "{steady:?}");
 
     // The table agrees job by job: every failure is a retry_count, every job finished.
-    let schema = outcome.kept_schema.as_ref().expect("kept");
-    let mut conn = schema.connect().await.unwrap();
+    let queue = outcome.kept_queue.as_ref().expect("kept");
+    let mut conn = maria_sql(&**queue).await;
     let (done, dead, retries): (i64, i64, i64) = sqlx::query_as(
         "SELECT CAST(SUM(status = 'done') AS SIGNED), CAST(SUM(status = 'dead_letter') AS SIGNED), \
          CAST(COALESCE(SUM(retry_count), 0) AS SIGNED) FROM job_queue",
     )
-    .fetch_one(maria(&mut conn))
+    .fetch_one(&mut conn)
     .await
     .unwrap();
     assert_eq!(done as u64, s.jobs.completed);
@@ -74,22 +68,15 @@ async fn the_seed_runs_on_mariadb_with_every_job_accounted_for() {
     assert_eq!(retries as u64, s.jobs.failed_attempts);
 
     // The proof catches a job the table lost.
-    let queue = Queue::new(&p.queue, schema).unwrap();
     sqlx::query("DELETE FROM job_queue ORDER BY id LIMIT 1")
-        .execute(maria(&mut conn))
+        .execute(&mut conn)
         .await
         .unwrap();
-    let proof = prove_again(
-        &mut conn,
-        &queue,
-        &outcome.ledger,
-        crate::support::DRAINED_AUDITED,
-    )
-    .await;
+    let proof = prove_again(&**queue, &outcome.ledger, crate::support::DRAINED_AUDITED).await;
     assert!(!proof.ok);
     assert_eq!(proof.table.lost, 1, "{}", proof.verdict);
     conn.close().await.ok();
-    schema.drop_schema().await.unwrap();
+    queue.drop_namespace().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,12 +95,12 @@ async fn batch_claims_on_mariadb_take_several_jobs_per_statement() {
     assert_nothing_lost(s);
     // A batch is completed by one statement, so its jobs share one completed_at: far fewer
     // distinct times than jobs shows the batches were real.
-    let schema = outcome.kept_schema.as_ref().expect("kept");
-    let mut conn = schema.connect().await.unwrap();
+    let queue = outcome.kept_queue.as_ref().expect("kept");
+    let mut conn = maria_sql(&**queue).await;
     let (statements, jobs): (i64, i64) = sqlx::query_as(
         "SELECT COUNT(DISTINCT completed_at), COUNT(*) FROM job_queue WHERE status = 'done'",
     )
-    .fetch_one(maria(&mut conn))
+    .fetch_one(&mut conn)
     .await
     .unwrap();
     assert_eq!(jobs as u64, s.jobs.completed);
@@ -122,7 +109,7 @@ async fn batch_claims_on_mariadb_take_several_jobs_per_statement() {
         "{statements} completions for {jobs} jobs"
     );
     conn.close().await.ok();
-    schema.drop_schema().await.unwrap();
+    queue.drop_namespace().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,24 +230,26 @@ fn mariadb_db_plan(provider: ProviderKind, image: String) -> DatabasePlan {
     }
 }
 
-/// Starts, serves a run schema (a database on MariaDB) and tears down.
+/// Starts, serves a queue (in a database of its own) and tears down.
 async fn serves_and_tears_down(plan: DatabasePlan) {
     let server = provision(&plan).await.expect("provider");
     assert!(server.version.starts_with("MariaDB"), "{}", server.version);
-    let mut conn = server.options().connect().await.unwrap();
+    let p = mariadb_plan(SMALL, &[]);
+    let queue = backend::install(&*server.endpoint(), "dbq_test", &p.queue, false)
+        .await
+        .unwrap();
+    let mut conn = maria_sql(&*queue).await;
     let pool: u64 = sqlx::query_scalar("SELECT @@innodb_buffer_pool_size")
-        .fetch_one(maria(&mut conn))
+        .fetch_one(&mut conn)
         .await
         .unwrap();
     assert_eq!(pool, 64 << 20, "settings reach the server");
-    conn.close().await.ok();
-    let schema = RunSchema::create(server.options(), "dbq_test")
-        .await
-        .unwrap();
-    schema.drop_schema().await.unwrap();
-    let options = server.options().clone();
+    sqlx::Connection::close(conn).await.ok();
+    queue.drop_namespace().await.unwrap();
+    backend::release(&*queue);
+    let endpoint = server.endpoint();
     server.teardown().await.unwrap();
-    assert!(options.connect().await.is_err(), "the server still answers");
+    assert!(endpoint.ping().await.is_err(), "the server still answers");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -280,13 +269,17 @@ async fn a_mariadb_url_is_read_with_either_scheme() {
     let url = shared_mariadb_url();
     for scheme in ["mysql", "mariadb"] {
         let url = url.replacen("mysql", scheme, 1);
-        let options = ServerOptions::from_url(Engine::Mariadb, &url).unwrap();
-        let mut conn = options.connect().await.unwrap();
-        let one: i64 = sqlx::query_scalar("SELECT 1")
-            .fetch_one(maria(&mut conn))
-            .await
+        let endpoint = backend::driver(Engine::Mariadb)
+            .endpoint(&url, &[])
             .unwrap();
-        assert_eq!(one, 1);
-        conn.close().await.ok();
+        endpoint.ping().await.unwrap();
+        assert!(
+            endpoint
+                .describe()
+                .await
+                .unwrap()
+                .version
+                .starts_with("MariaDB")
+        );
     }
 }

@@ -1,9 +1,12 @@
 //! Each provider starts a server, serves, and tears down what it started.
 
-use crate::support::pg;
-use dbq_bench::db::provision;
+use crate::support::{SMALL, plan, sql};
+use dbq_bench::backend::{self, Backend};
+use dbq_bench::provider::{Server, provision};
 use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
+use sqlx::Connection;
 use sqlx::postgres::PgConnection;
+use std::sync::Arc;
 use std::time::Duration;
 
 fn db_plan(provider: ProviderKind) -> DatabasePlan {
@@ -21,6 +24,17 @@ fn db_plan(provider: ProviderKind) -> DatabasePlan {
             ("synchronous_commit".into(), "off".into()),
         ],
     }
+}
+
+/// A queue on the server, and a connection of the test's own to it.
+async fn serve(server: &Server) -> (Arc<dyn Backend>, PgConnection) {
+    let p = plan(SMALL, &[]);
+    let queue = backend::install(&*server.endpoint(), "dbq_test", &p.queue, false)
+        .await
+        .unwrap();
+    let conn = sql(&*queue).await;
+    backend::release(&*queue);
+    (queue, conn)
 }
 
 async fn show(conn: &mut PgConnection, setting: &str) -> String {
@@ -43,21 +57,21 @@ async fn local_provider_starts_serves_and_tears_down() {
         "{}",
         server.version
     );
-    let options = server.options().clone();
-    let mut conn = options.connect().await.unwrap();
+    let (_queue, mut conn) = serve(&server).await;
     // Scenario settings reach the server as -c arguments.
-    assert_eq!(show(pg(&mut conn), "shared_buffers").await, "48MB");
-    assert_eq!(show(pg(&mut conn), "synchronous_commit").await, "off");
-    let data_dir = show(pg(&mut conn), "data_directory").await;
+    assert_eq!(show(&mut conn, "shared_buffers").await, "48MB");
+    assert_eq!(show(&mut conn, "synchronous_commit").await, "off");
+    let data_dir = show(&mut conn, "data_directory").await;
     assert!(std::path::Path::new(&data_dir).exists());
     conn.close().await.ok();
 
+    let endpoint = server.endpoint();
     server.teardown().await.unwrap();
     assert!(
         !std::path::Path::new(&data_dir).exists(),
         "{data_dir} was not removed"
     );
-    assert!(options.connect().await.is_err(), "the server still answers");
+    assert!(endpoint.ping().await.is_err(), "the server still answers");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,9 +82,8 @@ async fn container_provider_starts_serves_and_tears_down() {
         .unwrap_or_else(|e| panic!("container provider with image {}: {e}", plan.image));
     assert_eq!(server.provider, ProviderKind::Container);
     let id = server.container_id().expect("a container").to_string();
-    let options = server.options().clone();
-    let mut conn = options.connect().await.unwrap();
-    assert_eq!(show(pg(&mut conn), "shared_buffers").await, "48MB");
+    let (_queue, mut conn) = serve(&server).await;
+    assert_eq!(show(&mut conn, "shared_buffers").await, "48MB");
     conn.close().await.ok();
 
     let docker = testcontainers::bollard::Docker::connect_with_defaults().unwrap();

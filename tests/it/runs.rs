@@ -1,6 +1,7 @@
 //! Whole runs against the shared server: concurrency, open-loop measurement, retries.
 
-use crate::support::{SMALL, pg, plan, run_plan, shared_url};
+use crate::support::{SMALL, fresh_queue, plan, run_plan, shared_url, sql};
+use dbq_bench::scenario::{ClaimMode, Engine};
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
@@ -92,13 +93,13 @@ async fn failures_retry_with_backoff_and_dead_letter_as_the_table_says() {
     assert_eq!(s.jobs.completed + s.jobs.dead_lettered, s.jobs.enqueued);
 
     // The table agrees job by job: retry counts and final states.
-    let schema = outcome.kept_schema.expect("kept");
-    let mut conn = schema.connect().await.unwrap();
+    let queue = outcome.kept_queue.expect("kept");
+    let mut conn = sql(&*queue).await;
     let (done, dead, retries): (i64, i64, i64) = sqlx::query_as(
         "SELECT count(*) FILTER (WHERE status = 'done'), count(*) FILTER (WHERE status = 'dead_letter'), \
          COALESCE(sum(retry_count), 0) FROM job_queue",
     )
-    .fetch_one(pg(&mut conn))
+    .fetch_one(&mut conn)
     .await
     .unwrap();
     assert_eq!(done as u64, s.jobs.completed);
@@ -108,12 +109,12 @@ async fn failures_retry_with_backoff_and_dead_letter_as_the_table_says() {
     let bad: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM job_queue WHERE status = 'dead_letter' AND retry_count <> 2",
     )
-    .fetch_one(pg(&mut conn))
+    .fetch_one(&mut conn)
     .await
     .unwrap();
     assert_eq!(bad, 0);
     conn.close().await.ok();
-    schema.drop_schema().await.unwrap();
+    queue.drop_namespace().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,7 +137,7 @@ async fn a_url_server_is_left_as_it_was() {
         !schemas().await.contains(&schema),
         "schema {schema} was not dropped"
     );
-    assert!(outcome.kept_schema.is_none());
+    assert!(outcome.kept_queue.is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,33 +215,29 @@ async fn the_seed_worker_never_needs_the_reaper() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reaper_returns_only_stale_processing_jobs_to_pending() {
-    let server = dbq_bench::db::ServerOptions::Postgres(shared_url().parse().unwrap());
-    let schema = dbq_bench::db::RunSchema::create(&server, "dbq_test")
-        .await
-        .unwrap();
     let p = plan(SMALL, &[]);
-    let queue = dbq_bench::queue::Queue::new(&p.queue, &schema).unwrap();
-    let mut conn = schema.connect().await.unwrap();
-    queue.install(&mut conn, false).await.unwrap();
+    let queue = fresh_queue(Engine::Postgres, &p, false).await;
+    let mut conn = sql(&*queue).await;
     let ids: Vec<i64> = sqlx::query_scalar("INSERT INTO job_queue (type, payload) SELECT 'email', '{}' FROM generate_series(1, 4) RETURNING id")
-        .fetch_all(pg(&mut conn))
+        .fetch_all(&mut conn)
         .await
         .unwrap();
     // ids[0]: processing for 20 minutes (stale); ids[1]: processing for 1 minute;
     // ids[2]: done long ago; ids[3]: pending.
-    sqlx::query("UPDATE job_queue SET status = 'processing', started_at = now() - interval '20 minutes' WHERE id = $1").bind(ids[0]).execute(pg(&mut conn)).await.unwrap();
-    sqlx::query("UPDATE job_queue SET status = 'processing', started_at = now() - interval '1 minute' WHERE id = $1").bind(ids[1]).execute(pg(&mut conn)).await.unwrap();
-    sqlx::query("UPDATE job_queue SET status = 'done', started_at = now() - interval '1 hour' WHERE id = $1").bind(ids[2]).execute(pg(&mut conn)).await.unwrap();
+    sqlx::query("UPDATE job_queue SET status = 'processing', started_at = now() - interval '20 minutes' WHERE id = $1").bind(ids[0]).execute(&mut conn).await.unwrap();
+    sqlx::query("UPDATE job_queue SET status = 'processing', started_at = now() - interval '1 minute' WHERE id = $1").bind(ids[1]).execute(&mut conn).await.unwrap();
+    sqlx::query("UPDATE job_queue SET status = 'done', started_at = now() - interval '1 hour' WHERE id = $1").bind(ids[2]).execute(&mut conn).await.unwrap();
 
-    let reaped = queue
-        .reap(&mut conn, std::time::Duration::from_secs(600), false)
+    let mut link = queue.connect("reaper").await.unwrap();
+    let reaped = link
+        .reap(std::time::Duration::from_secs(600), false)
         .await
         .unwrap();
     assert_eq!(reaped, vec![(ids[0], false)]);
     let (status, started, error): (String, Option<String>, Option<String>) =
         sqlx::query_as("SELECT status, started_at::text, error_msg FROM job_queue WHERE id = $1")
             .bind(ids[0])
-            .fetch_one(pg(&mut conn))
+            .fetch_one(&mut conn)
             .await
             .unwrap();
     assert_eq!(
@@ -248,10 +245,16 @@ async fn the_reaper_returns_only_stale_processing_jobs_to_pending() {
         ("pending", None, Some("Worker timeout"))
     );
     // The rescued job can be claimed again.
-    let claimed = queue.claim(&mut conn).await.unwrap().pop().expect("a job");
+    let claimed = link
+        .claim(ClaimMode::Committed)
+        .await
+        .unwrap()
+        .pop()
+        .expect("a job");
     assert!(claimed.id == ids[0] || claimed.id == ids[3]);
+    link.close().await;
     conn.close().await.ok();
-    schema.drop_schema().await.unwrap();
+    queue.drop_namespace().await.unwrap();
 }
 
 /// A rate far beyond what one producer can send: the producer stops at the end of its
@@ -296,108 +299,96 @@ async fn a_phase_ends_on_time_and_counts_the_jobs_it_could_not_send() {
 }
 
 /// The completion, the `COMMIT` and the next `BEGIN` in one message: each variant's own
-/// success update (per job and per batch) is done and committed when the call returns, with
-/// the next transaction open; and when the completion fails, nothing after it runs (no
-/// `COMMIT`: the transaction's earlier work stays invisible).
+/// success update (per job and per batch) is done and committed when the worker's finish
+/// returns, with the next transaction open once the session has rested; and when the
+/// completion fails, nothing after it runs (no `COMMIT`: the claim and a failure update made
+/// in the same transaction stay invisible).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_completion_travels_with_the_commit_and_stops_at_its_error() {
-    let server = dbq_bench::db::ServerOptions::Postgres(shared_url().parse().unwrap());
     for variant in ["seed", "batch"] {
-        let schema = dbq_bench::db::RunSchema::create(&server, "dbq_test")
-            .await
-            .unwrap();
-        let p = plan(SMALL, &[&format!("queue.variant=\"{variant}\"")]);
-        let queue = dbq_bench::queue::Queue::new(&p.queue, &schema).unwrap();
-        let (mut worker, mut other) = (
-            schema.connect().await.unwrap(),
-            schema.connect().await.unwrap(),
+        let p = plan(
+            SMALL,
+            &[
+                &format!("queue.variant=\"{variant}\""),
+                "queue.max_retries=5",
+            ],
         );
-        queue.install(&mut worker, false).await.unwrap();
-        let ids: Vec<i64> = sqlx::query_scalar("INSERT INTO job_queue (type, payload) SELECT 'email', '{}' FROM generate_series(1, 3) RETURNING id")
-            .fetch_all(pg(&mut worker))
-            .await
-            .unwrap();
-        // Unprepared: the EXECUTE fails, so its COMMIT never runs.
-        worker.execute("BEGIN").await.unwrap();
-        sqlx::query("UPDATE job_queue SET status = 'done' WHERE id = $1")
-            .bind(ids[2])
-            .execute(pg(&mut worker))
-            .await
-            .unwrap();
-        let error = queue
-            .complete_then(&mut worker, &ids[..1], "COMMIT; BEGIN")
-            .await
-            .expect_err("not prepared");
-        assert!(
-            error.to_string().contains("dbq_complete"),
-            "{variant}: {error}"
-        );
-        worker.execute("ROLLBACK").await.unwrap();
-        assert_eq!(
-            done_jobs(&mut other).await,
-            0,
-            "{variant}: nothing after the error ran"
-        );
-
-        queue.prepare_completion(&mut worker).await.unwrap();
-        worker.execute("BEGIN").await.unwrap();
-        queue
-            .complete_then(&mut worker, &ids[..2], "COMMIT; BEGIN")
-            .await
-            .unwrap();
-        assert_eq!(
-            done_jobs(&mut other).await,
-            2,
-            "{variant}: committed in the same message"
-        );
-        let open = worker.execute("SAVEPOINT next").await;
-        assert!(
-            open.is_ok(),
-            "{variant}: the next transaction began with the COMMIT"
-        );
-        worker.execute("ROLLBACK").await.unwrap();
-        worker.close().await.ok();
-        other.close().await.ok();
-        schema.drop_schema().await.unwrap();
-    }
-}
-
-async fn done_jobs(conn: &mut dbq_bench::db::Conn) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM job_queue WHERE status = 'done'")
-        .fetch_one(pg(conn))
+        let queue = fresh_queue(Engine::Postgres, &p, false).await;
+        let mut other = sql(&*queue).await;
+        sqlx::query(
+            "INSERT INTO job_queue (type, payload) SELECT 'email', '{}' FROM generate_series(1, 6)",
+        )
+        .execute(&mut other)
         .await
-        .unwrap()
-}
+        .unwrap();
+        // A completion that the server rejects for job 1.
+        sqlx::raw_sql(
+            "CREATE FUNCTION refuse_job_1() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN IF NEW.id = 1 AND NEW.status = 'done' THEN RAISE EXCEPTION 'refused'; END IF; \
+             RETURN NEW; END $$; \
+             CREATE TRIGGER refuse BEFORE UPDATE ON job_queue FOR EACH ROW EXECUTE FUNCTION refuse_job_1()",
+        )
+        .execute(&mut other)
+        .await
+        .unwrap();
+        let mut worker = queue.connect("worker-0").await.unwrap();
+        let first = worker.claim(ClaimMode::InTransaction).await.unwrap();
+        let ids: Vec<i64> = first.iter().map(|j| j.id).collect();
+        assert!(ids.contains(&1), "{variant}: the oldest job first: {ids:?}");
+        if let Some(last) = ids.iter().copied().find(|id| *id != 1) {
+            worker.fail(last, "test").await.unwrap();
+        }
+        let error = worker
+            .finish(ClaimMode::InTransaction, &[1])
+            .await
+            .expect_err("refused");
+        assert!(error.to_string().contains("refused"), "{variant}: {error}");
+        assert!(worker.recover(ClaimMode::InTransaction).await);
+        let touched: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM job_queue WHERE status <> 'pending' OR retry_count > 0",
+        )
+        .fetch_one(&mut other)
+        .await
+        .unwrap();
+        assert_eq!(
+            touched, 0,
+            "{variant}: nothing of that transaction committed"
+        );
 
-/// Busy workers still rest outside a transaction now and then, so PostgreSQL reports their
-/// updates to `pg_stat_*` during the run (autovacuum decides from those counts, and the
-/// sampler shows them): the dead tuples of a draining backlog show up while it drains, not
-/// only when the workers disconnect. Each worker is busy throughout: a backlog of 10,000 jobs
-/// with a 1 ms handler takes two workers at least five seconds.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn busy_workers_report_their_updates_to_the_statistics_while_they_run() {
-    let p = plan(
-        SMALL,
-        &[
-            "consumers.count=2",
-            "producers.prefill=10000",
-            "phases.0.rate=0",
-            "phases.0.duration=1s",
-            "consumers.handler.duration.fixed=1ms",
-            "sampler.interval=250ms",
-        ],
-    );
-    let (outcome, _dir) = run_plan(&p, false).await;
-    let busy: Vec<(f64, i64, i64)> = outcome
-        .results
-        .db_stats
-        .iter()
-        .filter(|r| r.sample.pending > 2000)
-        .map(|r| (r.t_s, r.sample.pending, r.sample.dead_tuples))
-        .collect();
-    assert!(
-        busy.iter().any(|&(_, _, dead)| dead > 100),
-        "expected dead tuples in pg_stat_user_tables while 2,000+ jobs were still pending; (t_s, pending, dead tuples): {busy:?}"
-    );
-    assert!(outcome.results.summary.accounting.ok);
+        // Two clean finishes: committed when each returns; after the second (the session
+        // rested after the first) the next transaction is already open.
+        for _ in 0..2 {
+            let jobs = worker.claim(ClaimMode::InTransaction).await.unwrap();
+            let done: Vec<i64> = jobs.iter().map(|j| j.id).filter(|id| *id != 1).collect();
+            worker
+                .finish(ClaimMode::InTransaction, &done)
+                .await
+                .unwrap();
+            let committed: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM job_queue WHERE id = ANY($1) AND status = 'done'",
+            )
+            .bind(&done)
+            .fetch_one(&mut other)
+            .await
+            .unwrap();
+            assert_eq!(
+                committed as usize,
+                done.len(),
+                "{variant}: committed on return"
+            );
+        }
+        let state: String =
+            sqlx::query_scalar("SELECT state FROM pg_stat_activity WHERE application_name = $1")
+                .bind(format!("dbq-bench/{}/worker-0", queue.namespace()))
+                .fetch_one(&mut other)
+                .await
+                .unwrap();
+        assert_eq!(
+            state, "idle in transaction",
+            "{variant}: the next BEGIN came with the COMMIT"
+        );
+        worker.close().await;
+        other.close().await.ok();
+        queue.drop_namespace().await.unwrap();
+    }
 }

@@ -8,15 +8,16 @@
 //! fails its tests with one message that says what is missing and how to get it;
 //! `scripts/test` installs all of them.
 
-use dbq_bench::db::Conn;
-use dbq_bench::db::local::{self, LocalCluster};
+use dbq_bench::backend::{self, Backend};
 use dbq_bench::error::Failure;
+use dbq_bench::provider::local::{self, LocalCluster};
 use dbq_bench::run::{RunOptions, RunOutcome, run};
 use dbq_bench::scenario::load::{Overrides, parse};
 use dbq_bench::scenario::{Engine, EnvDefaults, Plan, ProviderKind};
+use sqlx::mysql::MySqlConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -77,7 +78,8 @@ fn start_shared(engine: Engine, settings: &[(&str, &str)]) -> u16 {
     let cluster = std::thread::spawn(move || {
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         rt.block_on(async {
-            let (cluster, _, conn) = local::start(engine, &settings, Duration::from_secs(60))
+            let driver = backend::driver(engine);
+            let (cluster, _) = local::start(driver, &settings, Duration::from_secs(60))
                 .await
                 .unwrap_or_else(|e| {
                     panic!(
@@ -86,7 +88,6 @@ fn start_shared(engine: Engine, settings: &[(&str, &str)]) -> u16 {
                         engine.label()
                     )
                 });
-            drop(conn);
             cluster
         })
     })
@@ -109,7 +110,7 @@ const SET_UP_ALL: &str = "`scripts/test` installs every prerequisite and runs th
 
 /// The PostgreSQL server binaries (the shared test server and the `local` provider).
 pub fn require_local_binaries() {
-    if let Err(e) = local::find_binaries() {
+    if let Err(e) = backend::driver(Engine::Postgres).local().binaries() {
         panic!(
             "missing prerequisite: PostgreSQL server binaries ({e:#}). Install them \
              (`apt-get install postgresql`), set DBQ_PG_BINDIR to their directory, or set \
@@ -120,7 +121,7 @@ pub fn require_local_binaries() {
 
 /// MariaDB's server binaries (the shared MariaDB test server and the `local` provider).
 pub fn require_mariadb_binaries() {
-    if let Err(e) = local::find_mariadb_binaries() {
+    if let Err(e) = backend::driver(Engine::Mariadb).local().binaries() {
         panic!(
             "missing prerequisite: MariaDB server binaries ({e:#}). Install them \
              (`apt-get install mariadb-server`), set DBQ_MARIADB_BINDIR to their directory, or \
@@ -153,7 +154,7 @@ fn require_engine_image(engine: Engine) -> String {
     let available = std::thread::spawn(move || {
         tokio::runtime::Runtime::new()
             .expect("runtime")
-            .block_on(dbq_bench::db::container::check_available(&check))
+            .block_on(dbq_bench::provider::check_available(&check))
     })
     .join()
     .expect("image check thread");
@@ -276,11 +277,8 @@ pub async fn run_plan(plan: &Plan, keep: bool) -> (RunOutcome, tempfile::TempDir
     let opts = RunOptions {
         out_dir: Some(dir.path().to_path_buf()),
         keep,
-        status: false,
-        progress_bar: false,
         worker_exe: Some(env!("CARGO_BIN_EXE_dbq-bench").into()),
-        abort_on_fail: false,
-        capacity: None,
+        ..RunOptions::default()
     };
     match run(plan, &opts, CancellationToken::new()).await {
         Ok(o) => (o, dir),
@@ -362,26 +360,47 @@ pub const DRAINED_AUDITED: dbq_bench::accounting::ProofOptions =
         outbox: false,
     };
 
-/// Runs the accounting proof again on a finished run's ledger (a single step: no earlier
-/// steps' jobs on the queue).
-/// The PostgreSQL connection inside a harness connection, for a test's own SQL.
-pub fn pg(conn: &mut Conn) -> &mut sqlx::postgres::PgConnection {
-    conn.postgres().expect("a PostgreSQL connection")
+/// A queue of `plan`'s design installed in a namespace of its own on the shared server of
+/// `engine`, with the completion audit when `audit`; drop it with `drop_namespace`.
+pub async fn fresh_queue(engine: Engine, plan: &Plan, audit: bool) -> Arc<dyn Backend> {
+    let url = match engine {
+        Engine::Postgres => shared_url(),
+        Engine::Mariadb => shared_mariadb_url(),
+    };
+    let endpoint = backend::driver(engine).endpoint(url, &[]).unwrap();
+    backend::install(&*endpoint, "dbq_test", &plan.queue, audit)
+        .await
+        .unwrap()
 }
 
+/// A connection of the test's own to a PostgreSQL queue's namespace, for its own SQL.
+pub async fn sql(queue: &dyn Backend) -> PgConnection {
+    let at = queue.attachment().expect("a queue on a server");
+    PgConnection::connect(&at.url).await.unwrap()
+}
+
+/// The same on MariaDB.
+pub async fn maria_sql(queue: &dyn Backend) -> MySqlConnection {
+    let at = queue.attachment().expect("a queue on a server");
+    MySqlConnection::connect(&at.url).await.unwrap()
+}
+
+/// Runs the accounting proof again on a finished run's ledger (a single step: no earlier
+/// steps' jobs on the queue).
 pub async fn prove_again(
-    conn: &mut Conn,
-    queue: &dbq_bench::queue::Queue,
+    queue: &dyn Backend,
     ledger: &dbq_bench::metrics::Ledger,
     options: dbq_bench::accounting::ProofOptions,
 ) -> dbq_bench::accounting::AccountingProof {
-    dbq_bench::accounting::prove(
-        conn,
-        queue,
+    let mut link = queue.connect("test").await.unwrap();
+    let proof = dbq_bench::accounting::prove(
+        &mut *link,
         &mut ledger.clone(),
         options,
         &Default::default(),
     )
     .await
-    .unwrap()
+    .unwrap();
+    link.close().await;
+    proof
 }

@@ -2,8 +2,8 @@
 //! batch claims never hand one job to two workers, notify wakes idle workers, and a custom
 //! variant runs from its own files or fails before the load, naming the file.
 
-use crate::support::{DRAINED_AUDITED, SMALL, pg, plan, prove_again, run_plan, shared_url};
-use dbq_bench::queue::Queue;
+use crate::support::{DRAINED_AUDITED, SMALL, plan, prove_again, run_plan, shared_url, sql};
+use sqlx::Connection;
 use std::process::Command;
 
 /// Where each variant keeps the evidence that a job finished, and a statement that removes
@@ -54,24 +54,23 @@ async fn every_built_in_variant_keeps_every_job_and_its_proof_can_fail() {
             "expected variant {variant} to finish every job; the proof says: {}",
             s.accounting.verdict
         );
-        let schema = outcome.kept_schema.expect("kept");
-        let queue = Queue::new(&p.queue, &schema).unwrap();
-        let mut conn = schema.connect().await.unwrap();
-        let again = prove_again(&mut conn, &queue, &outcome.ledger, DRAINED_AUDITED).await;
+        let queue = outcome.kept_queue.expect("kept");
+        let mut conn = sql(&*queue).await;
+        let again = prove_again(&*queue, &outcome.ledger, DRAINED_AUDITED).await;
         assert!(again.ok, "variant {variant}, untouched: {}", again.verdict);
 
         let gone: i64 = sqlx::query_scalar(remove_evidence)
-            .fetch_one(pg(&mut conn))
+            .fetch_one(&mut conn)
             .await
             .unwrap_or_else(|e| panic!("variant {variant}: {remove_evidence}: {e}"));
-        let proof = prove_again(&mut conn, &queue, &outcome.ledger, DRAINED_AUDITED).await;
+        let proof = prove_again(&*queue, &outcome.ledger, DRAINED_AUDITED).await;
         assert!(
             !proof.ok && proof.lost.iter().any(|l| l.id == gone),
             "variant {variant}: expected the proof to name job {gone} as lost after `{remove_evidence}`; it says: {}",
             proof.verdict
         );
         conn.close().await.ok();
-        schema.drop_schema().await.unwrap();
+        queue.drop_namespace().await.unwrap();
     }
 }
 
@@ -105,12 +104,12 @@ async fn batch_claims_take_several_jobs_and_never_hand_one_to_two_workers() {
     // Jobs claimed by one statement were completed in its transaction, so their rows share
     // that transaction's id (xmin). (Not started_at: two workers' transactions can start in
     // the same microsecond, which made this test count two claims as one.)
-    let schema = outcome.kept_schema.expect("kept");
-    let mut conn = schema.connect().await.unwrap();
+    let queue = outcome.kept_queue.expect("kept");
+    let mut conn = sql(&*queue).await;
     let largest_claim: i64 = sqlx::query_scalar(
         "SELECT max(n) FROM (SELECT count(*) AS n FROM job_queue GROUP BY xmin::text) AS claims",
     )
-    .fetch_one(pg(&mut conn))
+    .fetch_one(&mut conn)
     .await
     .unwrap();
     assert!(
@@ -118,7 +117,7 @@ async fn batch_claims_take_several_jobs_and_never_hand_one_to_two_workers() {
         "expected claims of 2 to 20 jobs; the largest took {largest_claim}"
     );
     conn.close().await.ok();
-    schema.drop_schema().await.unwrap();
+    queue.drop_namespace().await.unwrap();
 }
 
 /// With a poll interval far longer than the drain timeout, only wake-ups can finish the jobs
@@ -171,7 +170,7 @@ async fn a_custom_variant_made_of_the_seeds_files_runs_like_the_seed() {
         "expected the custom copy of the seed to finish every job: {}",
         s.accounting.verdict
     );
-    let seed_claim = include_str!("../../src/queue/seed/claim.sql");
+    let seed_claim = include_str!("../../src/backend/postgres/seed/claim.sql");
     assert_eq!(
         s.queue.claim_sql,
         seed_claim.trim(),
@@ -267,12 +266,12 @@ async fn storage_knobs_reach_the_queue_table() {
         "{}",
         outcome.results.summary.accounting.verdict
     );
-    let schema = outcome.kept_schema.expect("kept");
-    let mut conn = schema.connect().await.unwrap();
+    let queue = outcome.kept_queue.expect("kept");
+    let mut conn = sql(&*queue).await;
     let (options, persistence): (Option<Vec<String>>, String) = sqlx::query_as(
         "SELECT reloptions::text[], relpersistence::text FROM pg_class WHERE oid = 'job_queue'::regclass",
     )
-    .fetch_one(pg(&mut conn))
+    .fetch_one(&mut conn)
     .await
     .unwrap();
     assert_eq!(
@@ -285,7 +284,7 @@ async fn storage_knobs_reach_the_queue_table() {
         "expected queue.unlogged to make the table UNLOGGED"
     );
     conn.close().await.ok();
-    schema.drop_schema().await.unwrap();
+    queue.drop_namespace().await.unwrap();
 }
 
 /// A permanent database error during the load (here every insert breaks a CHECK the custom

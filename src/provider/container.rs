@@ -1,17 +1,16 @@
-//! The `container` provider: a PostgreSQL or MariaDB container started with testcontainers.
-//!
-//! The image must behave like the official one: `postgres` (POSTGRES_PASSWORD, a
-//! `postgres` command whose extra `-c key=value` arguments reach the server) or `mariadb`
-//! (MARIADB_ROOT_PASSWORD, `--key=value` arguments passed to `mariadbd`). On machines
-//! without a registry, `docker/build-postgres-image.sh` and `docker/build-mariadb-image.sh`
-//! build such images from Debian packages.
+//! The `container` provider: a server in a container started with testcontainers, from an
+//! image that behaves like the engine's official one (see each engine's `ContainerImage`).
+//! On machines without a registry, `docker/build-postgres-image.sh` and
+//! `docker/build-mariadb-image.sh` build such images from Debian packages.
 
-use super::connect::{Liveness, harness_options, mariadb_harness_options, wait_until_ready};
-use super::engine::{Conn, ServerOptions};
-use crate::scenario::{Engine, ShutdownMode};
+use super::{Liveness, Owned, Provider, Server, free_port, last_lines, wait_until_ready};
+use crate::backend::seam::Endpoint;
+use crate::backend::{self, Driver};
+use crate::engine::ShutdownMode;
+use crate::scenario::{DatabasePlan, ProviderKind};
 use anyhow::{Context, Result, anyhow, bail};
-use sqlx::mysql::MySqlConnectOptions;
-use sqlx::postgres::PgConnectOptions;
+use async_trait::async_trait;
+use std::sync::Arc;
 use std::time::Duration;
 use testcontainers::bollard::Docker;
 use testcontainers::bollard::query_parameters::KillContainerOptionsBuilder;
@@ -19,10 +18,43 @@ use testcontainers::core::{IntoContainerPort, WaitFor};
 use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, ContainerRequest, GenericImage, ImageExt};
 
+pub(super) struct ContainerProvider;
+
+#[async_trait]
+impl Provider for ContainerProvider {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Container
+    }
+
+    async fn available(&self, plan: &DatabasePlan) -> Result<(), String> {
+        check_available(&plan.image)
+            .await
+            .map_err(|e| format!("image {}: {e:#}", plan.image))
+    }
+
+    async fn provision(&self, plan: &DatabasePlan) -> Result<Server> {
+        let driver = backend::driver(plan.engine);
+        let (c, endpoint) =
+            start(driver, &plan.image, &plan.settings, plan.startup_timeout).await?;
+        let description = format!(
+            "container {} from {}",
+            &c.id()[..12.min(c.id().len())],
+            c.image
+        );
+        Server::new(
+            ProviderKind::Container,
+            description,
+            endpoint,
+            Owned::Container(Box::new(c)),
+        )
+        .await
+    }
+}
+
 /// A running database container owned by the run.
 pub struct DbContainer {
     container: ContainerAsync<GenericImage>,
-    engine: Engine,
+    driver: &'static dyn Driver,
     pub image: String,
 }
 
@@ -31,18 +63,13 @@ impl DbContainer {
         self.container.id()
     }
 
-    /// Stops the server in the container (signals as for the local provider, sent to its
-    /// main process), waits until the container has stopped, stays down `down_for`, and
-    /// starts the container again. Its host port is fixed, so the address does not change.
+    /// Stops the server in the container (the engine's signal for `mode`, sent to its main
+    /// process), waits until the container has stopped, stays down `down_for`, and starts the
+    /// container again. Its host port is fixed, so the address does not change.
     pub async fn restart(&self, mode: ShutdownMode, down_for: Duration) -> Result<()> {
         let docker =
             Docker::connect_with_defaults().map_err(|e| anyhow!("no Docker client: {e}"))?;
-        let signal = match (self.engine, mode) {
-            (Engine::Postgres, ShutdownMode::Fast) => "SIGINT",
-            (Engine::Postgres, ShutdownMode::Immediate) => "SIGQUIT",
-            (Engine::Mariadb, ShutdownMode::Fast) => "SIGTERM",
-            (Engine::Mariadb, ShutdownMode::Immediate) => "SIGKILL",
-        };
+        let signal = self.driver.shutdown_signal(mode).as_str();
         let options = KillContainerOptionsBuilder::new().signal(signal).build();
         docker
             .kill_container(self.id(), Some(options))
@@ -101,48 +128,27 @@ fn split_image(image: &str) -> (String, String) {
     }
 }
 
-/// The server's port inside the container.
-fn port(engine: Engine) -> u16 {
-    match engine {
-        Engine::Postgres => 5432,
-        Engine::Mariadb => 3306,
-    }
-}
-
 fn request(
-    engine: Engine,
+    driver: &dyn Driver,
     image: &str,
     password: &str,
     settings: &[(String, String)],
     host_port: u16,
 ) -> ContainerRequest<GenericImage> {
+    let spec = driver.container();
     let (name, tag) = split_image(image);
-    let (password_var, cmd) = match engine {
-        Engine::Postgres => {
-            let mut cmd = vec!["postgres".to_string()];
-            for (k, v) in settings {
-                cmd.push("-c".into());
-                cmd.push(format!("{k}={v}"));
-            }
-            ("POSTGRES_PASSWORD", cmd)
-        }
-        Engine::Mariadb => (
-            "MARIADB_ROOT_PASSWORD",
-            settings.iter().map(|(k, v)| format!("--{k}={v}")).collect(),
-        ),
-    };
-    let inner = port(engine).tcp();
+    let inner = spec.port().tcp();
     GenericImage::new(name, tag)
         .with_exposed_port(inner)
         // Readiness is checked by connecting (see `wait_until_ready`), not by log lines: the
         // official images print their "ready" line twice, once for a socket-only init
         // server.
         .with_wait_for(WaitFor::Nothing)
-        .with_env_var(password_var, password)
-        .with_label("dbq-bench", engine.as_str())
+        .with_env_var(spec.password_variable(), password)
+        .with_label("dbq-bench", driver.engine().as_str())
         // A fixed host port keeps the address stable if the container is restarted.
         .with_mapped_port(host_port, inner)
-        .with_cmd(cmd)
+        .with_cmd(spec.command(settings))
 }
 
 /// Whether this provider can work here: a Docker engine answers and the image is present or
@@ -156,59 +162,43 @@ pub async fn check_available(image: &str) -> Result<()> {
     if docker.inspect_image(image).await.is_ok() {
         return Ok(());
     }
-    request(Engine::Postgres, image, "unused", &[], 0)
+    let (name, tag) = split_image(image);
+    GenericImage::new(name, tag)
         .pull_image()
         .await
         .map(|_| ())
         .map_err(|e| anyhow!("image {image} is not present and cannot be pulled: {e}"))
 }
 
-/// Starts a container from `image` with `settings` as `-c` arguments and waits until it
-/// accepts connections.
+/// Starts a container from `image` with `settings` as the server's arguments and waits
+/// until it accepts connections.
 pub async fn start(
-    engine: Engine,
+    driver: &'static dyn Driver,
     image: &str,
     settings: &[(String, String)],
     timeout: Duration,
-) -> Result<(DbContainer, ServerOptions, Conn)> {
+) -> Result<(DbContainer, Arc<dyn Endpoint>)> {
+    let spec = driver.container();
     let password = format!("dbq{:016x}", rand::random::<u64>());
-    let host_port = super::free_port()?;
-    let container = request(engine, image, &password, settings, host_port)
+    let host_port = free_port()?;
+    let container = request(driver, image, &password, settings, host_port)
         .with_startup_timeout(timeout)
         .start()
         .await
         .with_context(|| format!("starting a container from image {image}"))?;
-    let options = match engine {
-        Engine::Postgres => ServerOptions::Postgres(harness_options(
-            PgConnectOptions::new_without_pgpass()
-                .host("127.0.0.1")
-                .port(host_port)
-                .username("postgres")
-                .password(&password)
-                .database("postgres"),
-        )),
-        Engine::Mariadb => ServerOptions::Mariadb(mariadb_harness_options(
-            MySqlConnectOptions::new()
-                .host("127.0.0.1")
-                .port(host_port)
-                .username("root")
-                .password(&password),
-        )),
-    };
-    let ready = wait_until_ready(&options, timeout, &container).await;
-    match ready {
-        Ok(conn) => Ok((
+    let endpoint = spec.endpoint(host_port, &password);
+    match wait_until_ready(&*endpoint, timeout, &container).await {
+        Ok(()) => Ok((
             DbContainer {
                 container,
-                engine,
+                driver,
                 image: image.to_string(),
             },
-            options,
-            conn,
+            endpoint,
         )),
         Err(e) => {
             let log = container.stderr_to_vec().await.unwrap_or_default();
-            let tail = super::last_lines(&String::from_utf8_lossy(&log), 3);
+            let tail = last_lines(&String::from_utf8_lossy(&log), 3);
             container.rm().await.ok();
             bail!("{e:#}; container log: {tail}")
         }

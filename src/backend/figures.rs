@@ -1,0 +1,69 @@
+//! What a backend says about its queue: a sample of statistics (for the sampler), the claim's
+//! measured cost (at phase boundaries), and the table's size and garbage (around faults).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Tuple counts and sizes of the queue table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableStats {
+    pub live_tuples: i64,
+    pub dead_tuples: i64,
+    pub table_bytes: i64,
+    pub total_bytes: i64,
+}
+
+/// One sample of database statistics.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DbSample {
+    /// Jobs waiting: every sample counts them (from the pending index, so the cost follows
+    /// the backlog, not the table).
+    pub pending: i64,
+    /// The other statuses need a scan of the whole table, so only full samples (the first,
+    /// and one at each phase boundary) count them.
+    #[serde(default)]
+    pub processing: Option<i64>,
+    #[serde(default)]
+    pub done: Option<i64>,
+    #[serde(default)]
+    pub dead_letter: Option<i64>,
+    /// How long the sample took, ms.
+    #[serde(default)]
+    pub sample_ms: f64,
+    pub live_tuples: i64,
+    pub dead_tuples: i64,
+    pub vacuums: i64,
+    pub autovacuums: i64,
+    pub analyzes: i64,
+    pub autoanalyzes: i64,
+    pub table_bytes: i64,
+    /// Table, indexes and TOAST.
+    pub total_bytes: i64,
+    pub index_bytes: BTreeMap<String, i64>,
+    pub xact_commit: i64,
+    pub xact_rollback: i64,
+    pub deadlocks: i64,
+    /// WAL position in bytes (differences between samples are WAL written).
+    pub wal_bytes: i64,
+    /// Age in transactions of the oldest snapshot held in the database (the xmin horizon).
+    pub xmin_age_xids: i64,
+    /// How long the oldest open transaction in the database has been running.
+    pub oldest_xact_s: f64,
+    /// Fraction of the LISTEN/NOTIFY queue in use.
+    pub notify_queue_usage: f64,
+    /// The run's non-idle sessions by wait event (`type:event`, or CPU).
+    pub wait_events: BTreeMap<String, i64>,
+}
+
+/// The claim statement executed once under `EXPLAIN (ANALYZE, BUFFERS)` and rolled back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClaimProbe {
+    /// Shared buffers the claim touched (hit in cache + read).
+    pub buffers_hit: i64,
+    pub buffers_read: i64,
+    pub execution_ms: f64,
+    /// Rows the claim returned (0 when no job was ready).
+    pub rows: i64,
+    /// The plan's nodes, outermost first (e.g. "Index Scan using idx_job_queue_pending").
+    pub plan: Vec<String>,
+}

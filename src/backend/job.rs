@@ -1,0 +1,110 @@
+//! The vocabulary every backend speaks: jobs going in and coming out, what a failure did to
+//! a job, and the states the proof reads back.
+
+use serde::{Deserialize, Serialize};
+
+/// A job's id in the queue.
+pub type JobId = i64;
+
+/// A job's state in the queue: the seed's four values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    Pending,
+    Processing,
+    Done,
+    DeadLetter,
+}
+
+impl JobStatus {
+    pub const ALL: [JobStatus; 4] = [
+        JobStatus::Pending,
+        JobStatus::Processing,
+        JobStatus::Done,
+        JobStatus::DeadLetter,
+    ];
+
+    /// The value in the table.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Pending => "pending",
+            JobStatus::Processing => "processing",
+            JobStatus::Done => "done",
+            JobStatus::DeadLetter => "dead_letter",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<JobStatus> {
+        JobStatus::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// A job in this status is finished: no worker will touch it again.
+    pub fn is_final(self) -> bool {
+        matches!(self, JobStatus::Done | JobStatus::DeadLetter)
+    }
+}
+
+impl std::fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The fields of a job payload the harness reads back. Payloads look like
+/// `{"k":"<run>-p<producer>-<seq>","t":<intended µs on the run clock>,"pad":"…"}`, plus
+/// `"poison":true` / `"crash":true` for jobs whose handler always fails / crashes, and
+/// `"order":<id>` for outbox jobs.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct JobPayload {
+    /// Intended enqueue time, µs on the run clock (see `clock`). Absent in foreign jobs.
+    #[serde(default)]
+    pub t: Option<u64>,
+    #[serde(default)]
+    pub poison: bool,
+    #[serde(default)]
+    pub crash: bool,
+}
+
+/// A job to enqueue.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub job_type: String,
+    /// JSON text.
+    pub payload: String,
+    pub priority: i32,
+}
+
+/// A job handed to a worker by a claim.
+#[derive(Debug, Clone)]
+pub struct ClaimedJob {
+    pub id: JobId,
+    pub job_type: String,
+    pub payload: JobPayload,
+}
+
+/// What the failure update did to a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailOutcome {
+    /// Back to `pending`, to run again after the backoff.
+    Retry,
+    /// `max_retries` reached: moved to `dead_letter`.
+    DeadLettered,
+}
+
+/// How an outbox insert ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Insert {
+    Committed(JobId),
+    /// The business transaction was rolled back on purpose, the job's insert with it.
+    RolledBack,
+}
+
+/// A job whose state in the queue disagrees with what the harness's ledger expects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableMismatch {
+    pub id: JobId,
+    /// The row's status, or `missing`.
+    pub table_status: String,
+    /// `done`, `dead_letter` or `open` (not finished, as far as the ledger knows).
+    pub expected: String,
+}

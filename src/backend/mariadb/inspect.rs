@@ -1,0 +1,316 @@
+//! What the run's own MariaDB connections read. MariaDB's figures fill the same sample as
+//! PostgreSQL's: `dead_tuples` holds InnoDB's history list length (undo not purged yet, the
+//! MVCC garbage a long transaction keeps), `wal_bytes` the redo log position, `live_tuples`
+//! InnoDB's row estimate; vacuum and xmin figures stay 0.
+
+use super::link::{MariaLink, json_ids, text};
+use crate::backend::error::BackendError;
+use crate::backend::figures::{ClaimProbe, DbSample, TableStats};
+use crate::backend::job::{JobId, JobStatus, TableMismatch};
+use crate::backend::seam::Inspect;
+use crate::backend::sql::design::ClaimShape;
+use async_trait::async_trait;
+use sqlx::{AssertSqlSafe, Row};
+
+const AUDIT_DUPLICATES: &str = include_str!("../sql/audit_duplicates.sql");
+
+/// The table's rows (InnoDB's estimate), its sizes, and InnoDB's history list length.
+const TABLE_SIZES: &str = "
+SELECT CAST(t.TABLE_ROWS AS SIGNED),
+       (SELECT CAST(VARIABLE_VALUE AS SIGNED) FROM information_schema.GLOBAL_STATUS
+        WHERE VARIABLE_NAME = 'INNODB_HISTORY_LIST_LENGTH'),
+       CAST(t.DATA_LENGTH AS SIGNED),
+       CAST(t.DATA_LENGTH + t.INDEX_LENGTH AS SIGNED)
+FROM   information_schema.TABLES t
+WHERE  t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = ?";
+
+/// Server-wide counters: commits, rollbacks, deadlocks, the redo log position and the
+/// history list length.
+const STATUS: &str = "
+SELECT VARIABLE_NAME, CAST(VARIABLE_VALUE AS SIGNED)
+FROM   information_schema.GLOBAL_STATUS
+WHERE  VARIABLE_NAME IN ('HANDLER_COMMIT', 'HANDLER_ROLLBACK', 'INNODB_DEADLOCKS',
+                         'INNODB_LSN_CURRENT', 'INNODB_HISTORY_LIST_LENGTH')";
+
+/// How long the oldest open InnoDB transaction has been running, s.
+const OLDEST_XACT: &str = "
+SELECT CAST(COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, trx_started, NOW(6))), 0) AS DOUBLE) / 1e6
+FROM   information_schema.INNODB_TRX";
+
+/// The run's busy sessions by thread state (the counterpart of wait events).
+const STATES: &str = "
+SELECT COALESCE(NULLIF(STATE, ''), 'CPU'), COUNT(*)
+FROM   information_schema.PROCESSLIST
+WHERE  DB = DATABASE() AND COMMAND <> 'Sleep' AND ID <> CONNECTION_ID()
+GROUP  BY 1";
+
+/// The size of each index of the table (persistent statistics).
+const INDEXES: &str = "
+SELECT index_name, CAST(stat_value * @@innodb_page_size AS SIGNED)
+FROM   mysql.innodb_index_stats
+WHERE  database_name = DATABASE() AND table_name = ? AND stat_name = 'size'";
+
+impl MariaLink {
+    fn claim_with<'q>(
+        &self,
+        text: String,
+    ) -> sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments> {
+        let mut query = sqlx::query(AssertSqlSafe(text)).persistent(false);
+        if let ClaimShape::Batch(n) = self.shared.design.claim {
+            query = query.bind(i64::from(n));
+        }
+        query
+    }
+
+    async fn count_statuses(&mut self, full: bool, s: &mut DbSample) -> Result<(), BackendError> {
+        if !full {
+            s.pending = sqlx::query_scalar(text(&self.shared.design.sql.pending_count))
+                .fetch_one(&mut self.conn)
+                .await?;
+            return Ok(());
+        }
+        let (mut processing, mut done, mut dead) = (0, 0, 0);
+        for (status, n) in self.status_counts().await? {
+            match JobStatus::parse(&status) {
+                Some(JobStatus::Pending) => s.pending = n,
+                Some(JobStatus::Processing) => processing = n,
+                Some(JobStatus::Done) => done = n,
+                Some(JobStatus::DeadLetter) => dead = n,
+                None => {}
+            }
+        }
+        (s.processing, s.done, s.dead_letter) = (Some(processing), Some(done), Some(dead));
+        Ok(())
+    }
+
+    async fn server_figures(&mut self, s: &mut DbSample) -> Result<(), BackendError> {
+        let t = self.table_stats().await?;
+        (s.live_tuples, s.table_bytes, s.total_bytes) =
+            (t.live_tuples, t.table_bytes, t.total_bytes);
+        s.index_bytes = sqlx::query_as::<_, (String, i64)>(INDEXES)
+            .bind(self.shared.design.table)
+            .fetch_all(&mut self.conn)
+            .await?
+            .into_iter()
+            .collect();
+        for (name, value) in sqlx::query_as::<_, (String, i64)>(STATUS)
+            .fetch_all(&mut self.conn)
+            .await?
+        {
+            match name.as_str() {
+                "HANDLER_COMMIT" => s.xact_commit = value,
+                "HANDLER_ROLLBACK" => s.xact_rollback = value,
+                "INNODB_DEADLOCKS" => s.deadlocks = value,
+                "INNODB_LSN_CURRENT" => s.wal_bytes = value,
+                "INNODB_HISTORY_LIST_LENGTH" => s.dead_tuples = value,
+                _ => {}
+            }
+        }
+        s.oldest_xact_s = sqlx::query_scalar(OLDEST_XACT)
+            .fetch_one(&mut self.conn)
+            .await?;
+        s.wait_events = sqlx::query_as::<_, (String, i64)>(STATES)
+            .fetch_all(&mut self.conn)
+            .await?
+            .into_iter()
+            .collect();
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Inspect for MariaLink {
+    async fn install_outbox(&mut self, _orders: u64) -> Result<(), BackendError> {
+        Err(BackendError::unsupported("the outbox", "MariaDB"))
+    }
+
+    async fn analyze(&mut self) -> Result<(), BackendError> {
+        // The table name is the design's constant, not user input.
+        let analyze = format!("ANALYZE TABLE {}", self.shared.design.table);
+        Ok(self.execute(&analyze).await?)
+    }
+
+    /// `EXPLAIN` of the claim's SELECT, one line per table it reads.
+    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
+        let explain = format!("EXPLAIN {}", self.shared.design.sql.claim);
+        let rows = self.claim_with(explain).fetch_all(&mut self.conn).await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let get = |c: &str| r.try_get::<Option<String>, _>(c).ok().flatten();
+                format!(
+                    "{} on {} using {} ({})",
+                    get("type").unwrap_or_default(),
+                    get("table").unwrap_or_default(),
+                    get("key").unwrap_or_else(|| "no index".into()),
+                    get("Extra").unwrap_or_default()
+                )
+            })
+            .collect())
+    }
+
+    async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
+        let started = std::time::Instant::now();
+        let mut s = DbSample::default();
+        self.count_statuses(full, &mut s).await?;
+        self.server_figures(&mut s).await?;
+        s.sample_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(s)
+    }
+
+    /// The claim's locking SELECT under `ANALYZE FORMAT=JSON`, in a transaction that is
+    /// rolled back; `rows` is the rows the first table read.
+    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
+        self.execute("BEGIN").await?;
+        let analyze = format!("ANALYZE FORMAT=JSON {}", self.shared.design.sql.claim);
+        let result = self.claim_with(analyze).fetch_one(&mut self.conn).await;
+        self.execute("ROLLBACK").await?;
+        let text: String = result?.try_get(0)?;
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        Ok(read_probe(&json))
+    }
+
+    async fn table_stats(&mut self) -> Result<TableStats, BackendError> {
+        let (live_tuples, dead_tuples, table_bytes, total_bytes): (i64, Option<i64>, i64, i64) =
+            sqlx::query_as(TABLE_SIZES)
+                .bind(self.shared.design.table)
+                .fetch_one(&mut self.conn)
+                .await?;
+        Ok(TableStats {
+            live_tuples,
+            dead_tuples: dead_tuples.unwrap_or(0),
+            table_bytes,
+            total_bytes,
+        })
+    }
+
+    async fn status_counts(&mut self) -> Result<Vec<(String, i64)>, BackendError> {
+        Ok(sqlx::query_as(text(&self.shared.design.sql.status_counts))
+            .fetch_all(&mut self.conn)
+            .await?)
+    }
+
+    async fn job_statuses(
+        &mut self,
+        ids: &[JobId],
+    ) -> Result<Vec<(JobId, JobStatus, Option<i32>)>, BackendError> {
+        Ok(self.statuses(ids).await?)
+    }
+
+    async fn jobs_by_key(&mut self, keys: &[String]) -> Result<Vec<(JobId, String)>, BackendError> {
+        let keys = serde_json::to_string(keys).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+        Ok(sqlx::query_as(text(&self.shared.design.sql.jobs_by_key))
+            .bind(keys)
+            .fetch_all(&mut self.conn)
+            .await?)
+    }
+
+    async fn table_mismatches(
+        &mut self,
+        ids: &[JobId],
+        expected: &[&str],
+    ) -> Result<Vec<TableMismatch>, BackendError> {
+        let pairs: Vec<(i64, &str)> = ids.iter().copied().zip(expected.iter().copied()).collect();
+        let pairs = serde_json::to_string(&pairs).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+        let rows = sqlx::query(text(&self.shared.design.sql.ledger_check))
+            .bind(pairs)
+            .fetch_all(&mut self.conn)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                Ok(TableMismatch {
+                    id: r.try_get("id")?,
+                    table_status: r.try_get("status")?,
+                    expected: r.try_get("expected")?,
+                })
+            })
+            .collect::<sqlx::Result<_>>()?)
+    }
+
+    async fn untracked_between(
+        &mut self,
+        known: &[JobId],
+        from: JobId,
+        to: JobId,
+    ) -> Result<Vec<(JobId, String)>, BackendError> {
+        Ok(sqlx::query_as(text(&self.shared.design.sql.untracked))
+            .bind(from)
+            .bind(to)
+            .bind(json_ids(known))
+            .fetch_all(&mut self.conn)
+            .await?)
+    }
+
+    async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError> {
+        Ok(sqlx::query_as(AUDIT_DUPLICATES)
+            .fetch_all(&mut self.conn)
+            .await?)
+    }
+
+    async fn paid_orders(&mut self) -> Result<i64, BackendError> {
+        Err(BackendError::unsupported("the outbox", "MariaDB"))
+    }
+
+    async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError> {
+        Err(BackendError::unsupported("the outbox", "MariaDB"))
+    }
+}
+
+/// Reads MariaDB's `ANALYZE FORMAT=JSON` output: the time, and each table's access, rows
+/// read and pages accessed (as "buffers hit") or read from disk.
+fn read_probe(json: &serde_json::Value) -> ClaimProbe {
+    let block = &json["query_block"];
+    let mut probe = ClaimProbe {
+        execution_ms: block["r_total_time_ms"].as_f64().unwrap_or(0.0),
+        ..ClaimProbe::default()
+    };
+    let mut stack = vec![block];
+    while let Some(node) = stack.pop() {
+        if let Some(table) = node.get("table") {
+            let name = table["table_name"].as_str().unwrap_or("?");
+            let access = table["access_type"].as_str().unwrap_or("?");
+            probe.plan.push(match table["key"].as_str() {
+                Some(key) => format!("{access} using {key} on {name}"),
+                None => format!("{access} on {name}"),
+            });
+            if probe.plan.len() == 1 {
+                probe.rows = table["r_rows"].as_f64().unwrap_or(0.0).round() as i64;
+            }
+            let stats = &table["r_engine_stats"];
+            probe.buffers_hit += stats["pages_accessed"].as_i64().unwrap_or(0);
+            probe.buffers_read += stats["pages_read_count"].as_i64().unwrap_or(0);
+        }
+        let children: Vec<&serde_json::Value> = match node {
+            serde_json::Value::Object(map) => map.values().collect(),
+            serde_json::Value::Array(items) => items.iter().collect(),
+            _ => Vec::new(),
+        };
+        stack.extend(
+            children
+                .into_iter()
+                .rev()
+                .filter(|v| v.is_object() || v.is_array()),
+        );
+    }
+    probe
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_reads_the_tables_of_its_nested_loop() {
+        let json: serde_json::Value = serde_json::from_str(
+            r#"{"query_block": {"r_total_time_ms": 0.12, "nested_loop": [{"table": {
+                 "table_name": "job_queue", "access_type": "ref", "key": "idx_job_queue_pending",
+                 "r_rows": 1, "r_engine_stats": {"pages_accessed": 2}}}]}}"#,
+        )
+        .unwrap();
+        let p = read_probe(&json);
+        assert_eq!(p.plan, vec!["ref using idx_job_queue_pending on job_queue"]);
+        assert_eq!((p.rows, p.buffers_hit, p.buffers_read), (1, 2, 0));
+        assert_eq!(p.execution_ms, 0.12);
+    }
+}

@@ -1,0 +1,335 @@
+//! A MariaDB connection of the run: what producers and workers do on it. The statements are
+//! the design's; what differs from PostgreSQL is how they run: there is no
+//! `UPDATE … RETURNING`, so a claim is a locking SELECT and then an UPDATE, a failure update
+//! reads the status back, and the reaper locks the stale jobs before it updates them; and
+//! there are no arrays, so a list of ids travels as one bound JSON array that the statement
+//! reads with `JSON_TABLE`.
+
+use super::Shared;
+use crate::backend::error::{BackendError, ErrorClass};
+use crate::backend::job::{ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob};
+use crate::backend::seam::{Connection, Enqueue, Work};
+use crate::backend::sql::design::{ClaimShape, CompleteShape};
+use crate::backend::sql::jitter_floor;
+use crate::scenario::ClaimMode;
+use async_trait::async_trait;
+use sqlx::mysql::MySqlConnection;
+use sqlx::{AssertSqlSafe, Connection as _, Row};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often a busy worker commits without the next `BEGIN` (as on PostgreSQL).
+const REST_EVERY: Duration = Duration::from_secs(1);
+
+/// One connection.
+pub struct MariaLink {
+    pub(super) conn: MySqlConnection,
+    pub(super) shared: Arc<Shared>,
+    /// A `BEGIN` already ran on the connection.
+    open: bool,
+    /// When the session last waited outside a transaction.
+    rested_at: Option<Instant>,
+}
+
+/// A JSON array of ids, the form every MariaDB statement takes a list of ids in.
+pub(super) fn json_ids(ids: &[JobId]) -> String {
+    let mut s = String::with_capacity(ids.len() * 8 + 2);
+    s.push('[');
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&id.to_string());
+    }
+    s.push(']');
+    s
+}
+
+/// One of the design's statements (never user input spliced in).
+pub(super) fn text(sql: &str) -> AssertSqlSafe<&str> {
+    AssertSqlSafe(sql)
+}
+
+fn follow_up<'a>(sql: &'a Option<String>, what: &str) -> Result<&'a str, BackendError> {
+    sql.as_deref().ok_or_else(|| {
+        BackendError::new(
+            ErrorClass::Permanent,
+            format!("the MariaDB design has no {what}"),
+        )
+    })
+}
+
+fn encode(e: serde_json::Error) -> sqlx::Error {
+    sqlx::Error::Encode(Box::new(e))
+}
+
+impl MariaLink {
+    pub(super) fn new(conn: MySqlConnection, shared: Arc<Shared>) -> MariaLink {
+        MariaLink {
+            conn,
+            shared,
+            open: false,
+            rested_at: None,
+        }
+    }
+
+    pub(super) async fn execute(&mut self, sql: &str) -> sqlx::Result<()> {
+        sqlx::raw_sql(AssertSqlSafe(sql))
+            .execute(&mut self.conn)
+            .await
+            .map(drop)
+    }
+
+    /// The locking SELECT, then the UPDATE of what it locked; in the open transaction.
+    pub(super) async fn select_and_mark(&mut self) -> Result<Vec<ClaimedJob>, BackendError> {
+        let d = &self.shared.design;
+        let mut select = sqlx::query(text(&d.sql.claim));
+        if let ClaimShape::Batch(n) = d.claim {
+            select = select.bind(i64::from(n));
+        }
+        let rows = select.fetch_all(&mut self.conn).await?;
+        let jobs = rows
+            .iter()
+            .map(|row| {
+                let payload: String = row.try_get("payload")?;
+                Ok(ClaimedJob {
+                    id: row.try_get("id")?,
+                    job_type: row.try_get("type")?,
+                    payload: serde_json::from_str::<JobPayload>(&payload).unwrap_or_default(),
+                })
+            })
+            .collect::<sqlx::Result<Vec<_>>>()?;
+        if jobs.is_empty() {
+            return Ok(jobs);
+        }
+        let d = &self.shared.design;
+        let mark = sqlx::query(text(follow_up(&d.sql.mark_claimed, "mark_claimed.sql")?));
+        let mark = match d.claim {
+            ClaimShape::Single => mark.bind(jobs[0].id),
+            ClaimShape::Batch(_) => {
+                mark.bind(json_ids(&jobs.iter().map(|j| j.id).collect::<Vec<_>>()))
+            }
+        };
+        mark.execute(&mut self.conn).await?;
+        Ok(jobs)
+    }
+
+    /// Runs `body` in a transaction of its own: committed when it succeeds, rolled back
+    /// when it fails.
+    async fn alone<T>(
+        &mut self,
+        body: impl AsyncFnOnce(&mut MariaLink) -> Result<T, BackendError>,
+    ) -> Result<T, BackendError> {
+        self.execute("BEGIN").await?;
+        match body(self).await {
+            Ok(v) => {
+                self.execute("COMMIT").await?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.execute("ROLLBACK").await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn complete(&mut self, ids: &[JobId]) -> sqlx::Result<()> {
+        let d = &self.shared.design;
+        match d.complete {
+            CompleteShape::PerBatch => {
+                sqlx::query(text(&d.sql.complete))
+                    .bind(json_ids(ids))
+                    .execute(&mut self.conn)
+                    .await?;
+            }
+            CompleteShape::PerJob => {
+                for id in ids {
+                    sqlx::query(text(&self.shared.design.sql.complete))
+                        .bind(id)
+                        .execute(&mut self.conn)
+                        .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn statuses(
+        &mut self,
+        ids: &[JobId],
+    ) -> sqlx::Result<Vec<(JobId, JobStatus, Option<i32>)>> {
+        sqlx::query_as(text(&self.shared.design.sql.job_status))
+            .bind(json_ids(ids))
+            .fetch_all(&mut self.conn)
+            .await
+    }
+
+    /// The reaper's steps inside its transaction: lock the stale jobs, update them, read
+    /// their statuses back.
+    async fn reap_locked(
+        &mut self,
+        stale_after: Duration,
+        count_as_attempt: bool,
+    ) -> Result<Vec<(JobId, bool)>, BackendError> {
+        let stale_us = i64::try_from(stale_after.as_micros()).unwrap_or(i64::MAX);
+        let d = &self.shared.design;
+        let ids: Vec<i64> =
+            sqlx::query_scalar(text(follow_up(&d.sql.find_stale, "find_stale.sql")?))
+                .bind(stale_us)
+                .fetch_all(&mut self.conn)
+                .await?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let d = &self.shared.design;
+        let update = if count_as_attempt {
+            &d.sql.reap_counting
+        } else {
+            &d.sql.reap
+        };
+        sqlx::query(text(update))
+            .bind(json_ids(&ids))
+            .execute(&mut self.conn)
+            .await?;
+        Ok(self
+            .statuses(&ids)
+            .await?
+            .into_iter()
+            .map(|(id, status, _)| (id, status == JobStatus::DeadLetter))
+            .collect())
+    }
+}
+
+#[async_trait]
+impl Connection for MariaLink {
+    async fn close(self: Box<Self>) {
+        self.conn.close().await.ok();
+    }
+}
+
+#[async_trait]
+impl Enqueue for MariaLink {
+    async fn enqueue(&mut self, job: &NewJob) -> Result<JobId, BackendError> {
+        Ok(sqlx::query_scalar(text(&self.shared.design.sql.enqueue))
+            .bind(&job.job_type)
+            .bind(&job.payload)
+            .bind(job.priority)
+            .bind(self.shared.max_retries)
+            .fetch_one(&mut self.conn)
+            .await?)
+    }
+
+    async fn enqueue_batch(&mut self, jobs: &[NewJob]) -> Result<Vec<JobId>, BackendError> {
+        let rows: Vec<(&str, &str, i32)> = jobs
+            .iter()
+            .map(|j| (j.job_type.as_str(), j.payload.as_str(), j.priority))
+            .collect();
+        let rows = serde_json::to_string(&rows).map_err(encode)?;
+        Ok(sqlx::query_scalar(text(&self.shared.design.sql.prefill))
+            .bind(self.shared.max_retries)
+            .bind(rows)
+            .fetch_all(&mut self.conn)
+            .await?)
+    }
+
+    async fn enqueue_in_outbox(
+        &mut self,
+        _job: &NewJob,
+        _order: i64,
+        _roll_back: bool,
+    ) -> Result<Insert, (BackendError, bool)> {
+        Err((BackendError::unsupported("the outbox", "MariaDB"), false))
+    }
+}
+
+#[async_trait]
+impl Work for MariaLink {
+    async fn claim(&mut self, mode: ClaimMode) -> Result<Vec<ClaimedJob>, BackendError> {
+        match mode {
+            ClaimMode::InTransaction => {
+                if !self.open {
+                    self.execute("BEGIN").await?;
+                    self.open = true;
+                }
+                self.select_and_mark().await
+            }
+            ClaimMode::Committed => self.alone(async |l| l.select_and_mark().await).await,
+        }
+    }
+
+    async fn idle(&mut self, mode: ClaimMode) -> Result<(), BackendError> {
+        if mode == ClaimMode::InTransaction {
+            self.open = false;
+            self.execute("COMMIT").await?;
+            self.rested_at = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// The failure update, then the job's status read back (no RETURNING on UPDATE).
+    async fn fail(&mut self, id: JobId, error: &str) -> Result<FailOutcome, BackendError> {
+        let b = self.shared.backoff;
+        let jitter = jitter_floor(b.jitter);
+        let micros = |d: Duration| i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
+        sqlx::query(text(&self.shared.design.sql.fail))
+            .bind(error)
+            .bind(micros(b.base))
+            .bind(b.factor)
+            .bind(b.cap.map(micros))
+            .bind(jitter)
+            .bind(jitter)
+            .bind(id)
+            .execute(&mut self.conn)
+            .await?;
+        let statuses = self.statuses(&[id]).await?;
+        Ok(match statuses.first() {
+            Some((_, JobStatus::DeadLetter, _)) => FailOutcome::DeadLettered,
+            _ => FailOutcome::Retry,
+        })
+    }
+
+    async fn finish(&mut self, mode: ClaimMode, done: &[JobId]) -> Result<(), BackendError> {
+        if !done.is_empty() {
+            self.complete(done).await?;
+        }
+        if mode == ClaimMode::Committed {
+            return Ok(());
+        }
+        self.open = false;
+        let rest = self.rested_at.is_none_or(|at| at.elapsed() >= REST_EVERY);
+        if rest {
+            self.execute("COMMIT").await?;
+            self.rested_at = Some(Instant::now());
+        } else {
+            self.execute("COMMIT; BEGIN").await?;
+            self.open = true;
+        }
+        Ok(())
+    }
+
+    async fn recover(&mut self, mode: ClaimMode) -> bool {
+        self.open = false;
+        mode == ClaimMode::Committed || self.execute("ROLLBACK").await.is_ok()
+    }
+
+    /// In one transaction of its own.
+    async fn reap(
+        &mut self,
+        stale_after: Duration,
+        count_as_attempt: bool,
+    ) -> Result<Vec<(JobId, bool)>, BackendError> {
+        self.alone(async |l| l.reap_locked(stale_after, count_as_attempt).await)
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_ids;
+
+    #[test]
+    fn ids_travel_as_a_json_array() {
+        assert_eq!(json_ids(&[]), "[]");
+        assert_eq!(json_ids(&[1, -2, 30]), "[1,-2,30]");
+    }
+}

@@ -1,0 +1,631 @@
+//! A queue in this process's memory, behind the same seam as the real backends. It is for
+//! two things only: unit tests of the logic above the seam (fleets, the recorder, the ledger,
+//! the proof), which every integration test repeats against a real server; and the
+//! harness's own ceiling, a run with nothing in the way but the harness (`benches/ceiling.rs`,
+//! and a line of `calibrate`).
+//!
+//! It keeps the seed's semantics where the harness can see them: a claim in a transaction
+//! holds its jobs until the worker finishes (a crash, a rollback or a dropped link puts them
+//! back); a committed claim marks them `processing` until the reaper returns them; a
+//! failure retries after the scenario's backoff (without jitter) or dead-letters at
+//! `max_retries`; every completion is audited. Ready jobs are served first in, first out
+//! (priorities are not modelled). Tests can make it misbehave ([`Mishaps`]) to check that
+//! the proof notices.
+
+use super::error::{BackendError, ErrorClass};
+use super::figures::{ClaimProbe, DbSample, TableStats};
+use super::job::{
+    ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob, TableMismatch,
+};
+use super::seam::{
+    Attachment, Backend, Connection, DesignInfo, Disrupt, Enqueue, Inspect, Link, WakeUp, Work,
+};
+use crate::scenario::{BackoffPlan, ClaimMode, Finish, QueuePlan};
+use async_trait::async_trait;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+const NAME: &str = "the in-memory queue";
+
+/// One job's row.
+#[derive(Debug, Clone)]
+struct Row {
+    job_type: String,
+    payload: String,
+    status: JobStatus,
+    retry_count: i32,
+    /// Not claimable before this (a failed job backing off).
+    not_before: Option<Instant>,
+    /// When a committed claim took it (for the reaper).
+    claimed_at: Option<Instant>,
+    /// `done` transitions, as the completion audit counts them.
+    completions: i64,
+}
+
+/// Ways to make the queue misbehave, for tests of what notices.
+#[derive(Debug, Default, Clone)]
+pub struct Mishaps {
+    /// The next this many commits (a finish, or a committed failure) take effect, but their
+    /// reply is lost: the caller gets a connection error.
+    pub lost_replies: u32,
+}
+
+#[derive(Default)]
+struct Table {
+    /// Row of job `id` at index `id - 1`; `None` for a row that vanished.
+    rows: Vec<Option<Row>>,
+    ready: VecDeque<JobId>,
+    /// Jobs backing off, claimable once their time has come.
+    waiting: Vec<JobId>,
+    mishaps: Mishaps,
+}
+
+impl Table {
+    fn row(&mut self, id: JobId) -> Option<&mut Row> {
+        let i = usize::try_from(id - 1).ok()?;
+        self.rows.get_mut(i)?.as_mut()
+    }
+
+    fn rows(&self) -> impl Iterator<Item = (JobId, &Row)> {
+        self.rows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| Some((i as JobId + 1, r.as_ref()?)))
+    }
+
+    fn insert(&mut self, job: &NewJob) -> JobId {
+        self.rows.push(Some(Row {
+            job_type: job.job_type.clone(),
+            payload: job.payload.clone(),
+            status: JobStatus::Pending,
+            retry_count: 0,
+            not_before: None,
+            claimed_at: None,
+            completions: 0,
+        }));
+        let id = self.rows.len() as JobId;
+        self.ready.push_back(id);
+        id
+    }
+
+    /// Up to `n` ready jobs, the waiting ones whose time has come first moved to the queue.
+    fn take(&mut self, n: usize) -> Vec<JobId> {
+        if !self.waiting.is_empty() {
+            let now = Instant::now();
+            let (due, later): (Vec<JobId>, Vec<JobId>) = self.waiting.drain(..).partition(|id| {
+                let i = (*id - 1) as usize;
+                self.rows[i]
+                    .as_ref()
+                    .is_none_or(|r| r.not_before.is_none_or(|t| t <= now))
+            });
+            self.waiting = later;
+            self.ready.extend(due);
+        }
+        let n = n.min(self.ready.len());
+        self.ready.drain(..n).collect()
+    }
+
+    /// Jobs given back (a rollback): claimable again at once.
+    fn give_back(&mut self, ids: &[JobId]) {
+        for id in ids.iter().rev() {
+            if let Some(r) = self.row(*id) {
+                r.status = JobStatus::Pending;
+                r.claimed_at = None;
+                self.ready.push_front(*id);
+            }
+        }
+    }
+
+    /// The failure update: the outcome, applied.
+    fn fail(&mut self, id: JobId, max_retries: i32, backoff: &BackoffPlan) -> FailOutcome {
+        let Some(r) = self.row(id) else {
+            return FailOutcome::Retry;
+        };
+        r.retry_count += 1;
+        r.claimed_at = None;
+        if r.retry_count >= max_retries {
+            r.status = JobStatus::DeadLetter;
+            return FailOutcome::DeadLettered;
+        }
+        r.status = JobStatus::Pending;
+        let delay = backoff.base.as_secs_f64() * backoff.factor.powi(r.retry_count - 1);
+        let delay = backoff.cap.map_or(delay, |c| delay.min(c.as_secs_f64()));
+        r.not_before = Some(Instant::now() + Duration::from_secs_f64(delay.min(86_400.0)));
+        self.waiting.push(id);
+        FailOutcome::Retry
+    }
+
+    fn complete(&mut self, id: JobId) {
+        if let Some(r) = self.row(id) {
+            r.status = JobStatus::Done;
+            r.claimed_at = None;
+            r.completions += 1;
+        }
+    }
+
+    /// Whether the reply of the commit just made is lost.
+    fn reply_lost(&mut self) -> bool {
+        let lost = self.mishaps.lost_replies > 0;
+        self.mishaps.lost_replies = self.mishaps.lost_replies.saturating_sub(1);
+        lost
+    }
+
+    fn reap(&mut self, stale_after: Duration, counted: bool, max: i32) -> Vec<(JobId, bool)> {
+        let now = Instant::now();
+        let stale: Vec<JobId> = self
+            .rows()
+            .filter(|(_, r)| {
+                r.status == JobStatus::Processing
+                    && r.claimed_at
+                        .is_some_and(|t| now.duration_since(t) > stale_after)
+            })
+            .map(|(id, _)| id)
+            .collect();
+        let mut reaped = Vec::new();
+        for id in stale {
+            let r = self.row(id).expect("just listed");
+            r.claimed_at = None;
+            r.retry_count += i32::from(counted);
+            let dead = counted && r.retry_count >= max;
+            r.status = if dead {
+                JobStatus::DeadLetter
+            } else {
+                JobStatus::Pending
+            };
+            if !dead {
+                self.ready.push_back(id);
+            }
+            reaped.push((id, dead));
+        }
+        reaped
+    }
+}
+
+/// The queue.
+pub struct MemoryQueue {
+    table: Arc<Mutex<Table>>,
+    info: DesignInfo,
+    backoff: BackoffPlan,
+    max_retries: i32,
+}
+
+impl MemoryQueue {
+    /// A queue of `plan`'s design options (its batch size, retries and backoff).
+    pub fn new(plan: &QueuePlan) -> Arc<MemoryQueue> {
+        Arc::new(MemoryQueue {
+            table: Arc::default(),
+            info: DesignInfo {
+                label: "memory".into(),
+                claim_batch: plan.variant.claim_batch,
+                finish: Finish::Update,
+                wake_up: WakeUp::Poll,
+                table: "memory".into(),
+                claim_sql: "take the oldest ready jobs from an in-memory FIFO".into(),
+                files_sha256: None,
+            },
+            backoff: plan.backoff,
+            max_retries: plan.max_retries,
+        })
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        lock(&self.table)
+    }
+
+    /// Makes the queue misbehave from now on.
+    pub fn set_mishaps(&self, mishaps: Mishaps) {
+        self.table().mishaps = mishaps;
+    }
+
+    /// Removes a job's row, as a queue that really lost it would.
+    pub fn lose(&self, id: JobId) {
+        let mut t = self.table();
+        if let Some(slot) = usize::try_from(id - 1).ok().and_then(|i| t.rows.get_mut(i)) {
+            *slot = None;
+        }
+        t.ready.retain(|j| *j != id);
+    }
+
+    /// Puts a job into the table that no producer reported.
+    pub fn smuggle(&self, job: &NewJob) -> JobId {
+        self.table().insert(job)
+    }
+}
+
+fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
+    table.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[async_trait]
+impl Backend for MemoryQueue {
+    fn namespace(&self) -> &str {
+        "memory"
+    }
+
+    fn design(&self) -> &DesignInfo {
+        &self.info
+    }
+
+    async fn connect(&self, _role: &str) -> Result<Box<dyn Link>, BackendError> {
+        // A connection costs nothing here; yielding keeps a reconnecting loop fair.
+        tokio::task::yield_now().await;
+        Ok(Box::new(MemoryLink {
+            table: self.table.clone(),
+            claim_batch: self.info.claim_batch as usize,
+            backoff: self.backoff,
+            max_retries: self.max_retries,
+            held: Vec::new(),
+            held_failures: Vec::new(),
+        }))
+    }
+
+    fn wake_ups(&self, _stop: &CancellationToken) -> Option<Arc<Notify>> {
+        None
+    }
+
+    fn attachment(&self) -> Option<Attachment> {
+        None
+    }
+
+    fn client_env(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    async fn drop_namespace(&self) -> Result<(), BackendError> {
+        *self.table() = Table::default();
+        Ok(())
+    }
+}
+
+/// One connection: the jobs its open transaction holds, and its failure updates not yet
+/// committed.
+pub struct MemoryLink {
+    table: Arc<Mutex<Table>>,
+    claim_batch: usize,
+    backoff: BackoffPlan,
+    max_retries: i32,
+    held: Vec<JobId>,
+    held_failures: Vec<JobId>,
+}
+
+impl MemoryLink {
+    fn table(&self) -> MutexGuard<'_, Table> {
+        lock(&self.table)
+    }
+
+    /// Up to a batch of ready jobs; a committed claim marks them `processing`.
+    fn take(&self, mode: ClaimMode) -> Vec<ClaimedJob> {
+        let mut t = self.table();
+        let ids = t.take(self.claim_batch);
+        let now = Instant::now();
+        ids.into_iter()
+            .map(|id| {
+                let r = t.row(id).expect("ready jobs have rows");
+                if mode == ClaimMode::Committed {
+                    r.status = JobStatus::Processing;
+                    r.claimed_at = Some(now);
+                }
+                ClaimedJob {
+                    id,
+                    job_type: r.job_type.clone(),
+                    payload: serde_json::from_str::<JobPayload>(&r.payload).unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    /// Commits the open transaction: its completions and failure updates take effect; a job
+    /// it neither completed nor failed stays claimed. Whether the commit's reply is lost.
+    fn commit(&mut self, mode: ClaimMode, done: &[JobId]) -> bool {
+        let held = std::mem::take(&mut self.held);
+        let failures = std::mem::take(&mut self.held_failures);
+        let mut t = lock(&self.table);
+        for id in done {
+            t.complete(*id);
+        }
+        for id in &failures {
+            t.fail(*id, self.max_retries, &self.backoff);
+        }
+        for id in held {
+            if !done.contains(&id)
+                && !failures.contains(&id)
+                && let Some(r) = t.row(id)
+            {
+                r.status = JobStatus::Processing;
+                r.claimed_at = Some(Instant::now());
+            }
+        }
+        (mode == ClaimMode::InTransaction || !done.is_empty()) && t.reply_lost()
+    }
+
+    /// The open transaction's end without a commit: its jobs go back.
+    fn roll_back(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        self.held_failures.clear();
+        lock(&self.table).give_back(&held);
+    }
+}
+
+/// A dropped link is a crashed client: the server rolls its transaction back.
+impl Drop for MemoryLink {
+    fn drop(&mut self) {
+        self.roll_back();
+    }
+}
+
+fn lost_reply() -> BackendError {
+    BackendError::new(
+        ErrorClass::Connection,
+        "the connection was lost before the commit's reply (a mishap of the in-memory queue)",
+    )
+}
+
+fn unsupported(what: &str) -> BackendError {
+    BackendError::unsupported(what, NAME)
+}
+
+#[async_trait]
+impl Connection for MemoryLink {
+    async fn close(self: Box<Self>) {}
+}
+
+#[async_trait]
+impl Enqueue for MemoryLink {
+    /// Every call gives way once, as a round trip to a server would: a producer in a
+    /// closed loop must not hold its thread.
+    async fn enqueue(&mut self, job: &NewJob) -> Result<JobId, BackendError> {
+        let id = self.table().insert(job);
+        tokio::task::yield_now().await;
+        Ok(id)
+    }
+
+    async fn enqueue_batch(&mut self, jobs: &[NewJob]) -> Result<Vec<JobId>, BackendError> {
+        let mut t = self.table();
+        Ok(jobs.iter().map(|j| t.insert(j)).collect())
+    }
+
+    async fn enqueue_in_outbox(
+        &mut self,
+        _job: &NewJob,
+        _order: i64,
+        _roll_back: bool,
+    ) -> Result<Insert, (BackendError, bool)> {
+        Err((unsupported("the outbox"), false))
+    }
+}
+
+#[async_trait]
+impl Work for MemoryLink {
+    async fn claim(&mut self, mode: ClaimMode) -> Result<Vec<ClaimedJob>, BackendError> {
+        let jobs = self.take(mode);
+        if mode == ClaimMode::InTransaction {
+            self.held.extend(jobs.iter().map(|j| j.id));
+        }
+        tokio::task::yield_now().await;
+        Ok(jobs)
+    }
+
+    async fn idle(&mut self, _mode: ClaimMode) -> Result<(), BackendError> {
+        // An empty claim holds nothing; a worker that polls in a loop gives way.
+        tokio::task::yield_now().await;
+        Ok(())
+    }
+
+    async fn fail(&mut self, id: JobId, _error: &str) -> Result<FailOutcome, BackendError> {
+        let mut t = lock(&self.table);
+        if self.held.contains(&id) {
+            // Inside the claim's transaction: takes effect when it commits.
+            self.held_failures.push(id);
+            let retries = t.row(id).map_or(0, |r| r.retry_count);
+            return Ok(match retries + 1 >= self.max_retries {
+                true => FailOutcome::DeadLettered,
+                false => FailOutcome::Retry,
+            });
+        }
+        let outcome = t.fail(id, self.max_retries, &self.backoff);
+        match t.reply_lost() {
+            true => Err(lost_reply()),
+            false => Ok(outcome),
+        }
+    }
+
+    async fn finish(&mut self, mode: ClaimMode, done: &[JobId]) -> Result<(), BackendError> {
+        let lost = self.commit(mode, done);
+        tokio::task::yield_now().await;
+        if lost { Err(lost_reply()) } else { Ok(()) }
+    }
+
+    async fn recover(&mut self, _mode: ClaimMode) -> bool {
+        self.roll_back();
+        true
+    }
+
+    async fn reap(
+        &mut self,
+        stale_after: Duration,
+        count_as_attempt: bool,
+    ) -> Result<Vec<(JobId, bool)>, BackendError> {
+        Ok(self
+            .table()
+            .reap(stale_after, count_as_attempt, self.max_retries))
+    }
+}
+
+#[async_trait]
+impl Inspect for MemoryLink {
+    async fn install_outbox(&mut self, _orders: u64) -> Result<(), BackendError> {
+        Err(unsupported("the outbox"))
+    }
+
+    async fn analyze(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
+        Ok(vec!["FIFO of ready jobs in memory".into()])
+    }
+
+    async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
+        let counts = self.status_counts().await?;
+        let n = |s: JobStatus| {
+            counts
+                .iter()
+                .find(|(k, _)| k == s.as_str())
+                .map_or(0, |(_, n)| *n)
+        };
+        let total: i64 = counts.iter().map(|(_, n)| n).sum();
+        Ok(DbSample {
+            pending: n(JobStatus::Pending),
+            processing: full.then(|| n(JobStatus::Processing)),
+            done: full.then(|| n(JobStatus::Done)),
+            dead_letter: full.then(|| n(JobStatus::DeadLetter)),
+            live_tuples: total,
+            ..DbSample::default()
+        })
+    }
+
+    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
+        Err(unsupported("a claim probe"))
+    }
+
+    async fn table_stats(&mut self) -> Result<TableStats, BackendError> {
+        let live = self.table().rows().count() as i64;
+        Ok(TableStats {
+            live_tuples: live,
+            ..TableStats::default()
+        })
+    }
+
+    async fn status_counts(&mut self) -> Result<Vec<(String, i64)>, BackendError> {
+        let mut counts: BTreeMap<&'static str, i64> = BTreeMap::new();
+        for (_, r) in self.table().rows() {
+            *counts.entry(r.status.as_str()).or_default() += 1;
+        }
+        Ok(counts
+            .into_iter()
+            .map(|(k, n)| (k.to_string(), n))
+            .collect())
+    }
+
+    async fn job_statuses(
+        &mut self,
+        ids: &[JobId],
+    ) -> Result<Vec<(JobId, JobStatus, Option<i32>)>, BackendError> {
+        let mut t = self.table();
+        Ok(ids
+            .iter()
+            .filter_map(|id| t.row(*id).map(|r| (*id, r.status, Some(r.retry_count))))
+            .collect())
+    }
+
+    async fn jobs_by_key(&mut self, keys: &[String]) -> Result<Vec<(JobId, String)>, BackendError> {
+        #[derive(serde::Deserialize)]
+        struct Key {
+            k: Option<String>,
+        }
+        let t = self.table();
+        Ok(t.rows()
+            .filter_map(|(id, r)| {
+                let key = serde_json::from_str::<Key>(&r.payload).ok()?.k?;
+                keys.contains(&key).then_some((id, key))
+            })
+            .collect())
+    }
+
+    async fn table_mismatches(
+        &mut self,
+        ids: &[JobId],
+        expected: &[&str],
+    ) -> Result<Vec<TableMismatch>, BackendError> {
+        let mut t = self.table();
+        Ok(ids
+            .iter()
+            .zip(expected)
+            .filter_map(|(id, want)| {
+                let status = t.row(*id).map_or("missing", |r| r.status.as_str());
+                let agrees =
+                    JobStatus::parse(status).is_some_and(JobStatus::is_final) && status == *want;
+                (!agrees).then(|| TableMismatch {
+                    id: *id,
+                    table_status: status.to_string(),
+                    expected: want.to_string(),
+                })
+            })
+            .collect())
+    }
+
+    async fn untracked_between(
+        &mut self,
+        known: &[JobId],
+        from: JobId,
+        to: JobId,
+    ) -> Result<Vec<(JobId, String)>, BackendError> {
+        let known: std::collections::HashSet<&JobId> = known.iter().collect();
+        Ok(self
+            .table()
+            .rows()
+            .filter(|(id, _)| (from..to).contains(id) && !known.contains(id))
+            .map(|(id, r)| (id, r.status.as_str().to_string()))
+            .collect())
+    }
+
+    async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError> {
+        Ok(self
+            .table()
+            .rows()
+            .filter(|(_, r)| r.completions > 1)
+            .map(|(id, r)| (id, r.completions))
+            .collect())
+    }
+
+    async fn paid_orders(&mut self) -> Result<i64, BackendError> {
+        Err(unsupported("the outbox"))
+    }
+
+    async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError> {
+        Err(unsupported("the outbox"))
+    }
+}
+
+#[async_trait]
+impl Disrupt for MemoryLink {
+    async fn terminate_sessions(
+        &mut self,
+        _roles: &[&str],
+        _count: u32,
+    ) -> Result<(&'static str, u64), BackendError> {
+        Err(unsupported("kill_backends"))
+    }
+
+    async fn hold_horizon(&mut self) -> Result<i64, BackendError> {
+        Err(unsupported("idle_in_transaction"))
+    }
+
+    async fn await_horizon(
+        &mut self,
+        _held: i64,
+        _wait: Duration,
+        _stop: &CancellationToken,
+    ) -> Option<u64> {
+        None
+    }
+
+    async fn clean_up(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    async fn begin_snapshot(&mut self) -> Result<(), BackendError> {
+        Err(unsupported("active_readers"))
+    }
+
+    async fn scan(&mut self) -> Result<(), BackendError> {
+        Err(unsupported("active_readers"))
+    }
+
+    async fn session_state(&mut self, _role: &str) -> Result<Option<String>, BackendError> {
+        Err(BackendError::unsupported("a session's state", NAME))
+    }
+}

@@ -1,0 +1,79 @@
+//! Queue backends: everything the harness does to a queue goes through the seam in
+//! [`seam`] (a [`Backend`] handing out [`Link`]s), so fleets, faults, the sampler and the
+//! proof never name an engine, a table or a statement. Each engine is one module with its
+//! statements and its provider parts; [`driver`] is the registry. [`memory`] is a backend
+//! without a server, for unit tests of the logic above the seam and for the harness's own
+//! ceiling.
+
+pub mod error;
+pub mod figures;
+pub mod job;
+pub mod mariadb;
+pub mod memory;
+pub mod postgres;
+pub mod seam;
+pub mod sql;
+
+pub use error::{BackendError, ErrorClass};
+pub use figures::{ClaimProbe, DbSample, TableStats};
+pub use job::{
+    ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob, TableMismatch,
+};
+pub use seam::{
+    Attachment, Backend, DesignError, DesignInfo, Driver, Endpoint, InstallError, Link,
+    ServerFacts, WakeUp,
+};
+
+use crate::engine::Engine;
+use crate::scenario::QueuePlan;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// The registry: every engine's driver.
+pub fn driver(engine: Engine) -> &'static dyn Driver {
+    match engine {
+        Engine::Postgres => &postgres::DRIVER,
+        Engine::Mariadb => &mariadb::DRIVER,
+    }
+}
+
+/// A queue another process installed (worker processes reach the runner's queue this way).
+pub fn attach(at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
+    driver(at.engine).attach(at, queue)
+}
+
+/// Installed queues this process has neither dropped nor handed over (`--keep`, a server
+/// torn down with them): dropped by [`drop_open_namespaces`] after a panic, so that a bug
+/// does not leave a run's tables on a server the user owns.
+static OPEN: Mutex<Vec<Arc<dyn Backend>>> = Mutex::new(Vec::new());
+
+fn open() -> MutexGuard<'static, Vec<Arc<dyn Backend>>> {
+    OPEN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Installs `queue` in a fresh namespace on `endpoint`, remembered until [`release`]d.
+pub async fn install(
+    endpoint: &dyn Endpoint,
+    prefix: &str,
+    queue: &QueuePlan,
+    audit: bool,
+) -> Result<Arc<dyn Backend>, InstallError> {
+    let backend = endpoint.install(prefix, queue, audit).await?;
+    open().push(backend.clone());
+    Ok(backend)
+}
+
+/// The queue is no longer this process's to clean up after a panic: it is kept for the
+/// user, dropped, or goes with the server the run started.
+pub fn release(backend: &dyn Backend) {
+    open().retain(|b| b.namespace() != backend.namespace());
+}
+
+/// Drops every namespace still open, each given 5 s; errors are ignored, as this only runs
+/// on the way out of a failed process.
+pub async fn drop_open_namespaces() {
+    let open = std::mem::take(&mut *open());
+    for backend in open {
+        let _ = tokio::time::timeout(Duration::from_secs(5), backend.drop_namespace()).await;
+    }
+}

@@ -1,0 +1,133 @@
+//! Faults on PostgreSQL: terminated backends, a pinned xmin horizon, long REPEATABLE READ
+//! readers, and the server's view of a worker's session.
+
+use super::link::PgLink;
+use crate::backend::error::BackendError;
+use crate::backend::seam::Disrupt;
+use async_trait::async_trait;
+use sqlx::AssertSqlSafe;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Terminates up to $2 backends of this run whose `application_name` matches one of the
+/// patterns $1, chosen at random.
+const TERMINATE_BACKENDS: &str = "
+SELECT pg_terminate_backend(pid)
+FROM  (SELECT pid
+       FROM   pg_stat_activity
+       WHERE  datname = current_database()
+         AND  application_name LIKE ANY($1::text[])
+         AND  pid <> pg_backend_pid()
+       ORDER  BY random()
+       LIMIT  $2) AS victims";
+
+/// The run's sessions whose snapshot or transaction is at least as old as the released XID
+/// ($1, a `txid_current()` value). A statement that took its snapshot while the XID was held
+/// keeps VACUUM's horizon there until it ends, so the "after" VACUUM waits for them.
+const OLDER_THAN_RELEASED: &str = "
+SELECT count(*)
+FROM   pg_stat_activity
+WHERE  datname = current_database()
+  AND  pid <> pg_backend_pid()
+  AND  (age(backend_xmin) >= age(($1 % 4294967296)::text::xid)
+        OR age(backend_xid) >= age(($1 % 4294967296)::text::xid))";
+
+/// A worker's session state as the server sees it. A transaction that has not written yet
+/// (a `BEGIN` sent ahead with the last `COMMIT`, before its claim) holds no job, whatever
+/// its state says.
+const SESSION_STATE: &str = "
+SELECT CASE WHEN state = 'idle in transaction' AND backend_xid IS NULL
+            THEN 'idle in an empty transaction' ELSE state END
+FROM   pg_stat_activity
+WHERE  datname = current_database()
+  AND  application_name = $1";
+
+impl PgLink {
+    fn application_name(&self, role: &str) -> String {
+        format!("dbq-bench/{}/{role}", self.shared.namespace)
+    }
+}
+
+#[async_trait]
+impl Disrupt for PgLink {
+    async fn terminate_sessions(
+        &mut self,
+        roles: &[&str],
+        count: u32,
+    ) -> Result<(&'static str, u64), BackendError> {
+        let patterns: Vec<String> = roles
+            .iter()
+            .map(|role| format!("{}%", self.application_name(role)))
+            .collect();
+        let done: Vec<bool> = sqlx::query_scalar(TERMINATE_BACKENDS)
+            .bind(&patterns)
+            .bind(i64::from(count))
+            .fetch_all(&mut self.conn)
+            .await?;
+        let n = done.iter().filter(|ok| **ok).count() as u64;
+        Ok(("pg_terminate_backend", n))
+    }
+
+    /// A transaction with an XID: VACUUM can remove no row version newer than it.
+    async fn hold_horizon(&mut self) -> Result<i64, BackendError> {
+        self.execute("BEGIN").await?;
+        Ok(sqlx::query_scalar("SELECT txid_current()")
+            .fetch_one(&mut self.conn)
+            .await?)
+    }
+
+    async fn await_horizon(
+        &mut self,
+        held: i64,
+        wait: Duration,
+        stop: &CancellationToken,
+    ) -> Option<u64> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let still: i64 = sqlx::query_scalar(OLDER_THAN_RELEASED)
+                .bind(held)
+                .fetch_one(&mut self.conn)
+                .await
+                .ok()?;
+            if still == 0 {
+                return None;
+            }
+            if tokio::time::Instant::now() >= deadline || stop.is_cancelled() {
+                return Some(still as u64);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+                _ = stop.cancelled() => {}
+            }
+        }
+    }
+
+    async fn clean_up(&mut self) -> Result<(), BackendError> {
+        // The table name is the design's constant, not user input.
+        let vacuum = format!("VACUUM {}", self.shared.design.table);
+        Ok(self.execute(&vacuum).await?)
+    }
+
+    async fn begin_snapshot(&mut self) -> Result<(), BackendError> {
+        Ok(self
+            .execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            .await?)
+    }
+
+    async fn scan(&mut self) -> Result<(), BackendError> {
+        // The table name is the design's constant, not user input.
+        let scan = format!("SELECT count(*) FROM {}", self.shared.design.table);
+        sqlx::query(AssertSqlSafe(scan))
+            .execute(&mut self.conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn session_state(&mut self, role: &str) -> Result<Option<String>, BackendError> {
+        let name = self.application_name(role);
+        Ok(sqlx::query_scalar(SESSION_STATE)
+            .bind(name)
+            .fetch_optional(&mut self.conn)
+            .await?)
+    }
+}

@@ -1,0 +1,312 @@
+//! What the run's own PostgreSQL connections read: set-up steps, the sampler's statistics
+//! and claim probes, and the proof's questions to the table.
+
+use super::link::PgLink;
+use crate::backend::error::BackendError;
+use crate::backend::figures::{ClaimProbe, DbSample, TableStats};
+use crate::backend::job::{JobId, JobStatus, TableMismatch};
+use crate::backend::seam::Inspect;
+use crate::backend::sql::design::ClaimShape;
+use async_trait::async_trait;
+use sqlx::{AssertSqlSafe, Row};
+
+const AUDIT_DUPLICATES: &str = include_str!("../sql/audit_duplicates.sql");
+const OUTBOX_SCHEMA: &str = include_str!("../../../migrations/outbox/0001_orders.sql");
+const OUTBOX_ORDERS: &str = include_str!("outbox_orders.sql");
+const OUTBOX_CHECK: &str = include_str!("outbox_check.sql");
+const OUTBOX_PAID: &str = include_str!("outbox_paid.sql");
+const TABLE: &str = include_str!("stats/table.sql");
+const TABLE_SIZES: &str = include_str!("stats/table_sizes.sql");
+const INDEXES: &str = include_str!("stats/indexes.sql");
+const DATABASE: &str = include_str!("stats/database.sql");
+const WAIT_EVENTS: &str = include_str!("stats/wait_events.sql");
+
+impl PgLink {
+    /// The claim's statement with `prefix` (`EXPLAIN …`), its batch size bound.
+    fn claim_with<'q>(
+        &self,
+        text: String,
+    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        let mut query = sqlx::query(AssertSqlSafe(text)).persistent(false);
+        if let ClaimShape::Batch(n) = self.shared.design.claim {
+            query = query.bind(i64::from(n));
+        }
+        query
+    }
+
+    /// Jobs by status (`full`: a scan of the table), or only the waiting ones.
+    async fn count_statuses(&mut self, full: bool, s: &mut DbSample) -> Result<(), BackendError> {
+        if !full {
+            s.pending =
+                sqlx::query_scalar(AssertSqlSafe(self.shared.design.sql.pending_count.as_str()))
+                    .fetch_one(&mut self.conn)
+                    .await?;
+            return Ok(());
+        }
+        let (mut processing, mut done, mut dead) = (0, 0, 0);
+        for (status, n) in self.status_counts().await? {
+            // A custom design's table may hold statuses of its own: not counted.
+            match JobStatus::parse(&status) {
+                Some(JobStatus::Pending) => s.pending = n,
+                Some(JobStatus::Processing) => processing = n,
+                Some(JobStatus::Done) => done = n,
+                Some(JobStatus::DeadLetter) => dead = n,
+                None => {}
+            }
+        }
+        (s.processing, s.done, s.dead_letter) = (Some(processing), Some(done), Some(dead));
+        Ok(())
+    }
+
+    /// The table's and the database's figures, and the run's sessions' wait events.
+    async fn server_figures(&mut self, s: &mut DbSample) -> sqlx::Result<()> {
+        let table = self.shared.design.table;
+        let t = sqlx::query(TABLE)
+            .bind(table)
+            .fetch_one(&mut self.conn)
+            .await?;
+        s.live_tuples = t.try_get("live_tuples")?;
+        s.dead_tuples = t.try_get("dead_tuples")?;
+        s.vacuums = t.try_get("vacuums")?;
+        s.autovacuums = t.try_get("autovacuums")?;
+        s.analyzes = t.try_get("analyzes")?;
+        s.autoanalyzes = t.try_get("autoanalyzes")?;
+        s.table_bytes = t.try_get("table_bytes")?;
+        s.total_bytes = t.try_get("total_bytes")?;
+        s.index_bytes = sqlx::query_as::<_, (String, i64)>(INDEXES)
+            .bind(table)
+            .fetch_all(&mut self.conn)
+            .await?
+            .into_iter()
+            .collect();
+        let d = sqlx::query(DATABASE).fetch_one(&mut self.conn).await?;
+        s.xact_commit = d.try_get("xact_commit")?;
+        s.xact_rollback = d.try_get("xact_rollback")?;
+        s.deadlocks = d.try_get("deadlocks")?;
+        s.wal_bytes = d.try_get("wal_bytes")?;
+        s.xmin_age_xids = d.try_get("xmin_age_xids")?;
+        s.oldest_xact_s = d.try_get("oldest_xact_s")?;
+        s.notify_queue_usage = d.try_get("notify_queue_usage")?;
+        let sessions = format!("dbq-bench/{}/%", self.shared.namespace);
+        s.wait_events = sqlx::query_as::<_, (String, i64)>(WAIT_EVENTS)
+            .bind(sessions)
+            .fetch_all(&mut self.conn)
+            .await?
+            .into_iter()
+            .collect();
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Inspect for PgLink {
+    async fn install_outbox(&mut self, orders: u64) -> Result<(), BackendError> {
+        sqlx::raw_sql(OUTBOX_SCHEMA).execute(&mut self.conn).await?;
+        sqlx::query(OUTBOX_ORDERS)
+            .bind(orders as i64)
+            .execute(&mut self.conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn analyze(&mut self) -> Result<(), BackendError> {
+        // The table name is the design's constant, not user input.
+        let analyze = format!("ANALYZE {}", self.shared.design.table);
+        Ok(self.execute(&analyze).await?)
+    }
+
+    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
+        // The claim text is the design's own file, checked when the run started.
+        let text = format!("EXPLAIN {}", self.shared.design.sql.claim);
+        let rows = self.claim_with(text).fetch_all(&mut self.conn).await?;
+        Ok(rows
+            .iter()
+            .map(|r| r.try_get::<String, _>(0))
+            .collect::<sqlx::Result<_>>()?)
+    }
+
+    async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
+        let started = std::time::Instant::now();
+        let mut s = DbSample::default();
+        self.count_statuses(full, &mut s).await?;
+        self.server_figures(&mut s).await?;
+        s.sample_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(s)
+    }
+
+    /// Runs the claim once under `EXPLAIN (ANALYZE, BUFFERS)` inside a transaction that is
+    /// rolled back: the claim's real cost right now, without claiming anything.
+    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
+        self.execute("BEGIN").await?;
+        let text = format!(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}",
+            self.shared.design.sql.claim
+        );
+        let result = self.claim_with(text).fetch_one(&mut self.conn).await;
+        self.execute("ROLLBACK").await?;
+        let json: sqlx::types::Json<serde_json::Value> = result?.try_get(0)?;
+        Ok(read_probe(&json.0))
+    }
+
+    async fn table_stats(&mut self) -> Result<TableStats, BackendError> {
+        let (live_tuples, dead_tuples, table_bytes, total_bytes) = sqlx::query_as(TABLE_SIZES)
+            .bind(self.shared.design.table)
+            .fetch_one(&mut self.conn)
+            .await?;
+        Ok(TableStats {
+            live_tuples,
+            dead_tuples,
+            table_bytes,
+            total_bytes,
+        })
+    }
+
+    async fn status_counts(&mut self) -> Result<Vec<(String, i64)>, BackendError> {
+        let sql = self.shared.design.sql.status_counts.as_str();
+        Ok(sqlx::query_as(AssertSqlSafe(sql))
+            .fetch_all(&mut self.conn)
+            .await?)
+    }
+
+    async fn job_statuses(
+        &mut self,
+        ids: &[JobId],
+    ) -> Result<Vec<(JobId, JobStatus, Option<i32>)>, BackendError> {
+        let sql = self.shared.design.sql.job_status.as_str();
+        Ok(sqlx::query_as(AssertSqlSafe(sql))
+            .bind(ids)
+            .fetch_all(&mut self.conn)
+            .await?)
+    }
+
+    async fn jobs_by_key(&mut self, keys: &[String]) -> Result<Vec<(JobId, String)>, BackendError> {
+        let sql = self.shared.design.sql.jobs_by_key.as_str();
+        Ok(sqlx::query_as(AssertSqlSafe(sql))
+            .bind(keys)
+            .fetch_all(&mut self.conn)
+            .await?)
+    }
+
+    async fn table_mismatches(
+        &mut self,
+        ids: &[JobId],
+        expected: &[&str],
+    ) -> Result<Vec<TableMismatch>, BackendError> {
+        let sql = self.shared.design.sql.ledger_check.as_str();
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(ids)
+            .bind(expected)
+            .fetch_all(&mut self.conn)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                Ok(TableMismatch {
+                    id: r.try_get("id")?,
+                    table_status: r.try_get("status")?,
+                    expected: r.try_get("expected")?,
+                })
+            })
+            .collect::<sqlx::Result<_>>()?)
+    }
+
+    /// The design's statement wrapped in the range, which PostgreSQL pushes down into it, so
+    /// each chunk of the proof reads only its stretch.
+    async fn untracked_between(
+        &mut self,
+        known: &[JobId],
+        from: JobId,
+        to: JobId,
+    ) -> Result<Vec<(JobId, String)>, BackendError> {
+        let inner = self
+            .shared
+            .design
+            .sql
+            .untracked
+            .trim()
+            .trim_end_matches(';');
+        let sql = format!(
+            "SELECT u.id, u.status FROM (\n{inner}\n) AS u WHERE u.id >= $2 AND u.id < $3 ORDER BY u.id"
+        );
+        Ok(sqlx::query_as(AssertSqlSafe(sql))
+            .bind(known)
+            .bind(from)
+            .bind(to)
+            .fetch_all(&mut self.conn)
+            .await?)
+    }
+
+    async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError> {
+        Ok(sqlx::query_as(AUDIT_DUPLICATES)
+            .fetch_all(&mut self.conn)
+            .await?)
+    }
+
+    async fn paid_orders(&mut self) -> Result<i64, BackendError> {
+        Ok(sqlx::query_scalar(OUTBOX_PAID)
+            .fetch_one(&mut self.conn)
+            .await?)
+    }
+
+    async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError> {
+        Ok(sqlx::query_as(OUTBOX_CHECK)
+            .fetch_all(&mut self.conn)
+            .await?)
+    }
+}
+
+/// Reads the figures out of `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` output.
+fn read_probe(json: &serde_json::Value) -> ClaimProbe {
+    let top = &json[0];
+    let plan = &top["Plan"];
+    let mut nodes = Vec::new();
+    let mut stack = vec![plan];
+    while let Some(node) = stack.pop() {
+        let mut name = node["Node Type"].as_str().unwrap_or("?").to_string();
+        if let Some(index) = node["Index Name"].as_str() {
+            name.push_str(&format!(" using {index}"));
+        }
+        if let Some(rel) = node["Relation Name"].as_str() {
+            name.push_str(&format!(" on {rel}"));
+        }
+        nodes.push(name);
+        if let Some(children) = node["Plans"].as_array() {
+            stack.extend(children.iter().rev());
+        }
+    }
+    let int = |v: &serde_json::Value| v.as_i64().unwrap_or(0);
+    ClaimProbe {
+        buffers_hit: int(&plan["Shared Hit Blocks"]),
+        buffers_read: int(&plan["Shared Read Blocks"]),
+        execution_ms: top["Execution Time"].as_f64().unwrap_or(0.0),
+        rows: int(&plan["Actual Rows"]),
+        plan: nodes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_figures_come_from_the_top_plan_node() {
+        let json: serde_json::Value = serde_json::from_str(
+            r#"[{"Plan": {"Node Type": "ModifyTable", "Relation Name": "job_queue", "Actual Rows": 1,
+                 "Shared Hit Blocks": 12, "Shared Read Blocks": 3,
+                 "Plans": [{"Node Type": "Limit", "Plans": [{"Node Type": "Index Scan", "Index Name": "idx_job_queue_pending"}]}]},
+                "Execution Time": 0.25}]"#,
+        )
+        .unwrap();
+        let p = read_probe(&json);
+        assert_eq!((p.buffers_hit, p.buffers_read, p.rows), (12, 3, 1));
+        assert_eq!(p.execution_ms, 0.25);
+        assert_eq!(
+            p.plan,
+            vec![
+                "ModifyTable on job_queue",
+                "Limit",
+                "Index Scan using idx_job_queue_pending"
+            ]
+        );
+    }
+}

@@ -1,0 +1,445 @@
+//! A PostgreSQL connection of the run: what producers and workers do on it. Values are
+//! always bound parameters (the pipelined completion binds them to a prepared statement's
+//! `$1`; see [`PgLink::complete_then`]).
+
+use super::Shared;
+use crate::backend::error::BackendError;
+use crate::backend::job::{ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob};
+use crate::backend::seam::{Connection, DesignError, Enqueue, WakeUp, Work};
+use crate::backend::sql::design::{ClaimShape, CompleteShape, SqlDesign};
+use crate::backend::sql::{jitter_floor, one_line};
+use crate::scenario::ClaimMode;
+use async_trait::async_trait;
+use sqlx::postgres::PgConnection;
+use sqlx::types::Json;
+use sqlx::{AssertSqlSafe, Connection as _, Executor, Row};
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const COMPLETION_AUDIT: &str =
+    include_str!("../../../migrations/harness/0001_completion_audit.sql");
+const OUTBOX_PAY: &str = include_str!("outbox_pay.sql");
+
+/// The session's name for the design's success update, prepared once per worker connection
+/// so that the completion can share a message with `COMMIT`.
+const PREPARED_COMPLETION: &str = "dbq_complete";
+
+/// How often a busy worker commits without the next `BEGIN`. PostgreSQL reports a session's
+/// table and transaction counts (`pg_stat_*`, which autovacuum reads to decide when to
+/// vacuum, and the sampler's dead tuples and commits) only while it waits outside a
+/// transaction, at most once a second. A worker always inside its next `BEGIN` would hide
+/// its updates from autovacuum until it disconnected; the seed's worker, which commits and
+/// then claims, rests between jobs. One extra round trip a second keeps the counts as fresh.
+const STATS_REPORT_EVERY: Duration = Duration::from_secs(1);
+
+/// The worker's transaction on its connection, in two round trips a job against pgbench's
+/// four (`BEGIN; claim; complete; COMMIT;`, each awaited): the claim is one; the completion,
+/// the `COMMIT` and the next job's `BEGIN` travel as one message
+/// (`EXECUTE dbq_complete(42); COMMIT; BEGIN`), so the next step starts inside its
+/// transaction. The server runs the seed's statements in the seed's order; the one
+/// difference is that `NOW()` in the next claim reads that `BEGIN`'s time, microseconds
+/// before the claim on a busy worker. An idle worker (an empty claim) commits alone and
+/// begins afresh, and so does a busy one once every [`STATS_REPORT_EVERY`]. Failure
+/// updates, which carry text, are sent on their own.
+#[derive(Default)]
+struct Transaction {
+    /// A `BEGIN` already ran on the connection.
+    open: bool,
+    /// The completion is prepared on the connection.
+    prepared: bool,
+    /// When the session last waited outside a transaction (`None`: not yet).
+    rested_at: Option<Instant>,
+}
+
+/// One connection.
+pub struct PgLink {
+    pub(super) conn: PgConnection,
+    pub(super) shared: Arc<Shared>,
+    tx: Transaction,
+}
+
+impl PgLink {
+    pub(super) fn new(conn: PgConnection, shared: Arc<Shared>) -> PgLink {
+        PgLink {
+            conn,
+            shared,
+            tx: Transaction::default(),
+        }
+    }
+
+    /// Runs statements that take no parameters and return nothing, as one simple query.
+    pub(super) async fn execute(&mut self, sql: &str) -> sqlx::Result<()> {
+        sqlx::raw_sql(AssertSqlSafe(sql))
+            .execute(&mut self.conn)
+            .await
+            .map(drop)
+    }
+
+    async fn insert(&mut self, job: &NewJob) -> sqlx::Result<JobId> {
+        let query = sqlx::query_scalar(AssertSqlSafe(self.shared.design.sql.enqueue.as_str()))
+            .bind(&job.job_type)
+            .bind(&job.payload)
+            .bind(job.priority)
+            .bind(self.shared.max_retries);
+        match self.shared.design.wake_up {
+            WakeUp::Notify => {
+                query
+                    .bind(&self.shared.namespace)
+                    .fetch_one(&mut self.conn)
+                    .await
+            }
+            WakeUp::Poll => query.fetch_one(&mut self.conn).await,
+        }
+    }
+
+    /// Runs the claim statement (in whatever transaction is open).
+    pub(super) async fn claim_rows(&mut self) -> sqlx::Result<Vec<ClaimedJob>> {
+        let mut query = sqlx::query(AssertSqlSafe(self.shared.design.sql.claim.as_str()));
+        if let ClaimShape::Batch(n) = self.shared.design.claim {
+            query = query.bind(i64::from(n));
+        }
+        let rows = query.fetch_all(&mut self.conn).await?;
+        rows.iter()
+            .map(|row| {
+                let payload: Json<JobPayload> = row
+                    .try_get("payload")
+                    .unwrap_or(Json(JobPayload::default()));
+                Ok(ClaimedJob {
+                    id: row.try_get("id")?,
+                    job_type: row.try_get("type")?,
+                    payload: payload.0,
+                })
+            })
+            .collect()
+    }
+
+    /// Finishes `ids` as done: one statement per job, or one for all of them.
+    async fn complete(&mut self, ids: &[JobId]) -> sqlx::Result<()> {
+        let sql = self.shared.design.sql.complete.as_str();
+        match self.shared.design.complete {
+            CompleteShape::PerBatch => {
+                sqlx::query(AssertSqlSafe(sql))
+                    .bind(ids)
+                    .execute(&mut self.conn)
+                    .await?;
+            }
+            CompleteShape::PerJob => {
+                for id in ids {
+                    sqlx::query(AssertSqlSafe(sql))
+                        .bind(id)
+                        .execute(&mut self.conn)
+                        .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Prepares the success update under [`PREPARED_COMPLETION`], `$1` typed as
+    /// [`PgLink::complete`] binds it.
+    async fn prepare_completion(&mut self) -> sqlx::Result<()> {
+        let id_type = match self.shared.design.complete {
+            CompleteShape::PerJob => "bigint",
+            CompleteShape::PerBatch => "bigint[]",
+        };
+        let complete = self
+            .shared
+            .design
+            .sql
+            .complete
+            .trim_end()
+            .trim_end_matches(';');
+        let prepare = format!("PREPARE {PREPARED_COMPLETION} ({id_type}) AS\n{complete}");
+        self.execute(&prepare).await
+    }
+
+    /// Finishes `ids` as done, then runs `then` (e.g. `COMMIT; BEGIN`), in one round trip:
+    /// the simple-query message `EXECUTE dbq_complete(42); COMMIT; BEGIN`, whose statements
+    /// the server runs in order and stops at the first error, as if each had been sent
+    /// alone. The server runs the design's own statement, planned once per session; the ids
+    /// are bound to its `$1`, written as the decimal integers the claim returned (no other
+    /// value travels this way).
+    async fn complete_then(&mut self, ids: &[JobId], then: &str) -> sqlx::Result<()> {
+        let mut message = String::with_capacity(32 + 24 * ids.len() + then.len());
+        match self.shared.design.complete {
+            CompleteShape::PerJob => {
+                for id in ids {
+                    let _ = write!(message, "EXECUTE {PREPARED_COMPLETION}({id}); ");
+                }
+            }
+            CompleteShape::PerBatch if !ids.is_empty() => {
+                let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+                let _ = write!(
+                    message,
+                    "EXECUTE {PREPARED_COMPLETION}('{{{}}}'); ",
+                    list.join(",")
+                );
+            }
+            CompleteShape::PerBatch => {}
+        }
+        message.push_str(then);
+        self.execute(&message).await
+    }
+
+    async fn begin(&mut self) -> sqlx::Result<()> {
+        if !self.tx.prepared {
+            self.prepare_completion().await?;
+            self.tx.prepared = true;
+        }
+        if !self.tx.open {
+            self.execute("BEGIN").await?;
+            self.tx.open = true;
+        }
+        Ok(())
+    }
+
+    async fn commit(&mut self) -> sqlx::Result<()> {
+        self.tx.open = false;
+        self.execute("COMMIT").await?;
+        self.tx.rested_at = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Completes `done`, commits, and begins the next transaction, in one round trip; once
+    /// every [`STATS_REPORT_EVERY`] without the `BEGIN`, so that the session rests.
+    async fn complete_commit_and_begin(&mut self, done: &[JobId]) -> sqlx::Result<()> {
+        self.tx.open = false;
+        let rest = self
+            .tx
+            .rested_at
+            .is_none_or(|at| at.elapsed() >= STATS_REPORT_EVERY);
+        if rest {
+            self.complete_then(done, "COMMIT").await?;
+            self.tx.rested_at = Some(Instant::now());
+        } else {
+            self.complete_then(done, "COMMIT; BEGIN").await?;
+            self.tx.open = true;
+        }
+        Ok(())
+    }
+
+    /// The outbox's business update (inside the enqueue transaction).
+    async fn pay_order(&mut self, order: i64) -> sqlx::Result<u64> {
+        Ok(sqlx::query(OUTBOX_PAY)
+            .bind(order)
+            .execute(&mut self.conn)
+            .await?
+            .rows_affected())
+    }
+
+    async fn outbox_insert(&mut self, job: &NewJob, order: i64) -> sqlx::Result<JobId> {
+        if self.pay_order(order).await? != 1 {
+            return Err(sqlx::Error::RowNotFound);
+        }
+        self.insert(job).await
+    }
+}
+
+#[async_trait]
+impl Connection for PgLink {
+    async fn close(self: Box<Self>) {
+        self.conn.close().await.ok();
+    }
+}
+
+#[async_trait]
+impl Enqueue for PgLink {
+    async fn enqueue(&mut self, job: &NewJob) -> Result<JobId, BackendError> {
+        Ok(self.insert(job).await?)
+    }
+
+    async fn enqueue_batch(&mut self, jobs: &[NewJob]) -> Result<Vec<JobId>, BackendError> {
+        let types: Vec<&str> = jobs.iter().map(|j| j.job_type.as_str()).collect();
+        let payloads: Vec<&str> = jobs.iter().map(|j| j.payload.as_str()).collect();
+        let priorities: Vec<i32> = jobs.iter().map(|j| j.priority).collect();
+        Ok(
+            sqlx::query_scalar(AssertSqlSafe(self.shared.design.sql.prefill.as_str()))
+                .bind(types)
+                .bind(payloads)
+                .bind(priorities)
+                .bind(self.shared.max_retries)
+                .fetch_all(&mut self.conn)
+                .await?,
+        )
+    }
+
+    async fn enqueue_in_outbox(
+        &mut self,
+        job: &NewJob,
+        order: i64,
+        roll_back: bool,
+    ) -> Result<Insert, (BackendError, bool)> {
+        let before = |e: sqlx::Error| (BackendError::from(e), false);
+        self.execute("BEGIN").await.map_err(before)?;
+        let id = match self.outbox_insert(job, order).await {
+            Ok(id) => id,
+            Err(e) => {
+                let _ = self.execute("ROLLBACK").await;
+                return Err(before(e));
+            }
+        };
+        if roll_back {
+            self.execute("ROLLBACK").await.map_err(before)?;
+            return Ok(Insert::RolledBack);
+        }
+        self.execute("COMMIT")
+            .await
+            .map_err(|e| (BackendError::from(e), true))?;
+        Ok(Insert::Committed(id))
+    }
+}
+
+#[async_trait]
+impl Work for PgLink {
+    async fn claim(&mut self, mode: ClaimMode) -> Result<Vec<ClaimedJob>, BackendError> {
+        if mode == ClaimMode::InTransaction {
+            self.begin().await?;
+        }
+        // Committed: the claim is one statement, which commits by itself.
+        Ok(self.claim_rows().await?)
+    }
+
+    async fn idle(&mut self, mode: ClaimMode) -> Result<(), BackendError> {
+        if mode == ClaimMode::InTransaction {
+            self.commit().await?;
+        }
+        Ok(())
+    }
+
+    async fn fail(&mut self, id: JobId, error: &str) -> Result<FailOutcome, BackendError> {
+        let b = self.shared.backoff;
+        let status: JobStatus =
+            sqlx::query_scalar(AssertSqlSafe(self.shared.design.sql.fail.as_str()))
+                .bind(id)
+                .bind(error)
+                .bind(b.base)
+                .bind(b.factor)
+                .bind(b.cap)
+                .bind(jitter_floor(b.jitter))
+                .fetch_one(&mut self.conn)
+                .await?;
+        Ok(match status {
+            JobStatus::DeadLetter => FailOutcome::DeadLettered,
+            _ => FailOutcome::Retry,
+        })
+    }
+
+    async fn finish(&mut self, mode: ClaimMode, done: &[JobId]) -> Result<(), BackendError> {
+        match mode {
+            ClaimMode::InTransaction => self.complete_commit_and_begin(done).await?,
+            ClaimMode::Committed if !done.is_empty() => self.complete(done).await?,
+            ClaimMode::Committed => {}
+        }
+        Ok(())
+    }
+
+    async fn recover(&mut self, mode: ClaimMode) -> bool {
+        self.tx.open = false;
+        // A ROLLBACK outside a transaction is only a warning; committed mode has none open.
+        mode == ClaimMode::Committed || self.execute("ROLLBACK").await.is_ok()
+    }
+
+    async fn reap(
+        &mut self,
+        stale_after: Duration,
+        count_as_attempt: bool,
+    ) -> Result<Vec<(JobId, bool)>, BackendError> {
+        let sql = match count_as_attempt {
+            true => &self.shared.design.sql.reap_counting,
+            false => &self.shared.design.sql.reap,
+        };
+        let rows: Vec<(i64, JobStatus)> = sqlx::query_as(AssertSqlSafe(sql.as_str()))
+            .bind(stale_after)
+            .fetch_all(&mut self.conn)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, status)| (id, status == JobStatus::DeadLetter))
+            .collect())
+    }
+}
+
+/// Creates the design's tables, and the completion audit when asked, in the schema the
+/// connection's `search_path` points at.
+pub(super) async fn install_tables(
+    conn: &mut PgConnection,
+    d: &SqlDesign,
+    audit: bool,
+) -> sqlx::Result<()> {
+    for ddl in &d.sql.schema {
+        sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
+            .execute(&mut *conn)
+            .await?;
+    }
+    if audit {
+        sqlx::raw_sql(COMPLETION_AUDIT).execute(&mut *conn).await?;
+        for ddl in &d.sql.audit {
+            sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
+                .execute(&mut *conn)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks a custom design's statements against the installed schema: each one is prepared,
+/// and those whose rows the harness reads must return the columns it reads. Names the file
+/// of the first statement that fails.
+pub(super) async fn check_statements(
+    conn: &mut PgConnection,
+    d: &SqlDesign,
+) -> Result<(), DesignError> {
+    use sqlx::{Column, Statement};
+    let sql = &d.sql;
+    let checks: [(&str, &str, &[&str]); 13] = [
+        ("enqueue.sql", &sql.enqueue, &["id"]),
+        ("prefill.sql", &sql.prefill, &["id"]),
+        ("claim.sql", &sql.claim, &["id", "type", "payload"]),
+        ("complete.sql", &sql.complete, &[]),
+        ("fail.sql", &sql.fail, &["status"]),
+        ("reap.sql", &sql.reap, &["id", "status"]),
+        ("reap_counting.sql", &sql.reap_counting, &["id", "status"]),
+        ("pending_count.sql", &sql.pending_count, &[]),
+        ("status_counts.sql", &sql.status_counts, &[]),
+        (
+            "ledger_check.sql",
+            &sql.ledger_check,
+            &["id", "status", "expected"],
+        ),
+        ("untracked.sql", &sql.untracked, &["id", "status"]),
+        (
+            "job_status.sql",
+            &sql.job_status,
+            &["id", "status", "retry_count"],
+        ),
+        ("jobs_by_key.sql", &sql.jobs_by_key, &["id", "key"]),
+    ];
+    for (file, text, columns) in checks {
+        let statement = conn
+            .prepare(sqlx::SqlSafeStr::into_sql_str(AssertSqlSafe(
+                text.to_string(),
+            )))
+            .await
+            .map_err(|e| DesignError {
+                file: d.file(file),
+                reason: format!("does not prepare: {}", one_line(&e)),
+            })?;
+        let returned: Vec<&str> = statement.columns().iter().map(|c| c.name()).collect();
+        if let Some(missing) = columns.iter().find(|c| !returned.contains(c)) {
+            return Err(DesignError {
+                file: d.file(file),
+                reason: format!(
+                    "must return the columns {}; it returns {} (no column {missing})",
+                    columns.join(", "),
+                    if returned.is_empty() {
+                        "none".to_string()
+                    } else {
+                        returned.join(", ")
+                    }
+                ),
+            });
+        }
+    }
+    Ok(())
+}

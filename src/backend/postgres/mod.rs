@@ -1,0 +1,372 @@
+//! PostgreSQL: the article's engine and every design. A queue lives in a schema of its own;
+//! every connection of the run has it as `search_path` and an `application_name` of
+//! `dbq-bench/<schema>/<role>`, so the run's sessions can be told apart in
+//! `pg_stat_activity` (and targeted by `kill_backends`) even on a shared server.
+
+mod designs;
+mod disrupt;
+mod inspect;
+mod link;
+mod provider;
+
+use super::error::BackendError;
+use super::seam::{
+    Attachment, Backend, ContainerImage, DesignError, DesignInfo, Driver, Endpoint, InstallError,
+    Link, LocalServer, ServerFacts,
+};
+use super::sql::design::SqlDesign;
+use super::sql::{namespace_name, one_line};
+use crate::engine::{Engine, ShutdownMode};
+use crate::scenario::{BackoffPlan, QueuePlan};
+use async_trait::async_trait;
+use link::PgLink;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPoolOptions};
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Executor};
+use std::str::FromStr;
+use std::sync::Arc;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+pub struct PgDriver;
+
+pub static DRIVER: PgDriver = PgDriver;
+
+/// Options every harness connection shares: a recognizable application name (so
+/// `pg_stat_activity` shows which backends are ours) and no statement logging (sqlx would
+/// otherwise time and log every statement: a load generator's statements are its
+/// measurement, and that bookkeeping is CPU taken from the server it loads).
+fn harness_options(options: PgConnectOptions) -> PgConnectOptions {
+    options
+        .application_name("dbq-bench")
+        .disable_statement_logging()
+}
+
+impl Driver for PgDriver {
+    fn engine(&self) -> Engine {
+        Engine::Postgres
+    }
+
+    fn endpoint(
+        &self,
+        url: &str,
+        settings: &[(String, String)],
+    ) -> Result<Arc<dyn Endpoint>, String> {
+        let options = PgConnectOptions::from_str(url).map_err(|e| e.to_string())?;
+        // On a server the run does not own, settings can only be session settings.
+        let options = harness_options(options)
+            .options(settings.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        Ok(Arc::new(PgEndpoint { options }))
+    }
+
+    fn shutdown_signal(&self, mode: ShutdownMode) -> nix::sys::signal::Signal {
+        match mode {
+            // A fast shutdown: open transactions roll back, a checkpoint, exit.
+            ShutdownMode::Fast => nix::sys::signal::Signal::SIGINT,
+            // Immediate: exit at once; crash recovery on the next start.
+            ShutdownMode::Immediate => nix::sys::signal::Signal::SIGQUIT,
+        }
+    }
+
+    fn local(&self) -> &dyn LocalServer {
+        &provider::LOCAL
+    }
+
+    fn container(&self) -> &dyn ContainerImage {
+        &provider::CONTAINER
+    }
+
+    fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
+        let options = PgConnectOptions::from_str(&at.url)?;
+        let design = designs::design(&queue.variant).map_err(design_error)?;
+        Ok(Arc::new(PgQueue::new(
+            harness_options(options),
+            at.namespace.clone(),
+            design,
+            queue,
+        )))
+    }
+}
+
+fn design_error(e: DesignError) -> BackendError {
+    BackendError::new(super::error::ErrorClass::Permanent, e.to_string())
+}
+
+/// A PostgreSQL server.
+pub struct PgEndpoint {
+    options: PgConnectOptions,
+}
+
+impl PgEndpoint {
+    pub fn new(options: PgConnectOptions) -> PgEndpoint {
+        PgEndpoint {
+            options: harness_options(options),
+        }
+    }
+}
+
+/// Settings that shape a benchmark's results, recorded with every run.
+const KEY_SETTINGS: &str = "
+SELECT name, setting || COALESCE(unit, '')
+FROM   pg_settings
+WHERE  name IN ('shared_buffers', 'synchronous_commit', 'fsync', 'wal_level', 'max_connections', 'work_mem',
+                'autovacuum', 'autovacuum_naptime', 'autovacuum_vacuum_scale_factor', 'autovacuum_vacuum_threshold',
+                'autovacuum_vacuum_cost_limit', 'idle_in_transaction_session_timeout', 'checkpoint_timeout', 'max_wal_size')
+ORDER  BY name";
+
+#[async_trait]
+impl Endpoint for PgEndpoint {
+    fn engine(&self) -> Engine {
+        Engine::Postgres
+    }
+
+    fn address(&self) -> String {
+        let o = &self.options;
+        format!(
+            "postgres://{}@{}:{}/{}",
+            o.get_username(),
+            o.get_host(),
+            o.get_port(),
+            o.get_database().unwrap_or("postgres")
+        )
+    }
+
+    async fn ping(&self) -> Result<(), BackendError> {
+        let conn = PgConnection::connect_with(&self.options).await?;
+        conn.close().await.ok();
+        Ok(())
+    }
+
+    async fn describe(&self) -> Result<ServerFacts, BackendError> {
+        let mut conn = PgConnection::connect_with(&self.options).await?;
+        let version: String = sqlx::query_scalar("SELECT version()")
+            .fetch_one(&mut conn)
+            .await?;
+        let rows: Vec<(String, String)> = sqlx::query_as(KEY_SETTINGS).fetch_all(&mut conn).await?;
+        conn.close().await.ok();
+        Ok(ServerFacts {
+            version,
+            settings: rows.into_iter().collect(),
+        })
+    }
+
+    async fn install(
+        &self,
+        prefix: &str,
+        queue: &QueuePlan,
+        audit: bool,
+    ) -> Result<Arc<dyn Backend>, InstallError> {
+        let design = designs::design(&queue.variant)?;
+        let name = namespace_name(prefix)?;
+        let mut conn = PgConnection::connect_with(&self.options).await?;
+        // `name` is made of a validated prefix, digits and hex: safe to splice.
+        conn.execute(AssertSqlSafe(format!("CREATE SCHEMA \"{name}\"")))
+            .await?;
+        conn.close().await.ok();
+        let options = self
+            .options
+            .clone()
+            .options([("search_path", name.as_str())]);
+        let backend = PgQueue::new(options, name, design, queue);
+        if let Err(e) = backend.install(audit).await {
+            backend.drop_namespace().await.ok();
+            return Err(e);
+        }
+        Ok(Arc::new(backend))
+    }
+}
+
+/// What a queue's connections share: the design, the namespace and the values bound into
+/// the statements.
+pub(super) struct Shared {
+    design: SqlDesign,
+    info: DesignInfo,
+    namespace: String,
+    backoff: BackoffPlan,
+    max_retries: i32,
+}
+
+/// A queue installed in a schema of its own.
+pub struct PgQueue {
+    shared: Arc<Shared>,
+    /// Connection options whose `search_path` is the namespace.
+    options: PgConnectOptions,
+}
+
+impl PgQueue {
+    fn new(
+        options: PgConnectOptions,
+        namespace: String,
+        design: SqlDesign,
+        q: &QueuePlan,
+    ) -> PgQueue {
+        PgQueue {
+            shared: Arc::new(Shared {
+                info: design.info(),
+                design,
+                namespace,
+                backoff: q.backoff,
+                max_retries: q.max_retries,
+            }),
+            options,
+        }
+    }
+
+    fn application_name(&self, role: &str) -> String {
+        format!("dbq-bench/{}/{role}", self.shared.namespace)
+    }
+
+    async fn raw_connect(&self, role: &str) -> Result<PgConnection, BackendError> {
+        let options = self
+            .options
+            .clone()
+            .application_name(&self.application_name(role));
+        Ok(PgConnection::connect_with(&options).await?)
+    }
+
+    /// Creates the design's tables (and the completion audit when asked); a custom design's
+    /// schema and statements are checked here, before any load, and their failures blamed
+    /// on its files.
+    async fn install(&self, audit: bool) -> Result<(), InstallError> {
+        let mut conn = self.raw_connect("main").await?;
+        let d = &self.shared.design;
+        let custom = d.dir.is_some();
+        let result = link::install_tables(&mut conn, d, audit).await;
+        let result = match result {
+            Err(e) if custom => Err(InstallError::Design(DesignError {
+                file: d.file("schema.sql"),
+                reason: format!("does not run: {}", one_line(&e)),
+            })),
+            Err(e) => Err(InstallError::Backend(e.into())),
+            Ok(()) if custom => link::check_statements(&mut conn, d)
+                .await
+                .map_err(InstallError::Design),
+            Ok(()) => Ok(()),
+        };
+        conn.close().await.ok();
+        result
+    }
+}
+
+#[async_trait]
+impl Backend for PgQueue {
+    fn namespace(&self) -> &str {
+        &self.shared.namespace
+    }
+
+    fn design(&self) -> &DesignInfo {
+        &self.shared.info
+    }
+
+    async fn connect(&self, role: &str) -> Result<Box<dyn Link>, BackendError> {
+        let conn = self.raw_connect(role).await?;
+        Ok(Box::new(PgLink::new(conn, self.shared.clone())))
+    }
+
+    fn wake_ups(&self, stop: &CancellationToken) -> Option<Arc<Notify>> {
+        if self.shared.info.wake_up != super::seam::WakeUp::Notify {
+            return None;
+        }
+        let notify = Arc::new(Notify::new());
+        let options = self
+            .options
+            .clone()
+            .application_name(&self.application_name("listener"));
+        tokio::spawn(listen(
+            options,
+            self.shared.namespace.clone(),
+            notify.clone(),
+            stop.clone(),
+        ));
+        Some(notify)
+    }
+
+    fn attachment(&self) -> Option<Attachment> {
+        let mut url = self.options.to_url_lossy();
+        if let Some(opts) = self.options.get_options() {
+            url.query_pairs_mut().append_pair("options", opts);
+        }
+        Some(Attachment {
+            engine: Engine::Postgres,
+            url: url.to_string(),
+            namespace: self.shared.namespace.clone(),
+        })
+    }
+
+    fn client_env(&self) -> Vec<(String, String)> {
+        let o = &self.options;
+        let host = match o.get_socket() {
+            Some(socket) => socket.display().to_string(),
+            None => o.get_host().to_string(),
+        };
+        let url = o.to_url_lossy();
+        vec![
+            ("PGHOST".into(), host),
+            ("PGPORT".into(), o.get_port().to_string()),
+            ("PGUSER".into(), o.get_username().to_string()),
+            (
+                "PGPASSWORD".into(),
+                url.password().unwrap_or("").to_string(),
+            ),
+            (
+                "PGDATABASE".into(),
+                o.get_database().unwrap_or("postgres").to_string(),
+            ),
+            (
+                "PGOPTIONS".into(),
+                format!("-c search_path={}", self.shared.namespace),
+            ),
+        ]
+    }
+
+    async fn drop_namespace(&self) -> Result<(), BackendError> {
+        let mut conn = self.raw_connect("main").await?;
+        conn.execute(AssertSqlSafe(format!(
+            "DROP SCHEMA \"{}\" CASCADE",
+            self.shared.namespace
+        )))
+        .await?;
+        conn.close().await.ok();
+        Ok(())
+    }
+}
+
+/// LISTENs on the run's channel (its schema's name) on a connection of its own and turns
+/// every notification into one wake-up. Reconnects after a lost connection; notifications
+/// sent meanwhile are lost, and the poll covers for them.
+async fn listen(
+    options: PgConnectOptions,
+    channel: String,
+    notify: Arc<Notify>,
+    stop: CancellationToken,
+) {
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(options);
+    let pause = || tokio::time::sleep(std::time::Duration::from_millis(200));
+    while !stop.is_cancelled() {
+        let mut listener = match PgListener::connect_with(&pool).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::debug!("listener: cannot connect, retrying: {e}");
+                tokio::select! { _ = pause() => continue, _ = stop.cancelled() => break }
+            }
+        };
+        if let Err(e) = listener.listen(&channel).await {
+            tracing::debug!("listener: LISTEN failed, retrying: {e}");
+            tokio::select! { _ = pause() => continue, _ = stop.cancelled() => break }
+        }
+        loop {
+            tokio::select! {
+                n = listener.recv() => match n {
+                    Ok(_) => notify.notify_one(),
+                    Err(e) => {
+                        tracing::debug!("listener: {e}");
+                        break;
+                    }
+                },
+                _ = stop.cancelled() => break,
+            }
+        }
+    }
+    pool.close().await;
+}

@@ -1,0 +1,242 @@
+//! A queue design on a SQL engine: how many jobs a claim takes, how finished jobs leave
+//! (status update, delete, move to an archive; one statement per job or per batch), how an
+//! idle worker waits, which table statistics and cleanup look at, and the statements that
+//! do it all. Each engine builds its designs (`postgres::designs`, `mariadb::designs`) from
+//! `.sql` files kept beside it, one place per design and engine; a user's own design is read
+//! from a directory of its own ([`read_custom`]).
+
+use super::super::seam::{DesignError, DesignInfo, WakeUp};
+use crate::scenario::{CUSTOM_REQUIRED_FILES, Finish, VariantPlan};
+use std::path::{Path, PathBuf};
+
+/// The statements of one design. Each is one SQL statement; the README's "Comparing queue
+/// designs" lists each one's parameters and the columns it returns.
+#[derive(Debug, Clone)]
+pub struct Statements {
+    /// DDL creating the tables and indexes, in order (run once per namespace).
+    pub schema: Vec<String>,
+    /// DDL added to the harness's completion audit (triggers on the design's own tables).
+    pub audit: Vec<String>,
+    /// `$1` type, `$2` payload (JSON text), `$3` priority, `$4` max_retries
+    /// [, `$5` the wake-up channel] → `id`.
+    pub enqueue: String,
+    /// `$1` types[], `$2` payloads[], `$3` priorities[], `$4` max_retries → `id` per row.
+    pub prefill: String,
+    /// [`$1` how many] → `id`, `type`, `payload`, one row per claimed job.
+    pub claim: String,
+    /// `$1` id, or `$1` ids[] when the design completes per batch.
+    pub complete: String,
+    /// `$1` id, `$2` error, `$3` backoff base, `$4` factor, `$5` cap, `$6` jitter → `status`.
+    pub fail: String,
+    /// `$1` stale_after → `id`, `status` per reaped job.
+    pub reap: String,
+    /// As `reap`, counting the reap as a failed attempt.
+    pub reap_counting: String,
+    /// → count of pending jobs.
+    pub pending_count: String,
+    /// → `status`, count.
+    pub status_counts: String,
+    /// `$1` ids[], `$2` expected[] → `id`, `status`, `expected` of jobs that disagree.
+    pub ledger_check: String,
+    /// `$1` ids[] → `id`, `status` of rows the harness never saw committed.
+    pub untracked: String,
+    /// `$1` ids[] → `id`, `status`, `retry_count`.
+    pub job_status: String,
+    /// `$1` keys[] → `id`, `key`.
+    pub jobs_by_key: String,
+    /// MariaDB only (no `UPDATE … RETURNING`): the UPDATE that follows the claim's locking
+    /// SELECT, and the locking SELECT that `reap` / `reap_counting` follow.
+    pub mark_claimed: Option<String>,
+    pub find_stale: Option<String>,
+}
+
+/// How a worker claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimShape {
+    /// One job per statement (the seed): the claim takes no parameter.
+    Single,
+    /// Up to `n` jobs per statement: the claim's `$1`.
+    Batch(u32),
+}
+
+/// How many jobs one completion statement finishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompleteShape {
+    /// One statement per job: `$1` is an id.
+    PerJob,
+    /// One statement per claimed batch: `$1` is an array of ids.
+    PerBatch,
+}
+
+/// A design: its behaviour and its statements.
+#[derive(Debug, Clone)]
+pub struct SqlDesign {
+    /// `seed`, `batch`, …, or `custom:<dir>`.
+    pub label: String,
+    pub claim: ClaimShape,
+    pub finish: Finish,
+    pub complete: CompleteShape,
+    pub wake_up: WakeUp,
+    /// The hot table: what the statistics, VACUUM, ANALYZE and readers look at.
+    pub table: &'static str,
+    /// Where a custom design's files are, and their SHA-256.
+    pub dir: Option<PathBuf>,
+    pub files_sha256: Option<String>,
+    pub sql: Statements,
+}
+
+impl SqlDesign {
+    /// The seed's behaviour with `sql`, named as `plan` names the variant: what the other
+    /// designs change one thing of.
+    pub fn seed(plan: &VariantPlan, sql: Statements) -> SqlDesign {
+        SqlDesign {
+            label: plan.name.as_str().to_string(),
+            claim: ClaimShape::Single,
+            finish: Finish::Update,
+            complete: CompleteShape::PerJob,
+            wake_up: WakeUp::Poll,
+            table: "job_queue",
+            dir: None,
+            files_sha256: None,
+            sql,
+        }
+    }
+
+    /// The seed's behaviour with claims of `n` jobs completed per batch.
+    pub fn batched(self, n: u32) -> SqlDesign {
+        SqlDesign {
+            claim: ClaimShape::Batch(n),
+            complete: CompleteShape::PerBatch,
+            ..self
+        }
+    }
+
+    /// What the harness above the seam knows of the design.
+    pub fn info(&self) -> DesignInfo {
+        DesignInfo {
+            label: self.label.clone(),
+            claim_batch: match self.claim {
+                ClaimShape::Single => 1,
+                ClaimShape::Batch(n) => n,
+            },
+            finish: self.finish,
+            wake_up: self.wake_up,
+            table: self.table.to_string(),
+            claim_sql: self.sql.claim.trim().to_string(),
+            files_sha256: self.files_sha256.clone(),
+        }
+    }
+
+    /// How to name one of the design's statement files in a message.
+    pub fn file(&self, name: &str) -> String {
+        match &self.dir {
+            Some(dir) => dir.join(name).display().to_string(),
+            None => format!("{} variant's {name}", self.label),
+        }
+    }
+}
+
+/// A user's design: the seed's behaviour and defaults (`seed`), its statements from
+/// `plan.dir`. A claim.sql takes `$1` (how many) and its complete.sql `$1` (ids[]) when
+/// `queue.claim_batch` is above 1; otherwise both take one job, as the seed's.
+pub fn read_custom(plan: &VariantPlan, seed: SqlDesign) -> Result<SqlDesign, DesignError> {
+    let dir = plan.dir.as_deref().unwrap_or(Path::new("."));
+    let (sql, files_sha256) = custom_statements(dir, seed.sql.clone())?;
+    let design = SqlDesign {
+        label: format!("custom:{}", dir.display()),
+        sql,
+        dir: Some(dir.to_path_buf()),
+        files_sha256: Some(files_sha256),
+        ..seed
+    };
+    Ok(match plan.claim_batch {
+        n if n > 1 => design.batched(n),
+        _ => design,
+    })
+}
+
+/// Reads a custom design's directory: the required files must exist; the others replace
+/// the seed's when present. Also the SHA-256 over every `.sql` file read, in name order.
+fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String), DesignError> {
+    let read = |name: &str| -> Result<Option<String>, DesignError> {
+        let path = dir.join(name);
+        let file = || path.display().to_string();
+        match std::fs::read_to_string(&path) {
+            Ok(text) if text.trim().is_empty() => Err(DesignError {
+                file: file(),
+                reason: "is empty".into(),
+            }),
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(DesignError {
+                file: file(),
+                reason: format!("cannot be read: {e}"),
+            }),
+        }
+    };
+    let required = |name: &str| -> Result<String, DesignError> {
+        read(name)?.ok_or_else(|| DesignError {
+            file: dir.join(name).display().to_string(),
+            reason: format!(
+                "is missing; a custom variant needs {}",
+                CUSTOM_REQUIRED_FILES.join(", ")
+            ),
+        })
+    };
+    // Name order, so the hash does not depend on the order of this list.
+    let mut got = std::collections::BTreeMap::new();
+    for name in CUSTOM_REQUIRED_FILES {
+        got.insert(name, Some(required(name)?));
+    }
+    for name in OPTIONAL_FILES {
+        got.insert(name, read(name)?);
+    }
+    let files_sha256 = sha256_of(&got);
+    let mut take = |name: &str, default: String| got.remove(name).flatten().unwrap_or(default);
+    let sql = Statements {
+        schema: vec![take("schema.sql", String::new())],
+        audit: Vec::new(),
+        enqueue: take("enqueue.sql", String::new()),
+        claim: take("claim.sql", String::new()),
+        complete: take("complete.sql", String::new()),
+        fail: take("fail.sql", String::new()),
+        prefill: take("prefill.sql", seed.prefill),
+        reap: take("reap.sql", seed.reap),
+        reap_counting: take("reap_counting.sql", seed.reap_counting),
+        pending_count: take("pending_count.sql", seed.pending_count),
+        status_counts: take("status_counts.sql", seed.status_counts),
+        ledger_check: take("ledger_check.sql", seed.ledger_check),
+        untracked: take("untracked.sql", seed.untracked),
+        job_status: take("job_status.sql", seed.job_status),
+        jobs_by_key: take("jobs_by_key.sql", seed.jobs_by_key),
+        mark_claimed: None,
+        find_stale: None,
+    };
+    Ok((sql, files_sha256))
+}
+
+/// SHA-256 over each file read (its name, then its text), in name order.
+fn sha256_of(files: &std::collections::BTreeMap<&str, Option<String>>) -> String {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    for (name, text) in files {
+        if let Some(text) = text {
+            hash.update(name.as_bytes());
+            hash.update(text.as_bytes());
+        }
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The files a custom design may bring to replace the seed's.
+const OPTIONAL_FILES: [&str; 9] = [
+    "prefill.sql",
+    "reap.sql",
+    "reap_counting.sql",
+    "pending_count.sql",
+    "status_counts.sql",
+    "ledger_check.sql",
+    "untracked.sql",
+    "job_status.sql",
+    "jobs_by_key.sql",
+];

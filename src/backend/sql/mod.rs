@@ -1,0 +1,165 @@
+//! What the SQL engines share: their errors in the seam's classes, the job status as a
+//! column type, and a queue design as statements (`design`).
+
+pub mod design;
+
+use super::error::{BackendError, ErrorClass};
+use super::job::JobStatus;
+use super::seam::InstallError;
+use sqlx::error::BoxDynError;
+use sqlx::mysql::{MySql, MySqlTypeInfo, MySqlValueRef};
+use sqlx::postgres::{PgTypeInfo, PgValueRef, Postgres};
+
+impl From<sqlx::Error> for BackendError {
+    fn from(e: sqlx::Error) -> BackendError {
+        let code = match &e {
+            sqlx::Error::Database(db) => db.code().map(|c| c.to_string()),
+            _ => None,
+        };
+        BackendError {
+            class: class_of(&e),
+            message: one_line(&e),
+            code,
+        }
+    }
+}
+
+impl From<sqlx::Error> for InstallError {
+    fn from(e: sqlx::Error) -> InstallError {
+        InstallError::Backend(e.into())
+    }
+}
+
+/// How an error of a SQL engine bears on the harness.
+///
+/// - Connection: I/O, TLS, protocol errors; SQLSTATE 08xxx (connection exceptions), 57P0x
+///   (terminated, shutdown, idle session timeout), 25P03/25P04 (the session ended for idling
+///   in or overrunning a transaction, both FATAL), MariaDB's 70100 (KILL CONNECTION).
+/// - Permanent: the server rejects the statement itself (classes 22 data, 23 integrity, 42
+///   syntax or access, 0A not supported, 28 authorization, 3D/3F no such database or
+///   schema), or the connection options are unusable.
+/// - Transient: everything else (serialization failures, deadlocks, lock and statement
+///   timeouts, resource shortages, a server still starting up).
+fn class_of(e: &sqlx::Error) -> ErrorClass {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => ErrorClass::Connection,
+        sqlx::Error::Configuration(_) => ErrorClass::Permanent,
+        sqlx::Error::Database(db) => {
+            let code = db.code().unwrap_or_default();
+            if code.starts_with("08")
+                || code.starts_with("57P")
+                || ["25P03", "25P04", "70100"].contains(&code.as_ref())
+            {
+                ErrorClass::Connection
+            } else if ["22", "23", "42", "0A", "28", "3D", "3F"]
+                .iter()
+                .any(|class| code.starts_with(class))
+            {
+                ErrorClass::Permanent
+            } else {
+                ErrorClass::Transient
+            }
+        }
+        _ => ErrorClass::Transient,
+    }
+}
+
+/// A database error's message alone, on one line.
+pub fn one_line(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(db) => db.message().to_string(),
+        other => other.to_string(),
+    }
+    .lines()
+    .next()
+    .unwrap_or_default()
+    .to_string()
+}
+
+impl sqlx::Type<Postgres> for JobStatus {
+    fn type_info() -> PgTypeInfo {
+        <&str as sqlx::Type<Postgres>>::type_info()
+    }
+
+    fn compatible(ty: &PgTypeInfo) -> bool {
+        <&str as sqlx::Type<Postgres>>::compatible(ty)
+    }
+}
+
+impl<'r> sqlx::Decode<'r, Postgres> for JobStatus {
+    fn decode(value: PgValueRef<'r>) -> Result<Self, BoxDynError> {
+        let s = <&str as sqlx::Decode<Postgres>>::decode(value)?;
+        JobStatus::parse(s).ok_or_else(|| format!("unknown job status {s:?}").into())
+    }
+}
+
+impl sqlx::Type<MySql> for JobStatus {
+    fn type_info() -> MySqlTypeInfo {
+        <&str as sqlx::Type<MySql>>::type_info()
+    }
+
+    fn compatible(ty: &MySqlTypeInfo) -> bool {
+        <&str as sqlx::Type<MySql>>::compatible(ty)
+    }
+}
+
+impl<'r> sqlx::Decode<'r, MySql> for JobStatus {
+    fn decode(value: MySqlValueRef<'r>) -> Result<Self, BoxDynError> {
+        let s = <&str as sqlx::Decode<MySql>>::decode(value)?;
+        JobStatus::parse(s).ok_or_else(|| format!("unknown job status {s:?}").into())
+    }
+}
+
+/// The jitter's share of the backoff delay that is always waited (the failure update's
+/// parameter): none 1, equal ½, full 0.
+pub fn jitter_floor(j: crate::scenario::Jitter) -> f64 {
+    match j {
+        crate::scenario::Jitter::None => 1.0,
+        crate::scenario::Jitter::Equal => 0.5,
+        crate::scenario::Jitter::Full => 0.0,
+    }
+}
+
+/// The name a run gives its namespace: `<prefix>_<unix time>_<random>`,
+/// made of a validated prefix, digits and hex, so it may be spliced into DDL.
+pub fn namespace_name(prefix: &str) -> Result<String, BackendError> {
+    if prefix.is_empty()
+        || !prefix
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        return Err(BackendError::new(
+            ErrorClass::Permanent,
+            format!("invalid namespace prefix {prefix:?}"),
+        ));
+    }
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    Ok(format!("{prefix}_{stamp}_{:08x}", rand::random::<u32>()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_reads_back_as_itself() {
+        for s in JobStatus::ALL {
+            assert_eq!(JobStatus::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(JobStatus::parse("open"), None);
+        assert_eq!(JobStatus::ALL.iter().filter(|s| s.is_final()).count(), 2);
+    }
+
+    #[test]
+    fn namespaces_are_plain_identifiers() {
+        let n = namespace_name("dbq_run").unwrap();
+        assert!(n.starts_with("dbq_run_"), "{n}");
+        assert!(namespace_name("a\"; drop").is_err());
+    }
+}

@@ -1,0 +1,101 @@
+//! `dbq-bench capacity`: searches the offered rate (or the consumers) and prints the answer.
+
+use super::shell::{append_to_step_summary, check_out, interruptible, out, outln, worst};
+use super::{BaselineArgs, OverrideArgs};
+use clap::Args;
+use dbq_bench::capacity::{self, CapacityRequest, Search};
+use dbq_bench::error::ExitStatus;
+use dbq_bench::scenario::{EnvDefaults, load_plan};
+use dbq_bench::status;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct CapacityArgs {
+    /// Scenario file (TOML); its [capacity] table tunes the search, its phases are replaced
+    /// by each step's warm-up and measured window.
+    scenario: PathBuf,
+    /// A condition of the objective on each step's measured window, as a threshold:
+    /// --slo end_to_end.p99=<250ms. Repeatable; adds to (or replaces the same metric of)
+    /// the scenario's capacity.slo.
+    #[arg(long = "slo", value_name = "METRIC=COND")]
+    slo: Vec<String>,
+    /// Search the consumer count instead of the rate: the fewest consumers that meet the
+    /// objective at RATE jobs/s (1, 2, 4, … up to capacity.max_consumers, then bisected).
+    #[arg(long, value_name = "RATE")]
+    consumers_for: Option<f64>,
+    /// Results directory [default: results/<UTC time>-capacity-<scenario name>].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// No status lines and no summary on the terminal (files are still written).
+    #[arg(long, short)]
+    quiet: bool,
+    #[command(flatten)]
+    baselines: BaselineArgs,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+}
+
+/// The request, checked before anything starts: the scenario is read once, its
+/// `[capacity]` table and the flags make the search.
+fn request(args: &CapacityArgs) -> Result<CapacityRequest, String> {
+    args.baselines.check()?;
+    let plan = load_plan(
+        &args.scenario,
+        &args.overrides.overrides(),
+        &EnvDefaults::from_env(),
+    )
+    .map_err(|e| e.to_string())?;
+    let search = Search::from_section(
+        plan.resolved.capacity.as_ref(),
+        &args.slo,
+        args.consumers_for,
+        &plan.source,
+    )
+    .map_err(|e| e.to_string())?;
+    check_out(args.out.as_deref())?;
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| dbq_bench::run::default_out_dir(&format!("capacity-{}", plan.name)));
+    Ok(CapacityRequest {
+        plan,
+        search,
+        out_dir,
+        status: status::for_command(args.quiet),
+    })
+}
+
+pub async fn command(args: CapacityArgs) -> ExitStatus {
+    let request = match request(&args) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitStatus::BadInput;
+        }
+    };
+    match capacity::run(&request, &interruptible()).await {
+        Ok(c) => {
+            if !args.quiet {
+                out!("{}", capacity::markdown(&c));
+                outln!("\nresults    {}", request.out_dir.display());
+            }
+            append_to_step_summary(capacity::markdown(&c).as_bytes());
+            let found = match c.search.consumers_for_rate {
+                Some(_) => c.min_consumers.is_some(),
+                None => c.max_sustainable_per_s.is_some(),
+            };
+            if c.interrupted {
+                return ExitStatus::Interrupted;
+            }
+            let status = match found {
+                true => ExitStatus::Ok,
+                false => ExitStatus::ThresholdFailed,
+            };
+            worst(status, args.baselines.apply(&request.out_dir))
+        }
+        Err(f) => {
+            eprintln!("error: {f}");
+            f.exit_status()
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! The `dbq-bench` command line: the flags of every command, and which module carries each
+//! one out. The work itself is the library's; these modules turn flags into requests, print
+//! what comes back and choose the exit code.
+
+mod calibrate;
+mod capacity;
+mod compare;
+mod files;
+mod matrix;
+mod run;
+pub mod shell;
+
+use clap::{Args, Parser, Subcommand};
+use dbq_bench::error::ExitStatus;
+use dbq_bench::scenario::{Overrides, ProviderKind};
+use std::path::PathBuf;
+
+const EXIT_CODES: &str = "Exit codes: 0 ok; 1 the run failed (database error, lost or duplicated jobs, drain timed out); \
+2 bad input (scenario, flag, URL or results directory); 99 a threshold failed; 130 interrupted (partial results written).";
+
+/// Load-test and benchmark a job queue built inside a database (SELECT … FOR UPDATE SKIP LOCKED).
+///
+/// A scenario file describes the database, the queue variant, producer and consumer fleets
+/// and a list of phases. `run` provisions the server, drives open-loop load through the
+/// phases, drains the queue, proves that every committed job finished, and writes results.
+#[derive(Parser)]
+#[command(name = "dbq-bench", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario and write results to a directory.
+    Run(run::RunArgs),
+    /// A worker process, started by `run` when consumers.processes = true.
+    #[command(hide = true)]
+    Worker,
+    /// Render every report format again from a results directory's saved data.
+    Report {
+        /// A results directory written by `run`.
+        dir: PathBuf,
+        /// No summary on the terminal.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Check scenario files without running them (one line per file).
+    Validate {
+        /// Scenario files (TOML).
+        #[arg(required = true)]
+        scenarios: Vec<PathBuf>,
+        #[command(flatten)]
+        overrides: OverrideArgs,
+    },
+    /// Compare queue designs: run the scenario once per cell (keys changed with --vary or the
+    /// scenario's [matrix]), repeated and interleaved, on one server; write a comparison.
+    ///
+    /// Writes DIR/cells/<i>-<label>/r<k>/ (every run's results) and DIR/comparison.{json,md,csv,html}.
+    /// Exit 1 when any cell lost a job.
+    Matrix(matrix::MatrixArgs),
+    /// Find the highest offered rate the queue sustains while an objective holds: steps of
+    /// doubling rates until one breaks it, then bisection to ±10%.
+    ///
+    /// Writes DIR/steps/<k>-<rate>-per-s/ (every step's results) and DIR/capacity.{json,md,html}.
+    Capacity(capacity::CapacityArgs),
+    /// Is this load machine fast enough? Runs pgbench and dbq-bench on the same server, the
+    /// same prefilled seed table and the same claim + complete transaction (0 ms handler)
+    /// at each connection count, and prints their jobs/s and CPU per job side by side; and
+    /// the harness alone on an in-memory queue, its own ceiling.
+    ///
+    /// Writes DIR/calibrate.{json,md,html} and each harness run's results in
+    /// DIR/harness-<connections>-<run>/.
+    Calibrate(calibrate::CalibrateArgs),
+    /// Regression gate: compare two results measured the same way (runs or matrices) and
+    /// exit 99 when a headline figure got worse beyond its allowance and beyond the noise.
+    ///
+    /// Gated figures: jobs/s (while busy and over the window), e2e p50/p99, claim p50, lost
+    /// jobs (any lost job is a regression). With repeats on both sides, a change within the
+    /// spread of the repeats is not a regression.
+    Compare {
+        /// Results directory of the baseline (a run's, or a matrix's).
+        baseline: PathBuf,
+        /// Results directory of the candidate, measured the same way.
+        candidate: PathBuf,
+        /// How much worse a figure may get: `10%` (every figure; the default) or
+        /// `e2e_p99_ms=25%` (one figure). Repeatable.
+        #[arg(long = "max-regression", value_name = "[FIGURE=]PCT")]
+        max_regression: Vec<String>,
+        /// Print only the regressions.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Print a shell completion script, e.g. `dbq-bench completions bash > ~/.local/share/bash-completion/completions/dbq-bench`.
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the JSON Schema of scenario files, for editors that validate and complete TOML
+    /// (e.g. Taplo / Even Better TOML: `#:schema ./dbq-bench.schema.json` atop a scenario).
+    Schema,
+}
+
+/// Carries out the command; its exit status.
+pub fn dispatch(cli: Cli) -> ExitStatus {
+    use shell::on_runtime;
+    match cli.command {
+        Command::Run(args) => on_runtime(run::command(args)),
+        Command::Worker => files::worker(),
+        Command::Report { dir, quiet } => files::report(&dir, quiet),
+        Command::Validate {
+            scenarios,
+            overrides,
+        } => files::validate(&scenarios, &overrides.overrides()),
+        Command::Matrix(args) => on_runtime(matrix::command(args)),
+        Command::Capacity(args) => on_runtime(capacity::command(args)),
+        Command::Calibrate(args) => on_runtime(calibrate::command(args)),
+        Command::Compare {
+            baseline,
+            candidate,
+            max_regression,
+            quiet,
+        } => compare::command(&baseline, &candidate, &max_regression, quiet),
+        Command::Completions { shell } => files::completions::<Cli>(shell),
+        Command::Schema => files::schema(),
+    }
+}
+
+/// The flags that change a scenario before it is validated.
+#[derive(Args)]
+pub struct OverrideArgs {
+    /// Where the server comes from [default: the scenario's database.provider, else auto].
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    db: Option<ProviderKind>,
+    /// Server for the url provider. Beats database.url; DATABASE_URL is used when neither is set.
+    #[arg(long, value_name = "URL")]
+    database_url: Option<String>,
+    /// Image for the container provider. Beats database.image; DBQ_POSTGRES_IMAGE (or
+    /// DBQ_MARIADB_IMAGE) is used when neither is set; the default is the engine's official
+    /// image.
+    #[arg(long, value_name = "IMAGE")]
+    image: Option<String>,
+    /// Override a scenario key, e.g. --set consumers.count=16 --set phases.1.rate=max.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+}
+
+impl OverrideArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            sets: self.sets.clone(),
+            provider: self.db,
+            image: self.image.clone(),
+            database_url: self.database_url.clone(),
+        }
+    }
+}
+
+/// Saving results as a named baseline, and gating them against one.
+#[derive(Args)]
+pub struct BaselineArgs {
+    /// Keep these results as baseline NAME (in results/baselines/NAME), to compare later
+    /// runs with --baseline NAME.
+    #[arg(long, value_name = "NAME")]
+    save_baseline: Option<String>,
+    /// Compare these results with the saved baseline NAME (as `dbq-bench compare` does) and
+    /// exit 99 when something regressed.
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+    /// How much worse a figure may get than the baseline (see `compare --max-regression`).
+    #[arg(
+        long = "max-regression",
+        value_name = "[FIGURE=]PCT",
+        requires = "baseline"
+    )]
+    max_regression: Vec<String>,
+}
+
+impl BaselineArgs {
+    /// Checks the names and allowances before anything runs.
+    fn check(&self) -> Result<(), String> {
+        for name in self.save_baseline.iter().chain(self.baseline.iter()) {
+            dbq_bench::compare::baseline_dir(name)?;
+        }
+        dbq_bench::compare::Allowance::parse(&self.max_regression).map(|_| ())
+    }
+
+    /// Saves and/or gates the results in `dir`; the exit status the gate asks for.
+    fn apply(&self, dir: &std::path::Path) -> ExitStatus {
+        let mut status = ExitStatus::Ok;
+        if let Some(name) = &self.baseline {
+            status = match dbq_bench::compare::baseline_dir(name) {
+                Ok(base) if base.exists() => {
+                    compare::command(&base, dir, &self.max_regression, false)
+                }
+                Ok(base) => {
+                    eprintln!(
+                        "error: --baseline {name}: no saved baseline at {} (save one with --save-baseline {name})",
+                        base.display()
+                    );
+                    ExitStatus::BadInput
+                }
+                Err(e) => {
+                    eprintln!("error: --baseline: {e}");
+                    ExitStatus::BadInput
+                }
+            };
+        }
+        if let Some(name) = &self.save_baseline {
+            match dbq_bench::compare::save_baseline(dir, name) {
+                Ok(at) => eprintln!("dbq-bench: saved as baseline {name} ({})", at.display()),
+                Err(e) => {
+                    eprintln!("error: --save-baseline {name}: {e:#}");
+                    status = ExitStatus::RunFailed;
+                }
+            }
+        }
+        status
+    }
+}

@@ -1,0 +1,272 @@
+//! The `local` provider: a throwaway server made with this machine's binaries, in a
+//! temporary directory, on a free port, run as an unprivileged user when the harness runs as
+//! root (neither server runs as root). The directory is deleted when the server is stopped,
+//! including on errors and Ctrl-C. The server is a child of the runner, so it can also be
+//! stopped and started again (the `restart_server` fault).
+
+use super::{Liveness, Owned, Provider, Server, free_port, last_lines, wait_until_ready};
+use crate::backend::seam::{Endpoint, LocalBinaries, LocalServer};
+use crate::backend::{self, Driver};
+use crate::engine::ShutdownMode;
+use crate::scenario::{DatabasePlan, ProviderKind};
+use anyhow::{Context, Result, anyhow, bail};
+use async_trait::async_trait;
+use nix::sys::signal::kill;
+use nix::unistd::{Gid, Pid, Uid, User, chown};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub(super) struct LocalProvider;
+
+#[async_trait]
+impl Provider for LocalProvider {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Local
+    }
+
+    async fn available(&self, plan: &DatabasePlan) -> Result<(), String> {
+        let local = backend::driver(plan.engine).local();
+        local.binaries().map(drop).map_err(|e| format!("{e:#}"))
+    }
+
+    async fn provision(&self, plan: &DatabasePlan) -> Result<Server> {
+        let (cluster, endpoint) = start(
+            backend::driver(plan.engine),
+            &plan.settings,
+            plan.startup_timeout,
+        )
+        .await?;
+        let description = format!(
+            "local server in {} (binaries {})",
+            cluster.data_dir().display(),
+            cluster.bins.bin_dir.display()
+        );
+        let owned = Owned::Local(std::sync::Mutex::new(cluster));
+        Server::new(ProviderKind::Local, description, endpoint, owned).await
+    }
+}
+
+/// A server process running from a temporary data directory.
+pub struct LocalCluster {
+    driver: &'static dyn Driver,
+    dir: Option<tempfile::TempDir>,
+    child: Option<Child>,
+    pub port: u16,
+    bins: LocalBinaries,
+    settings: Vec<(String, String)>,
+    user: Option<(Uid, Gid)>,
+}
+
+impl LocalCluster {
+    fn spec(&self) -> &'static dyn LocalServer {
+        self.driver.local()
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.dir
+            .as_ref()
+            .map(|d| d.path().to_path_buf())
+            .unwrap_or_default()
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir().join("data")
+    }
+
+    /// How to stop the server by hand (after `--keep`).
+    pub fn stop_hint(&self) -> String {
+        format!(
+            "data in {}; stop with `{}`",
+            self.data_dir().display(),
+            self.spec().stop_hint(&self.dir())
+        )
+    }
+
+    /// Starts the server on the existing data directory.
+    fn spawn(&mut self) -> Result<()> {
+        let dir = self
+            .dir
+            .as_ref()
+            .context("the server's directory was removed")?
+            .path()
+            .to_path_buf();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("server.log"))
+            .with_context(|| format!("opening {}", dir.join("server.log").display()))?;
+        let mut cmd = self
+            .spec()
+            .serve(&self.bins, &dir, self.port, &self.settings);
+        // Its own process group: a Ctrl-C at the terminal must not shut the server down
+        // under the runner, which still needs it to write results.
+        cmd.current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .process_group(0);
+        as_user(&mut cmd, self.user);
+        let program = self.spec().program();
+        self.child = Some(cmd.spawn().with_context(|| format!("starting {program}"))?);
+        Ok(())
+    }
+
+    /// Whether the server is still running (an error says how it ended).
+    pub fn check_alive(&mut self) -> Result<()> {
+        let program = self.spec().program();
+        match self.child.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(None)) => Ok(()),
+            Some(Ok(Some(status))) => Err(anyhow!("{program} exited ({status})")),
+            Some(Err(e)) => Err(anyhow!("cannot watch the {program} process: {e}")),
+            None => Err(anyhow!("{program} is not running")),
+        }
+    }
+
+    /// Shuts the server down with the engine's signal for `mode` and waits up to 10 s
+    /// before SIGKILL. Blocks; the data directory stays.
+    pub fn shut_down(&mut self, mode: ShutdownMode) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let signal = self.driver.shutdown_signal(mode);
+        let _ = kill(Pid::from_raw(child.id() as i32), signal);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Starts the server again after [`LocalCluster::shut_down`].
+    pub fn start_again(&mut self) -> Result<()> {
+        self.spawn()
+    }
+
+    /// A fast shutdown, then removes the directory.
+    pub fn stop(&mut self) {
+        self.shut_down(ShutdownMode::Fast);
+        if let Some(dir) = self.dir.take() {
+            let _ = dir.close();
+        }
+    }
+
+    /// The last lines of the server log, for error messages.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir().join("server.log")).unwrap_or_default();
+        last_lines(&log, 3)
+    }
+}
+
+impl Liveness for &mut LocalCluster {
+    async fn check(&mut self) -> Result<()> {
+        self.check_alive()
+    }
+}
+
+impl Liveness for &std::sync::Mutex<LocalCluster> {
+    async fn check(&mut self) -> Result<()> {
+        self.lock()
+            .map_err(|_| anyhow!("the local server's lock is poisoned"))?
+            .check_alive()
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The account the server runs as: ourselves, or when we are root the account Debian's
+/// packages made for it, or else `nobody`.
+fn server_user(own: &str) -> Result<Option<(Uid, Gid)>> {
+    if !Uid::effective().is_root() {
+        return Ok(None);
+    }
+    for name in [own, "nobody"] {
+        if let Ok(Some(u)) = User::from_name(name) {
+            return Ok(Some((u.uid, u.gid)));
+        }
+    }
+    bail!(
+        "running as root and neither a `{own}` nor a `nobody` account exists to run the server as"
+    )
+}
+
+fn as_user(cmd: &mut Command, user: Option<(Uid, Gid)>) -> &mut Command {
+    if let Some((uid, gid)) = user {
+        cmd.uid(uid.as_raw()).gid(gid.as_raw());
+    }
+    cmd
+}
+
+/// Makes and starts a server of `driver`'s engine and waits until it accepts connections.
+pub async fn start(
+    driver: &'static dyn Driver,
+    settings: &[(String, String)],
+    timeout: Duration,
+) -> Result<(LocalCluster, Arc<dyn Endpoint>)> {
+    let spec = driver.local();
+    let user = server_user(spec.account())?;
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("dbq-bench-{}-", driver.engine().as_str()))
+        .tempdir()
+        .context("creating a temporary directory")?;
+    if let Some((uid, gid)) = user {
+        chown(dir.path(), Some(uid), Some(gid))
+            .context("handing the temporary directory to the server account")?;
+    }
+    let bins = spec.binaries()?;
+    initialise(spec, &bins, dir.path(), user).await?;
+    let mut cluster = LocalCluster {
+        driver,
+        dir: Some(dir),
+        child: None,
+        port: free_port()?,
+        bins,
+        settings: settings.to_vec(),
+        user,
+    };
+    cluster.spawn()?;
+    let endpoint = spec.endpoint(cluster.port);
+    match wait_until_ready(&*endpoint, timeout, &mut cluster).await {
+        Ok(()) => Ok((cluster, endpoint)),
+        Err(e) => {
+            let tail = cluster.log_tail();
+            cluster.stop();
+            bail!("{e:#}; server log: {tail}")
+        }
+    }
+}
+
+/// Makes the data directory `dir/data`.
+async fn initialise(
+    spec: &dyn LocalServer,
+    bins: &LocalBinaries,
+    dir: &Path,
+    user: Option<(Uid, Gid)>,
+) -> Result<()> {
+    let mut cmd = spec.init(bins, dir);
+    cmd.current_dir(dir).stdin(Stdio::null());
+    as_user(&mut cmd, user);
+    let program = bins.init.display().to_string();
+    let init = tokio::process::Command::from(cmd)
+        .output()
+        .await
+        .with_context(|| format!("running {program}"))?;
+    if !init.status.success() {
+        let output = [init.stderr, init.stdout].concat();
+        bail!(
+            "{program} failed: {}",
+            last_lines(&String::from_utf8_lossy(&output), 3)
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,305 @@
+//! Providers: how a run obtains a server, and how it gives it back. Each provider is one
+//! [`Provider`]; `auto` takes the first that can work here. What differs between engines
+//! (commands, images, signals, how to connect) comes from the engine's driver
+//! (`backend::driver`), so the providers themselves name no engine.
+
+pub mod container;
+pub mod local;
+
+use crate::backend::{self, Endpoint};
+use crate::engine::{Engine, ShutdownMode, redact_url};
+use crate::error::Failure;
+use crate::scenario::{DatabasePlan, ProviderKind};
+use anyhow::{Context, Result, anyhow, bail};
+use async_trait::async_trait;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+pub use container::check_available;
+pub use local::LocalCluster;
+
+/// How a server is obtained.
+#[async_trait]
+pub trait Provider: Sync {
+    fn kind(&self) -> ProviderKind;
+    /// Whether it can work here; if not, why (one clause).
+    async fn available(&self, plan: &DatabasePlan) -> Result<(), String>;
+    async fn provision(&self, plan: &DatabasePlan) -> Result<Server>;
+}
+
+/// What the run owns of its server, to restart and remove.
+pub(crate) enum Owned {
+    Nothing,
+    Container(Box<container::DbContainer>),
+    Local(std::sync::Mutex<LocalCluster>),
+}
+
+/// A database server ready for the run.
+pub struct Server {
+    /// The provider that was used (never `Auto`).
+    pub provider: ProviderKind,
+    /// Human description: image and container id, data directory, or the redacted URL.
+    pub description: String,
+    /// `SELECT version()` of the server.
+    pub version: String,
+    /// Why `auto` passed over the providers it tried before this one, one line each
+    /// (`container skipped: …`); empty for an explicit provider.
+    pub skipped: Vec<String>,
+    endpoint: Arc<dyn Endpoint>,
+    owned: Owned,
+}
+
+impl Server {
+    /// A server as a provider made it, described by asking it.
+    async fn new(
+        provider: ProviderKind,
+        description: String,
+        endpoint: Arc<dyn Endpoint>,
+        owned: Owned,
+    ) -> Result<Server> {
+        let facts = endpoint
+            .describe()
+            .await
+            .context("asking the server's version")?;
+        Ok(Server {
+            provider,
+            description,
+            version: facts.version,
+            skipped: Vec::new(),
+            endpoint,
+            owned,
+        })
+    }
+
+    /// A server reached directly, with nothing to provision (the suite's shared servers).
+    pub async fn given(endpoint: Arc<dyn Endpoint>) -> Result<Server> {
+        let description = endpoint.address();
+        Server::new(ProviderKind::Url, description, endpoint, Owned::Nothing).await
+    }
+
+    pub fn endpoint(&self) -> Arc<dyn Endpoint> {
+        self.endpoint.clone()
+    }
+
+    pub fn engine(&self) -> Engine {
+        self.endpoint.engine()
+    }
+
+    /// Id of the container when the `container` provider started the server.
+    pub fn container_id(&self) -> Option<&str> {
+        match &self.owned {
+            Owned::Container(c) => Some(c.id()),
+            _ => None,
+        }
+    }
+
+    /// Whether this run started the server (and so may stop it).
+    pub fn is_owned(&self) -> bool {
+        !matches!(self.owned, Owned::Nothing)
+    }
+
+    /// Stops the server and starts it again (`restart_server`), then waits until it accepts
+    /// connections. Only for servers the run started.
+    pub async fn restart(
+        &self,
+        mode: ShutdownMode,
+        down_for: Duration,
+        timeout: Duration,
+    ) -> Result<()> {
+        match &self.owned {
+            Owned::Nothing => {
+                bail!("restart_server needs a server the run started (provider container or local)")
+            }
+            Owned::Container(c) => {
+                c.restart(mode, down_for).await?;
+                wait_until_ready(&*self.endpoint, timeout, &**c).await
+            }
+            Owned::Local(l) => {
+                tokio::task::block_in_place(|| l.lock().map(|mut c| c.shut_down(mode)).ok());
+                tokio::time::sleep(down_for).await;
+                l.lock()
+                    .map_err(|_| anyhow!("the local server's lock is poisoned"))?
+                    .start_again()?;
+                wait_until_ready(&*self.endpoint, timeout, l).await
+            }
+        }
+    }
+
+    /// Stops and removes what the run started. A `url` server is left alone.
+    pub async fn teardown(self) -> Result<()> {
+        match self.owned {
+            Owned::Nothing => Ok(()),
+            Owned::Container(c) => c.remove().await,
+            Owned::Local(l) => {
+                if let Ok(mut l) = l.into_inner() {
+                    tokio::task::spawn_blocking(move || l.stop()).await.ok();
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Leaves the server running after the process exits (`--keep`); returns how to reach it.
+    pub fn leak(self) -> String {
+        let address = self.endpoint.address();
+        match self.owned {
+            Owned::Nothing => address,
+            Owned::Container(c) => {
+                let id = c.id().to_string();
+                std::mem::forget(c);
+                format!("{address} (container {id}; remove with `docker rm -f {id}`)")
+            }
+            Owned::Local(l) => {
+                let hint = l.lock().map(|l| l.stop_hint()).unwrap_or_default();
+                std::mem::forget(l);
+                format!("{address} ({hint})")
+            }
+        }
+    }
+}
+
+/// Whether a server that does not accept connections yet can still come up (a server
+/// process that exited never will).
+pub trait Liveness {
+    fn check(&mut self) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// For servers the run does not control: nothing to check.
+pub struct Unknown;
+
+impl Liveness for Unknown {
+    async fn check(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Connects, retrying every 100 ms until `timeout` has passed. Between attempts `alive` is
+/// asked whether the server can still come up; an error from it ends the wait at once, and
+/// so does a refusal that waiting cannot change (a wrong password, an unknown database).
+pub async fn wait_until_ready(
+    endpoint: &dyn Endpoint,
+    timeout: Duration,
+    mut alive: impl Liveness,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match endpoint.ping().await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_permanent() => {
+                return Err(e).context("the server answered but refused the connection");
+            }
+            Err(e) => {
+                alive.check().await?;
+                if Instant::now() >= deadline {
+                    bail!(
+                        "the server did not accept connections within {} (last error: {e})",
+                        humantime::format_duration(timeout)
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// How long the `url` provider retries a server that does not answer.
+const URL_READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An existing server.
+struct UrlProvider;
+
+#[async_trait]
+impl Provider for UrlProvider {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Url
+    }
+
+    async fn available(&self, plan: &DatabasePlan) -> Result<(), String> {
+        match plan.url {
+            Some(_) => Ok(()),
+            None => Err("no --database-url, database.url or DATABASE_URL".into()),
+        }
+    }
+
+    async fn provision(&self, plan: &DatabasePlan) -> Result<Server> {
+        let url = plan.url.as_deref().unwrap_or_default();
+        let shown = redact_url(url);
+        // The plan has checked the URL (and refused what the engine cannot do on it).
+        let endpoint = backend::driver(plan.engine)
+            .endpoint(url, &plan.settings)
+            .map_err(|e| anyhow!("parsing {shown}: {e}"))?;
+        // A given server should already be up: retry it for at most URL_READY_TIMEOUT.
+        let timeout = plan.startup_timeout.min(URL_READY_TIMEOUT);
+        wait_until_ready(&*endpoint, timeout, Unknown)
+            .await
+            .with_context(|| format!("connecting to {shown}"))?;
+        Server::new(ProviderKind::Url, shown, endpoint, Owned::Nothing).await
+    }
+}
+
+/// The providers `auto` tries, in order.
+const PROVIDERS: [&dyn Provider; 3] = [
+    &UrlProvider,
+    &container::ContainerProvider,
+    &local::LocalProvider,
+];
+
+fn provider(kind: ProviderKind) -> Option<&'static dyn Provider> {
+    PROVIDERS.into_iter().find(|p| p.kind() == kind)
+}
+
+/// Obtains a server as the plan says. `auto` takes the first provider that can work here
+/// (a URL if one is given, else a container if Docker answers and the image is available,
+/// else a local server if the binaries are installed), and otherwise fails with one
+/// message listing what was tried; the server it returns says why each one before it was
+/// skipped.
+pub async fn provision(plan: &DatabasePlan) -> Result<Server, Failure> {
+    let container = backend::driver(plan.engine).container();
+    if let Some(p) = provider(plan.provider) {
+        if let Err(why) = p.available(plan).await {
+            return Err(anyhow!(
+                "{} provider: {why}. Instead: {}",
+                p.kind().as_str(),
+                container.alternatives(&plan.image)
+            )
+            .into());
+        }
+        return Ok(p.provision(plan).await?);
+    }
+    let mut skipped = Vec::new();
+    for p in PROVIDERS {
+        match p.available(plan).await {
+            Ok(()) => {
+                let mut server = p.provision(plan).await?;
+                server.skipped = skipped;
+                return Ok(server);
+            }
+            Err(why) => skipped.push(format!("{} skipped: {why}", p.kind().as_str())),
+        }
+    }
+    Err(anyhow!(
+        "no {} server available; tried {}. Install Docker and {}",
+        plan.engine.label(),
+        skipped.join("; "),
+        container.alternatives(&plan.image)
+    )
+    .into())
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on right now.
+fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// The last `n` non-empty lines of a log, joined with " | " (errors stay on one line).
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = &lines[lines.len().saturating_sub(n)..];
+    if tail.is_empty() {
+        "(empty)".to_string()
+    } else {
+        tail.join(" | ")
+    }
+}

@@ -1,0 +1,136 @@
+//! The design a result measured, recorded whole: the engine, the variant and every option
+//! that shapes it. Every comparison of results (`compare`, matrix tables, a capacity cited
+//! by a run) holds two records side by side, so "the same design" means the same record.
+
+use crate::backend::DesignInfo;
+use crate::engine::Engine;
+use crate::scenario::{ClaimMode, Plan};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DesignRecord {
+    pub engine: Engine,
+    /// `seed`, `batch`, …, `custom`.
+    pub variant: String,
+    /// Jobs one claim takes at most.
+    pub claim_batch: u32,
+    pub claim_mode: ClaimMode,
+    /// The queue table's fillfactor, when the scenario set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fillfactor: Option<u32>,
+    #[serde(default)]
+    pub unlogged: bool,
+    /// A custom design's directory, and the SHA-256 of its statement files (what tells two
+    /// versions of one directory apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_dir: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_sha256: Option<String>,
+}
+
+impl DesignRecord {
+    /// The design of a run of `plan`, as its backend installed it.
+    pub fn of(plan: &Plan, installed: &DesignInfo) -> DesignRecord {
+        let v = &plan.queue.variant;
+        DesignRecord {
+            engine: plan.database.engine,
+            variant: v.name.as_str().to_string(),
+            claim_batch: installed.claim_batch,
+            claim_mode: plan.consumers.claim_mode,
+            fillfactor: v.fillfactor,
+            unlogged: v.unlogged,
+            custom_dir: v.dir.as_ref().map(|d| d.display().to_string()),
+            custom_sha256: installed.files_sha256.clone(),
+        }
+    }
+
+    /// The design in a few words: `batch ×10 on PostgreSQL`, with what differs from the
+    /// defaults (`claims committed`, `fillfactor 70`, `unlogged`, a custom directory).
+    pub fn label(&self) -> String {
+        let mut words = vec![self.variant.clone()];
+        if self.claim_batch > 1 {
+            words.push(format!("×{}", self.claim_batch));
+        }
+        words.push(format!("on {}", self.engine.label()));
+        if self.claim_mode == ClaimMode::Committed {
+            words.push("claims committed".into());
+        }
+        if let Some(ff) = self.fillfactor {
+            words.push(format!("fillfactor {ff}"));
+        }
+        if self.unlogged {
+            words.push("unlogged".into());
+        }
+        if let (Some(dir), Some(sha)) = (&self.custom_dir, &self.custom_sha256) {
+            words.push(format!("({dir}, sha256 {})", &sha[..12.min(sha.len())]));
+        }
+        words.join(" ")
+    }
+
+    /// What differs between two designs, as `key: this vs that`; empty when they are one.
+    pub fn differences(&self, other: &DesignRecord) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut differ = |key: &str, a: String, b: String| {
+            if a != b {
+                out.push(format!("{key}: {a} vs {b}"));
+            }
+        };
+        differ(
+            "engine",
+            self.engine.as_str().into(),
+            other.engine.as_str().into(),
+        );
+        differ("variant", self.variant.clone(), other.variant.clone());
+        differ(
+            "claim_batch",
+            self.claim_batch.to_string(),
+            other.claim_batch.to_string(),
+        );
+        differ(
+            "claim_mode",
+            self.claim_mode.as_str().into(),
+            other.claim_mode.as_str().into(),
+        );
+        differ(
+            "fillfactor",
+            format!("{:?}", self.fillfactor),
+            format!("{:?}", other.fillfactor),
+        );
+        differ(
+            "unlogged",
+            self.unlogged.to_string(),
+            other.unlogged.to_string(),
+        );
+        differ(
+            "custom files",
+            self.custom_sha256.clone().unwrap_or_default(),
+            other.custom_sha256.clone().unwrap_or_default(),
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_name_what_differs() {
+        let seed = DesignRecord {
+            variant: "seed".into(),
+            claim_batch: 1,
+            ..DesignRecord::default()
+        };
+        let batch = DesignRecord {
+            variant: "batch".into(),
+            claim_batch: 10,
+            ..seed.clone()
+        };
+        assert!(seed.differences(&seed).is_empty());
+        assert_eq!(
+            seed.differences(&batch),
+            ["variant: seed vs batch", "claim_batch: 1 vs 10"]
+        );
+        assert_eq!(batch.label(), "batch ×10 on PostgreSQL");
+    }
+}

@@ -1,0 +1,105 @@
+//! Typed changes a study makes to a loaded plan: capacity's steps, calibrate's drains. Each
+//! is applied to the plan's resolved scenario, which is then validated again, so a step's
+//! plan is checked (and recorded in `scenario.resolved.toml`) exactly as a scenario file
+//! is; nothing is written as TOML text or read from disk again.
+
+use super::model::{HandlerSection, PhaseSection, VariantName};
+use super::plan::{EnvDefaults, Plan};
+use super::values::HumanDuration;
+use crate::error::InputError;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// One change.
+#[derive(Debug, Clone)]
+pub enum PlanChange {
+    /// The phases, replaced.
+    Phases(Vec<PhaseSection>),
+    Consumers(u32),
+    Prefill(u64),
+    DrainTimeout(Duration),
+    /// The run-wide thresholds, replaced (phases keep their own).
+    RunThresholds(BTreeMap<String, String>),
+    /// The design, without the options of the one it replaces.
+    Variant(VariantName),
+    Handler(HandlerSection),
+}
+
+impl Plan {
+    /// This plan with `changes` made, validated again.
+    pub fn changed(
+        &self,
+        changes: impl IntoIterator<Item = PlanChange>,
+    ) -> Result<Plan, InputError> {
+        let mut s = self.resolved.clone();
+        for change in changes {
+            match change {
+                PlanChange::Phases(p) => s.phases = p,
+                PlanChange::Consumers(n) => s.consumers.count = n,
+                PlanChange::Prefill(n) => s.producers.prefill = n,
+                PlanChange::DrainTimeout(d) => s.drain.timeout = HumanDuration(d),
+                PlanChange::RunThresholds(t) => s.thresholds = t,
+                PlanChange::Variant(v) => {
+                    s.queue.variant = v;
+                    s.queue.claim_batch = None;
+                    s.queue.dir = None;
+                }
+                PlanChange::Handler(h) => s.consumers.handler = h,
+            }
+        }
+        // The resolved scenario holds every value the environment gave the first time.
+        Plan::build(s, &self.source, &self.name, &EnvDefaults::default())
+    }
+
+    /// The one measured phase of a plan that has exactly one (a study's step), by index.
+    pub fn measured_phase(&self) -> Option<usize> {
+        let mut measured = self.phases.iter().enumerate().filter(|(_, p)| p.measured);
+        match (measured.next(), measured.next()) {
+            (Some((i, _)), None) => Some(i),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Rate;
+    use crate::scenario::load::{Overrides, parse};
+
+    fn plan() -> Plan {
+        let text = "[queue]\nvariant = \"batch\"\n[producers]\nrate = 100\n[[phases]]\nname = \"a\"\nduration = \"5s\"\n";
+        let s = parse("s.toml", text, &Overrides::default()).unwrap();
+        Plan::build(s, "s.toml", "s", &EnvDefaults::default()).unwrap()
+    }
+
+    #[test]
+    fn changes_are_validated_and_recorded() {
+        let p = plan();
+        assert_eq!(p.queue.variant.claim_batch, 10);
+        let step = PhaseSection {
+            name: "step".into(),
+            duration: HumanDuration::from_secs(2),
+            rate: Some(Rate::PerSecond(250.0)),
+            measured: true,
+            faults: Vec::new(),
+            thresholds: BTreeMap::from([("end_to_end.p99".into(), "< 1s".into())]),
+        };
+        let q = p
+            .changed([
+                PlanChange::Phases(vec![step]),
+                PlanChange::Consumers(3),
+                PlanChange::Variant(VariantName::Seed),
+            ])
+            .unwrap();
+        assert_eq!(q.consumers.count, 3);
+        assert_eq!(q.queue.variant.claim_batch, 1);
+        assert_eq!(q.phases[0].rate, Rate::PerSecond(250.0));
+        assert_eq!(q.thresholds.len(), 1);
+        assert_eq!(q.measured_phase(), Some(0));
+        assert!(q.resolved_toml().contains("consumers"));
+        assert_eq!(q.seed, p.seed, "the seed stays");
+        let e = p.changed([PlanChange::Consumers(0)]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("consumers.count"));
+    }
+}
