@@ -6,9 +6,11 @@
 //!
 //! pgbench is written in C and runs the same statements on one connection per client: when
 //! the harness drains as fast with no more CPU per job, the harness is not what limits a
-//! measurement on this machine.
+//! measurement on this machine. Last, the harness alone on an in-memory queue (`ceiling`):
+//! the most it can move here at all.
 
 use crate::backend::Backend;
+use crate::ceiling::{self, Ceiling};
 use crate::error::{Failure, InputError};
 use crate::provider::Server;
 use crate::run::{self, RunOptions, Session};
@@ -127,6 +129,9 @@ pub struct Calibration {
     pub prefill: u64,
     pub repeats: u32,
     pub rows: Vec<Row>,
+    /// The harness alone on an in-memory queue, for the same duration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<Ceiling>,
 }
 
 impl CalibrateRequest {
@@ -181,12 +186,19 @@ pub async fn run(
     let server = run::provision(&first, &request.status).await?;
     let result = measure_all(request, &server, shutdown).await;
     run::release(server, false, &request.status).await;
+    let rows = result?;
+    request
+        .status
+        .line("calibrate: the harness alone, on an in-memory queue…");
+    let alone = ceiling::plan(request.duration, 4);
+    let ceiling = ceiling::measure(&alone, &request.out_dir.join("ceiling"), shutdown).await?;
     let calibration = Calibration {
         server: first.database.provider.as_str().into(),
         duration_s: request.duration.as_secs_f64(),
         prefill: request.prefill,
         repeats: request.repeats,
-        rows: result?,
+        rows,
+        ceiling: Some(ceiling),
     };
     let write = |name: &str, text: String| {
         let path = request.out_dir.join(name);
@@ -384,6 +396,11 @@ pub fn markdown(c: &Calibration) -> String {
     md.push('\n');
     md.push_str(&conclusion(c));
     md.push('\n');
+    if let Some(alone) = &c.ceiling {
+        md.push('\n');
+        md.push_str(&alone.line());
+        md.push('\n');
+    }
     md
 }
 
@@ -472,6 +489,7 @@ mod tests {
             prefill: 1000,
             repeats: 3,
             rows: vec![one],
+            ceiling: None,
         };
         assert!(conclusion(&c).starts_with("At every connection count"));
         c.rows.push(four);

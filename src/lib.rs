@@ -13,6 +13,7 @@ pub mod accounting;
 pub mod backend;
 pub mod calibrate;
 pub mod capacity;
+pub mod ceiling;
 pub mod clock;
 pub mod compare;
 pub mod engine;

@@ -31,6 +31,10 @@ pub struct LedgerEntry {
     /// Its last outcome is unknown to the harness (a worker died, or a commit broke) until
     /// the table resolves it.
     pub in_doubt: bool,
+    /// Some outcome of it was ever in doubt: the last pass asks the table about it even when
+    /// it finished later (a failure update whose reply was lost shows only in its
+    /// `retry_count`).
+    pub doubted: bool,
     /// It finished in the table without a worker reporting it (resolved in-doubt outcome).
     pub resolved_from_table: bool,
 }
@@ -207,12 +211,14 @@ impl Ledger {
         self.update(id, |e| {
             e.crashes += 1;
             e.in_doubt = true;
+            e.doubted = true;
         });
     }
     pub fn rolled_back(&mut self, id: JobId, in_doubt: bool) {
         self.update(id, |e| {
             e.rollbacks += 1;
             e.in_doubt |= in_doubt;
+            e.doubted |= in_doubt;
         });
     }
 
@@ -300,6 +306,19 @@ impl Ledger {
             .collect();
         jobs.sort_unstable();
         (keys, jobs)
+    }
+
+    /// Finished jobs some outcome of which was in doubt: the last pass asks the table about
+    /// them too (see [`LedgerEntry::doubted`]).
+    pub fn doubted_finished(&self) -> Vec<JobId> {
+        let mut jobs: Vec<JobId> = self
+            .unusual
+            .iter()
+            .filter(|(_, e)| e.doubted && e.finished())
+            .map(|(id, _)| *id)
+            .collect();
+        jobs.sort_unstable();
+        jobs
     }
 
     pub fn get(&self, id: JobId) -> Option<LedgerEntry> {

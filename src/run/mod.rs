@@ -182,3 +182,6 @@ pub fn default_out_dir(name: &str) -> PathBuf {
     }
     dir
 }
+
+#[cfg(test)]
+mod tests;

@@ -197,7 +197,8 @@ impl EarlierSteps {
 /// statement's size stay bounded however long the run.
 const CHUNK: usize = 50_000;
 
-/// Settles what is still in doubt, then runs the proof against the table behind `conn`
+/// Settles what is still in doubt (and asks again about jobs that finished after an outcome
+/// was in doubt), then runs the proof against the table behind `conn`
 /// (whose `search_path` is the run schema), in chunks of the id space. The ledger is
 /// updated with the settlement.
 pub async fn prove(
@@ -206,7 +207,8 @@ pub async fn prove(
     opts: ProofOptions,
     earlier: &EarlierSteps,
 ) -> Result<AccountingProof> {
-    let (keys, jobs) = ledger.unresolved();
+    let (keys, mut jobs) = ledger.unresolved();
+    jobs.extend(ledger.doubted_finished());
     for event in settle(conn, &keys, &jobs, 0, true).await? {
         ledger.settle(&event);
     }
@@ -638,3 +640,6 @@ impl Findings<'_> {
         parts.join("; ")
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,224 @@
+//! The proof's edge cases, on the in-memory queue: each test plays a worker's steps on the
+//! queue and writes into a ledger what the harness would have seen, then proves.
+
+use super::*;
+use crate::backend::memory::{MemoryQueue, Mishaps};
+use crate::backend::{Backend, FailOutcome, NewJob};
+use crate::scenario::load::{Overrides, parse};
+use crate::scenario::{EnvDefaults, Plan, QueuePlan};
+use std::sync::Arc;
+
+fn queue_plan(max_retries: i32) -> QueuePlan {
+    let text = format!(
+        "[queue]\nmax_retries = {max_retries}\nbackoff = {{ base = \"0s\" }}\n[producers]\nrate = 1\n[[phases]]\nname = \"a\"\nduration = \"1s\"\n"
+    );
+    let s = parse("t.toml", &text, &Overrides::default()).unwrap();
+    Plan::build(s, "t.toml", "t", &EnvDefaults::default())
+        .unwrap()
+        .queue
+}
+
+fn job(key: &str) -> NewJob {
+    NewJob {
+        job_type: "job".into(),
+        payload: format!("{{\"k\":\"{key}\",\"t\":0}}"),
+        priority: 0,
+    }
+}
+
+const OPTIONS: ProofOptions = ProofOptions {
+    audit: true,
+    drained: true,
+    claim_mode: ClaimMode::InTransaction,
+    outbox: false,
+};
+
+async fn prove_on(
+    queue: &Arc<MemoryQueue>,
+    ledger: &mut Ledger,
+    opts: ProofOptions,
+) -> AccountingProof {
+    let mut link = queue.connect("proof").await.unwrap();
+    prove(&mut *link, ledger, opts, &EarlierSteps::default())
+        .await
+        .unwrap()
+}
+
+/// Enqueues `n` jobs, each in the ledger as committed.
+async fn enqueued(queue: &Arc<MemoryQueue>, ledger: &mut Ledger, n: usize) -> Vec<JobId> {
+    let mut link = queue.connect("producer").await.unwrap();
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let id = link.enqueue(&job(&format!("k{i}"))).await.unwrap();
+        ledger.enqueued(id);
+        ids.push(id);
+    }
+    ids
+}
+
+#[tokio::test]
+async fn a_commit_whose_reply_was_lost_is_settled_from_the_queue() {
+    let queue = MemoryQueue::new(&queue_plan(3));
+    let mut ledger = Ledger::default();
+    let id = enqueued(&queue, &mut ledger, 1).await[0];
+    let mut worker = queue.connect("worker-0").await.unwrap();
+    let claimed = worker.claim(ClaimMode::InTransaction).await.unwrap();
+    ledger.claimed(claimed[0].id);
+    queue.set_mishaps(Mishaps { lost_replies: 1 });
+    let e = worker
+        .finish(ClaimMode::InTransaction, &[id])
+        .await
+        .unwrap_err();
+    assert!(e.outcome_unknown());
+    // What the worker reports: its commit broke, the outcome unknown.
+    ledger.rolled_back(id, true);
+    let proof = prove_on(&queue, &mut ledger, OPTIONS).await;
+    assert!(proof.ok, "{}", proof.verdict);
+    assert_eq!(proof.finished_without_report, 1);
+    assert_eq!(ledger.get(id).unwrap().completions, 1);
+}
+
+#[tokio::test]
+async fn a_failure_update_whose_reply_was_lost_counts_as_a_failure_not_a_repeat() {
+    let queue = MemoryQueue::new(&queue_plan(3));
+    let mut ledger = Ledger::default();
+    let id = enqueued(&queue, &mut ledger, 1).await[0];
+    let mut worker = queue.connect("worker-0").await.unwrap();
+    let opts = ProofOptions {
+        claim_mode: ClaimMode::Committed,
+        ..OPTIONS
+    };
+    worker.claim(ClaimMode::Committed).await.unwrap();
+    ledger.claimed(id);
+    queue.set_mishaps(Mishaps { lost_replies: 1 });
+    assert!(worker.fail(id, "boom").await.unwrap_err().outcome_unknown());
+    ledger.rolled_back(id, true);
+    // It runs again (the retry the failure scheduled) and completes.
+    assert_eq!(worker.claim(ClaimMode::Committed).await.unwrap()[0].id, id);
+    ledger.claimed(id);
+    worker.finish(ClaimMode::Committed, &[id]).await.unwrap();
+    ledger.completed(id);
+    let proof = prove_on(&queue, &mut ledger, opts).await;
+    assert!(proof.ok, "{}", proof.verdict);
+    assert_eq!(ledger.failures_found_in_table, 1, "the retry_count told");
+    assert_eq!(
+        proof.executions.extra_executions, 0,
+        "{:?}",
+        proof.executions
+    );
+}
+
+#[tokio::test]
+async fn a_crash_before_the_dead_letter_is_one_repeat_explained_by_the_crash() {
+    let queue = MemoryQueue::new(&queue_plan(2));
+    let mut ledger = Ledger::default();
+    let id = enqueued(&queue, &mut ledger, 1).await[0];
+    // The first worker dies holding the job: its transaction goes with it.
+    let mut first = queue.connect("worker-0").await.unwrap();
+    first.claim(ClaimMode::InTransaction).await.unwrap();
+    ledger.claimed(id);
+    drop(first);
+    ledger.crashed(id);
+    // Then two failures dead-letter it.
+    let mut worker = queue.connect("worker-1").await.unwrap();
+    for dead in [false, true] {
+        assert_eq!(
+            worker.claim(ClaimMode::InTransaction).await.unwrap()[0].id,
+            id
+        );
+        ledger.claimed(id);
+        let outcome = worker.fail(id, "boom").await.unwrap();
+        assert_eq!(outcome == FailOutcome::DeadLettered, dead);
+        worker.finish(ClaimMode::InTransaction, &[]).await.unwrap();
+        ledger.failed(id, dead);
+    }
+    let proof = prove_on(&queue, &mut ledger, OPTIONS).await;
+    assert!(proof.ok, "{}", proof.verdict);
+    assert_eq!(proof.executions.extra_executions, 1);
+    assert_eq!(proof.executions.unexplained_executions, 0);
+    assert!(
+        proof.verdict.contains("1 job run(s) repeated"),
+        "{}",
+        proof.verdict
+    );
+}
+
+#[tokio::test]
+async fn a_job_the_queue_really_lost_is_named_and_a_stranger_is_counted() {
+    let queue = MemoryQueue::new(&queue_plan(3));
+    let mut ledger = Ledger::default();
+    let ids = enqueued(&queue, &mut ledger, 3).await;
+    let mut worker = queue.connect("worker-0").await.unwrap();
+    for _ in &ids {
+        let job = worker.claim(ClaimMode::InTransaction).await.unwrap()[0].id;
+        ledger.claimed(job);
+        worker
+            .finish(ClaimMode::InTransaction, &[job])
+            .await
+            .unwrap();
+        ledger.completed(job);
+    }
+    assert!(prove_on(&queue, &mut ledger, OPTIONS).await.ok);
+    queue.lose(ids[1]);
+    let stranger = queue.smuggle(&job("stranger"));
+    let proof = prove_on(&queue, &mut ledger, OPTIONS).await;
+    assert!(!proof.ok);
+    assert_eq!((proof.ledger.lost, proof.table.lost), (0, 1));
+    assert!(!proof.views_agree);
+    assert_eq!(proof.lost[0].id, ids[1]);
+    assert_eq!(proof.lost[0].table, "missing");
+    assert_eq!(proof.untracked_count, 1);
+    assert_eq!(proof.untracked[0].id, stranger);
+    assert!(
+        proof.verdict.contains(&format!("id {}", ids[1])),
+        "{}",
+        proof.verdict
+    );
+}
+
+#[tokio::test]
+async fn a_job_completed_twice_is_a_duplicate_unless_a_reap_explains_it() {
+    let queue = MemoryQueue::new(&queue_plan(3));
+    let mut ledger = Ledger::default();
+    let id = enqueued(&queue, &mut ledger, 1).await[0];
+    let mut slow = queue.connect("worker-0").await.unwrap();
+    slow.claim(ClaimMode::Committed).await.unwrap();
+    ledger.claimed(id);
+    // The reaper takes it back from a worker that is only slow, another worker runs it too.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let mut reaper = queue.connect("reaper").await.unwrap();
+    let reaped = reaper
+        .reap(std::time::Duration::from_millis(1), false)
+        .await
+        .unwrap();
+    assert_eq!(reaped, vec![(id, false)]);
+    ledger.reaped(id, false, false);
+    let mut fast = queue.connect("worker-1").await.unwrap();
+    fast.claim(ClaimMode::Committed).await.unwrap();
+    ledger.claimed(id);
+    for w in [&mut fast, &mut slow] {
+        w.finish(ClaimMode::Committed, &[id]).await.unwrap();
+        ledger.completed(id);
+    }
+    let committed = ProofOptions {
+        claim_mode: ClaimMode::Committed,
+        ..OPTIONS
+    };
+    let proof = prove_on(&queue, &mut ledger, committed).await;
+    assert!(
+        proof.ok,
+        "allowed after a reap in committed mode: {}",
+        proof.verdict
+    );
+    assert_eq!(proof.executions.allowed_completions, 1);
+    assert_eq!(
+        proof.table.duplicate_completions,
+        Some(1),
+        "the audit saw both"
+    );
+    let proof = prove_on(&queue, &mut ledger, OPTIONS).await;
+    assert!(
+        !proof.ok,
+        "in transaction, a second completion is a duplicate"
+    );
+}
