@@ -13,6 +13,8 @@ use crate::backend::Backend;
 use crate::ceiling::{self, Ceiling};
 use crate::error::{Failure, InputError};
 use crate::provider::Server;
+use crate::report::artifact::{self, Document};
+use crate::report::page::{self, Callout, Page, Section, Tone};
 use crate::run::{self, RunOptions, Session};
 use crate::scenario::{
     DurationDist, HandlerSection, HumanDuration, PhaseSection, Plan, PlanChange, Rate, VariantName,
@@ -200,15 +202,16 @@ pub async fn run(
         rows,
         ceiling: Some(ceiling),
     };
-    let write = |name: &str, text: String| {
-        let path = request.out_dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
-    };
-    write(
-        "calibrate.json",
-        serde_json::to_string_pretty(&calibration).context("calibrate.json")?,
-    )?;
-    write("calibrate.md", markdown(&calibration))?;
+    artifact::write(
+        &request.out_dir,
+        &calibration,
+        &[
+            &artifact::Json("calibrate.json"),
+            &artifact::Markdown("calibrate.md"),
+            &artifact::Html("calibrate.html"),
+        ],
+    )
+    .context("writing the calibration")?;
     Ok(calibration)
 }
 
@@ -371,37 +374,94 @@ fn transactions(report: &str) -> Result<u64> {
         .context("no 'number of transactions actually processed' line")
 }
 
-/// The table, one row per connection count, and what it means.
-pub fn markdown(c: &Calibration) -> String {
-    let mut md = format!(
-        "# dbq-bench calibrate\n\nThe seed's claim + complete transaction on a table prefilled with {} jobs, 0 ms handler, {:.0} s per tool and connection count ({} server); pgbench `-M prepared` first, then `dbq-bench` draining the same way, {} time(s) in turn. Medians of the runs; the ranges are the lowest and highest run.\n\n| connections | pgbench jobs/s | dbq-bench jobs/s | ratio | ratio range | pgbench CPU µs/job | dbq-bench CPU µs/job | CPU ratio | CPU ratio range |\n|---|---|---|---|---|---|---|---|---|\n",
-        c.prefill, c.duration_s, c.server, c.repeats
-    );
-    for r in &c.rows {
-        md.push_str(&format!(
-            "| {} | {:.0} | {:.0} | {:.2}× | {:.2}–{:.2}× | {:.0} | {:.0} | {:.2}× | {:.2}–{:.2}× |\n",
-            r.connections,
-            r.pgbench_per_s,
-            r.harness_per_s,
-            r.ratio,
-            r.ratio_range[0],
-            r.ratio_range[1],
-            r.pgbench_cpu_us_per_job,
-            r.harness_cpu_us_per_job,
-            r.cpu_ratio,
-            r.cpu_ratio_range[0],
-            r.cpu_ratio_range[1],
-        ));
+impl Calibration {
+    /// One row per connection count (the same cells in Markdown and HTML).
+    fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let header = [
+            "connections",
+            "pgbench jobs/s",
+            "dbq-bench jobs/s",
+            "ratio",
+            "ratio range",
+            "pgbench CPU µs/job",
+            "dbq-bench CPU µs/job",
+            "CPU ratio",
+            "CPU ratio range",
+        ]
+        .map(String::from)
+        .to_vec();
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.connections.to_string(),
+                    format!("{:.0}", r.pgbench_per_s),
+                    format!("{:.0}", r.harness_per_s),
+                    format!("{:.2}×", r.ratio),
+                    format!("{:.2}–{:.2}×", r.ratio_range[0], r.ratio_range[1]),
+                    format!("{:.0}", r.pgbench_cpu_us_per_job),
+                    format!("{:.0}", r.harness_cpu_us_per_job),
+                    format!("{:.2}×", r.cpu_ratio),
+                    format!("{:.2}–{:.2}×", r.cpu_ratio_range[0], r.cpu_ratio_range[1]),
+                ]
+            })
+            .collect();
+        (header, rows)
     }
-    md.push('\n');
-    md.push_str(&conclusion(c));
-    md.push('\n');
-    if let Some(alone) = &c.ceiling {
-        md.push('\n');
-        md.push_str(&alone.line());
-        md.push('\n');
+
+    /// What was run, in one paragraph.
+    fn method(&self) -> String {
+        format!(
+            "The seed's claim + complete transaction on a table prefilled with {} jobs, 0 ms handler, {:.0} s per tool and connection count ({} server); pgbench `-M prepared` first, then `dbq-bench` draining the same way, {} time(s) in turn. Medians of the runs; the ranges are the lowest and highest run.",
+            self.prefill, self.duration_s, self.server, self.repeats
+        )
     }
-    md
+}
+
+impl Document for Calibration {
+    /// The table, one row per connection count, and what it means.
+    fn markdown(&self) -> String {
+        let (header, rows) = self.table();
+        let mut md = format!("# dbq-bench calibrate\n\n{}\n\n", self.method());
+        md.push_str(&page::markdown_table(&header, &rows));
+        md.push('\n');
+        md.push_str(&conclusion(self));
+        md.push('\n');
+        if let Some(alone) = &self.ceiling {
+            md.push('\n');
+            md.push_str(&alone.line());
+            md.push('\n');
+        }
+        md
+    }
+
+    fn page(&self) -> Page {
+        let (header, rows) = self.table();
+        let at_parity = self.rows.iter().all(Row::at_parity);
+        let mut callouts = vec![Callout {
+            tone: if at_parity { Tone::Ok } else { Tone::Warn },
+            label: "Against pgbench.".into(),
+            text: conclusion(self),
+        }];
+        if let Some(alone) = &self.ceiling {
+            callouts.push(Callout {
+                tone: Tone::of(alone.proof_ok),
+                label: "Ceiling.".into(),
+                text: alone.line(),
+            });
+        }
+        Page {
+            title: "dbq-bench calibrate".into(),
+            subtitle: format!("{} server, {:.0} s per run", self.server, self.duration_s),
+            intro: Some(self.method()),
+            callouts,
+            sections: vec![Section::new(
+                "pgbench and dbq-bench",
+                page::table(&header, &rows),
+            )],
+        }
+    }
 }
 
 /// One line: whether the harness kept up with pgbench at every connection count, or where
@@ -498,7 +558,7 @@ mod tests {
             "Short of pgbench at 4 connection(s) (0.95× pgbench's jobs/s at 1.10× its CPU per job): near those rates the load generator takes CPU the server could use, so a capacity measured there is a lower bound (a run whose producers fall behind says \"limited by the load generator\")."
         );
         assert!(
-            markdown(&c)
+            c.markdown()
                 .contains("| 4 | 1000 | 950 | 0.95× | 0.90–1.10× | 40 | 44 | 1.10× | 0.75–1.25× |")
         );
     }

@@ -5,6 +5,7 @@ use super::shell::{check_out, interruptible, out, outln};
 use clap::Args;
 use dbq_bench::calibrate::{self, CalibrateRequest};
 use dbq_bench::error::ExitStatus;
+use dbq_bench::report::artifact::Document;
 use dbq_bench::scenario::{EnvDefaults, load_plan};
 use dbq_bench::status;
 use std::path::PathBuf;
@@ -87,7 +88,7 @@ pub async fn command(args: CalibrateArgs) -> ExitStatus {
     };
     match calibrate::run(&request, &interruptible()).await {
         Ok(c) => {
-            out!("{}", calibrate::markdown(&c));
+            out!("{}", c.markdown());
             outln!("\nresults    {}", request.out_dir.display());
             ExitStatus::Ok
         }

@@ -5,6 +5,7 @@ use super::{BaselineArgs, OverrideArgs};
 use clap::Args;
 use dbq_bench::capacity::{self, CapacityRequest, Search};
 use dbq_bench::error::ExitStatus;
+use dbq_bench::report::artifact::Document;
 use dbq_bench::scenario::{EnvDefaults, load_plan};
 use dbq_bench::status;
 use std::path::PathBuf;
@@ -76,10 +77,10 @@ pub async fn command(args: CapacityArgs) -> ExitStatus {
     match capacity::run(&request, &interruptible()).await {
         Ok(c) => {
             if !args.quiet {
-                out!("{}", capacity::markdown(&c));
+                out!("{}", c.markdown());
                 outln!("\nresults    {}", request.out_dir.display());
             }
-            append_to_step_summary(capacity::markdown(&c).as_bytes());
+            append_to_step_summary(c.markdown().as_bytes());
             let found = match c.search.consumers_for_rate {
                 Some(_) => c.min_consumers.is_some(),
                 None => c.max_sustainable_per_s.is_some(),

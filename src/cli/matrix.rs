@@ -6,6 +6,7 @@ use super::{BaselineArgs, OverrideArgs};
 use clap::{Args, Subcommand};
 use dbq_bench::error::ExitStatus;
 use dbq_bench::matrix::{self, MatrixRequest, comparison::Comparison};
+use dbq_bench::report::artifact::Document;
 use dbq_bench::scenario::EnvDefaults;
 use dbq_bench::status;
 use std::path::PathBuf;

@@ -4,8 +4,11 @@
 
 use super::CellSpec;
 use crate::report::Summary;
+use crate::report::artifact::{self, Document, Exporter};
+use crate::report::design::DesignRecord;
 use crate::report::headline::FIGURES;
-use crate::report::svg::{bars, escape};
+use crate::report::page::{self, Callout, Page, Section, Tone};
+use crate::report::svg::bars;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -56,6 +59,9 @@ impl Spread {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellRun {
     pub dir: PathBuf,
+    /// The design the run measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<DesignRecord>,
     pub complete: bool,
     pub accounting_ok: bool,
     pub producers_kept_schedule: bool,
@@ -67,6 +73,10 @@ pub struct CellRun {
 pub struct CellComparison {
     #[serde(flatten)]
     pub cell: CellSpec,
+    /// The design its runs measured (from their summaries; absent for results of older
+    /// versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<DesignRecord>,
     pub runs: Vec<CellRun>,
     pub figures: BTreeMap<String, Spread>,
     /// Median over the baseline's median, per figure.
@@ -133,6 +143,7 @@ impl Comparison {
                     })
                     .collect();
                 CellComparison {
+                    design: runs.iter().find_map(|r| r.design.clone()),
                     lost_jobs: runs
                         .iter()
                         .any(|r| !r.accounting_ok || r.figures["lost"] > 0.0),
@@ -172,19 +183,24 @@ impl Comparison {
         self.cells.iter().any(|c| c.lost_jobs)
     }
 
-    /// Writes comparison.json, .md, .csv and .html into `dir`.
+    /// Writes comparison.json, .md, .csv and .html into `dir` (created when missing).
     pub fn write(&self, dir: &Path) -> Result<()> {
-        let json = serde_json::to_string_pretty(self)?;
-        std::fs::write(dir.join("comparison.json"), json)?;
-        std::fs::write(dir.join("comparison.md"), self.markdown())?;
-        std::fs::write(dir.join("comparison.csv"), self.csv()?)?;
-        std::fs::write(dir.join("comparison.html"), self.html())?;
-        Ok(())
+        artifact::write(
+            dir,
+            self,
+            &[
+                &artifact::Json("comparison.json"),
+                &artifact::Markdown("comparison.md"),
+                &ComparisonCsv,
+                &artifact::Html("comparison.html"),
+            ],
+        )
+        .map(drop)
     }
 
     /// The one table every format shows: a header row, then one row per cell.
     fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
-        let mut header = vec!["cell".to_string(), "runs".to_string()];
+        let mut header = vec!["cell".to_string(), "design".to_string(), "runs".to_string()];
         header.extend(FIGURES.iter().map(|f| f.heading.to_string()));
         let rows = self
             .cells
@@ -192,6 +208,9 @@ impl Comparison {
             .map(|c| {
                 let mut row = vec![
                     format!("{} {}", c.cell.index, c.cell.label),
+                    c.design
+                        .as_ref()
+                        .map_or("–".to_string(), DesignRecord::label),
                     c.runs.len().to_string(),
                 ];
                 for f in &FIGURES {
@@ -249,24 +268,11 @@ impl Comparison {
         notes
     }
 
-    pub fn markdown(&self) -> String {
-        let (header, rows) = self.table();
-        let mut md = String::from("# dbq-bench matrix: comparison\n\n");
-        md.push_str(&format!("| {} |\n", header.join(" | ")));
-        md.push_str(&format!("|{}\n", "---|".repeat(header.len())));
-        for row in rows {
-            md.push_str(&format!("| {} |\n", row.join(" | ")));
-        }
-        md.push('\n');
-        for n in self.notes() {
-            md.push_str(&format!("- {n}\n"));
-        }
-        md
-    }
-
     fn csv(&self) -> Result<String> {
         let mut w = csv::Writer::from_writer(Vec::new());
-        let mut header = vec!["index".to_string(), "label".to_string(), "runs".to_string()];
+        let mut header: Vec<String> = ["index", "label", "design", "claim_batch", "runs"]
+            .map(String::from)
+            .to_vec();
         for f in &FIGURES {
             for part in ["median", "min", "max", "ratio"] {
                 header.push(format!("{}_{part}", f.key));
@@ -277,6 +283,10 @@ impl Comparison {
             let mut row = vec![
                 c.cell.index.to_string(),
                 c.cell.label.clone(),
+                c.design.as_ref().map_or(String::new(), DesignRecord::label),
+                c.design
+                    .as_ref()
+                    .map_or(String::new(), |d| d.claim_batch.to_string()),
                 c.runs.len().to_string(),
             ];
             for f in &FIGURES {
@@ -293,30 +303,9 @@ impl Comparison {
         Ok(String::from_utf8(w.into_inner()?)?)
     }
 
-    pub fn html(&self) -> String {
-        let (header, rows) = self.table();
-        let mut h = String::from(
-            "<!doctype html><html><head><meta charset=\"utf-8\"><title>dbq-bench matrix</title>\
-             <style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}\
-             td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}</style>\
-             </head><body><h1>dbq-bench matrix: comparison</h1><table><tr>",
-        );
-        for c in &header {
-            h.push_str(&format!("<th>{}</th>", escape(c)));
-        }
-        h.push_str("</tr>");
-        for row in rows {
-            h.push_str("<tr>");
-            for c in row {
-                h.push_str(&format!("<td>{}</td>", escape(&c)));
-            }
-            h.push_str("</tr>");
-        }
-        h.push_str("</table><ul>");
-        for n in self.notes() {
-            h.push_str(&format!("<li>{}</li>", escape(&n)));
-        }
-        h.push_str("</ul>");
+    /// The medians of a few figures as bar charts.
+    fn charts(&self) -> String {
+        let mut h = String::new();
         for (key, title) in [
             ("throughput_per_s", "Completed jobs/s while busy (median)"),
             ("e2e_p50_ms", "End-to-end p50, ms (median)"),
@@ -337,8 +326,67 @@ impl Comparison {
                 .collect();
             h.push_str(&format!("<figure>{}</figure>", bars(title, &items)));
         }
-        h.push_str("</body></html>\n");
         h
+    }
+}
+
+impl Document for Comparison {
+    fn markdown(&self) -> String {
+        let (header, rows) = self.table();
+        let mut md = String::from("# dbq-bench matrix: comparison\n\n");
+        md.push_str(&page::markdown_table(&header, &rows));
+        md.push('\n');
+        for n in self.notes() {
+            md.push_str(&format!("- {n}\n"));
+        }
+        md
+    }
+
+    fn page(&self) -> Page {
+        let (header, rows) = self.table();
+        let runs: usize = self.cells.iter().map(|c| c.runs.len()).sum();
+        let lost = self.lost_jobs();
+        let behind = self.cells.iter().any(|c| c.load_generator_behind);
+        let mut callouts = vec![Callout {
+            tone: Tone::of(!lost),
+            label: "Accounting.".into(),
+            text: if lost {
+                "Some cell lost jobs: its figures do not count (see the notes).".into()
+            } else {
+                "Every run of every cell accounted for every job.".into()
+            },
+        }];
+        if behind {
+            callouts.push(Callout {
+                tone: Tone::Warn,
+                label: "Load generator.".into(),
+                text: "In some runs the producers missed their schedule: those cells' open-loop figures may be limited by the harness (see the notes).".into(),
+            });
+        }
+        Page {
+            title: "dbq-bench matrix: comparison".into(),
+            subtitle: format!("{} cell(s), {runs} run(s), interleaved", self.cells.len()),
+            intro: None,
+            callouts,
+            sections: vec![
+                Section::new("Cells", page::table(&header, &rows)),
+                Section::new("Notes", page::notes(&self.notes())),
+                Section::new("Charts", self.charts()),
+            ],
+        }
+    }
+}
+
+/// `comparison.csv`: every figure's median, range and ratio, one row a cell.
+struct ComparisonCsv;
+
+impl Exporter<Comparison> for ComparisonCsv {
+    fn file_name(&self) -> &'static str {
+        "comparison.csv"
+    }
+    fn export(&self, c: &Comparison, out: &mut dyn std::io::Write) -> Result<()> {
+        out.write_all(c.csv()?.as_bytes())?;
+        Ok(())
     }
 }
 
@@ -378,6 +426,7 @@ fn read_runs(cell_dir: &Path) -> Result<Vec<CellRun>> {
             let s: Summary = serde_json::from_str(&text)
                 .with_context(|| format!("reading {}/summary.json", dir.display()))?;
             Ok(CellRun {
+                design: Some(s.design.clone()),
                 complete: s.complete,
                 accounting_ok: s.accounting.ok,
                 producers_kept_schedule: s.verdict.producers_kept_schedule,

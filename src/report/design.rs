@@ -67,6 +67,27 @@ impl DesignRecord {
         words.join(" ")
     }
 
+    /// The design in a sentence: `the batch design (claims of 10) on PostgreSQL`.
+    pub fn phrase(&self) -> String {
+        let batch = match self.claim_batch {
+            n if n > 1 => format!(" (claims of {n})"),
+            _ => String::new(),
+        };
+        let mut phrase = format!(
+            "the {} design{batch} on {}",
+            self.variant,
+            self.engine.label()
+        );
+        let rest = self.label();
+        let extras = rest
+            .split_once(self.engine.label())
+            .map_or("", |(_, r)| r.trim());
+        if !extras.is_empty() {
+            phrase.push_str(&format!(", {extras}"));
+        }
+        phrase
+    }
+
     /// What differs between two designs, as `key: this vs that`; empty when they are one.
     pub fn differences(&self, other: &DesignRecord) -> Vec<String> {
         let mut out = Vec::new();
@@ -132,5 +153,17 @@ mod tests {
             ["variant: seed vs batch", "claim_batch: 1 vs 10"]
         );
         assert_eq!(batch.label(), "batch ×10 on PostgreSQL");
+        assert_eq!(
+            batch.phrase(),
+            "the batch design (claims of 10) on PostgreSQL"
+        );
+        let committed = DesignRecord {
+            claim_mode: ClaimMode::Committed,
+            ..seed
+        };
+        assert_eq!(
+            committed.phrase(),
+            "the seed design on PostgreSQL, claims committed"
+        );
     }
 }

@@ -1,6 +1,8 @@
-//! The output formats. Each is small and independent; all read the same `RunResults`.
+//! The files of a run's results. Each is small and independent; all read the same
+//! `RunResults` (`report.md` and `report.html` through the document's Markdown and page).
 
-use super::{Exporter, RunResults, Summary, ms};
+use super::artifact::Exporter;
+use super::{RunResults, Summary, ms};
 use crate::metrics::LatencySummary;
 use anyhow::Result;
 use std::io::Write;
@@ -8,7 +10,7 @@ use std::io::Write;
 /// `scenario.resolved.toml`: the scenario as run, every default filled in.
 pub struct ResolvedScenario;
 
-impl Exporter for ResolvedScenario {
+impl Exporter<RunResults> for ResolvedScenario {
     fn file_name(&self) -> &'static str {
         "scenario.resolved.toml"
     }
@@ -19,9 +21,9 @@ impl Exporter for ResolvedScenario {
 }
 
 /// `summary.json`: every figure, versioned (`schema_version`).
-pub struct Json;
+pub struct SummaryJson;
 
-impl Exporter for Json {
+impl Exporter<RunResults> for SummaryJson {
     fn file_name(&self) -> &'static str {
         "summary.json"
     }
@@ -35,7 +37,7 @@ impl Exporter for Json {
 /// `timeline.csv`: one row per second of the run.
 pub struct TimelineCsv;
 
-impl Exporter for TimelineCsv {
+impl Exporter<RunResults> for TimelineCsv {
     fn file_name(&self) -> &'static str {
         "timeline.csv"
     }
@@ -52,7 +54,7 @@ impl Exporter for TimelineCsv {
 /// `db_stats.csv`: one row per database sample.
 pub struct DbStatsCsv;
 
-impl Exporter for DbStatsCsv {
+impl Exporter<RunResults> for DbStatsCsv {
     fn file_name(&self) -> &'static str {
         "db_stats.csv"
     }
@@ -61,23 +63,10 @@ impl Exporter for DbStatsCsv {
     }
 }
 
-/// `report.html`: the report with charts, self-contained.
-pub struct Html;
-
-impl Exporter for Html {
-    fn file_name(&self) -> &'static str {
-        "report.html"
-    }
-    fn export(&self, r: &RunResults, out: &mut dyn Write) -> Result<()> {
-        out.write_all(super::html::render(r).as_bytes())?;
-        Ok(())
-    }
-}
-
 /// `latency.hlog`: HdrHistogram interval log, one tag per metric, one interval per second.
 pub struct Hlog;
 
-impl Exporter for Hlog {
+impl Exporter<RunResults> for Hlog {
     fn file_name(&self) -> &'static str {
         "latency.hlog"
     }
@@ -86,9 +75,6 @@ impl Exporter for Hlog {
         Ok(())
     }
 }
-
-/// `report.md`: the summary for people.
-pub struct Markdown;
 
 fn latency_row(name: &str, s: &LatencySummary) -> String {
     if s.count == 0 {
@@ -150,6 +136,7 @@ fn md_run(s: &Summary) -> String {
         "- scenario `{}` (seed {}), queue variant `{}`\n",
         s.scenario.file, s.scenario.seed, s.queue.variant
     ));
+    md.push_str(&format!("- design: {}\n", s.design.label()));
     md.push_str(&format!(
         "- database: {} — {}\n",
         s.database.provider, s.database.description
@@ -307,22 +294,15 @@ fn md_problems(s: &Summary) -> String {
     md
 }
 
-impl Exporter for Markdown {
-    fn file_name(&self) -> &'static str {
-        "report.md"
-    }
-    fn export(&self, r: &RunResults, out: &mut dyn Write) -> Result<()> {
-        let s = &r.summary;
-        let md = [
-            md_head(s),
-            md_run(s),
-            md_figures(s),
-            md_phases(s),
-            md_database(s),
-            md_problems(s),
-        ]
-        .concat();
-        out.write_all(md.as_bytes())?;
-        Ok(())
-    }
+/// `report.md`: the summary for people.
+pub fn markdown(s: &Summary) -> String {
+    [
+        md_head(s),
+        md_run(s),
+        md_figures(s),
+        md_phases(s),
+        md_database(s),
+        md_problems(s),
+    ]
+    .concat()
 }

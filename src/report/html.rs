@@ -1,84 +1,78 @@
-//! `report.html`: one self-contained page (inline CSS and SVG, no scripts, no links) with
-//! the verdict, the accounting proof, thresholds, charts and tables.
+//! `report.html`'s sections: thresholds, key figures, charts and tables, on the shell every
+//! document shares (`page`).
 
+use super::page::{Callout, Page, Section, Tone};
 use super::summary::{Summary, VerdictState};
 use super::svg::{Band, Marker, Series, SpectrumChart, TimeChart, bars, escape};
-use super::{RunResults, ms, number};
+use super::{RunResults, capitalised, ms, number};
 use crate::metrics::WindowKind;
 use std::fmt::Write;
-
-const STYLE: &str = "body{font-family:sans-serif;margin:24px auto;max-width:960px;color:#222;line-height:1.4}\
-h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd;padding-bottom:3px}\
-.sub{color:#666;font-size:13px}.box{padding:10px 14px;border-radius:4px;margin:10px 0}\
-.ok{background:#e8f5e9;border-left:5px solid #2e7d32}.bad{background:#fdecea;border-left:5px solid #c62828}\
-.warn{background:#fff8e1;border-left:5px solid #f9a825}table{border-collapse:collapse;font-size:13px;margin:8px 0}\
-td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f5f5f5}td.l,th.l{text-align:left}\
-.pass{color:#2e7d32;font-weight:bold}.fail{color:#c62828;font-weight:bold}code{background:#f5f5f5;padding:1px 3px}\
-p.note{font-size:13px;color:#444}svg{display:block;margin:6px 0}";
 
 fn mb(bytes: i64) -> String {
     format!("{:.1} MB", bytes as f64 / 1_048_576.0)
 }
 
-pub fn render(r: &RunResults) -> String {
+/// The run's page: its verdict and proof under the header, then every section.
+pub fn page(r: &RunResults) -> Page {
     let s = &r.summary;
-    let mut h = String::new();
-    let _ = write!(
-        h,
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>dbq-bench: {n}</title><style>{STYLE}</style></head><body>\
-         <h1>dbq-bench: {n}</h1><p class=\"sub\">{file} · seed {seed} · {provider}: {version} · {start} → {end} (UTC)</p>",
-        n = escape(&s.scenario.name),
-        file = escape(&s.scenario.file),
-        seed = s.scenario.seed,
-        provider = escape(&s.database.provider),
-        version = escape(s.database.server_version.split(" on ").next().unwrap_or("")),
-        start = s.run.started_at,
-        end = s.run.ended_at
-    );
-    if !s.scenario.description.is_empty() {
-        let _ = write!(h, "<p>{}</p>", escape(&s.scenario.description));
-    }
+    let mut callouts = Vec::new();
     if let Some(why) = s.incomplete_because() {
-        let _ = write!(
-            h,
-            "<div class=\"box warn\"><b>Incomplete run</b> ({}): the figures cover what happened before it stopped.</div>",
-            escape(&why)
-        );
+        callouts.push(Callout {
+            tone: Tone::Warn,
+            label: "Incomplete run".into(),
+            text: format!("({why}): the figures cover what happened before it stopped."),
+        });
     }
-    let class = |ok: bool| if ok { "ok" } else { "bad" };
-    let _ = write!(
-        h,
-        "<div class=\"box {}\"><b>Verdict.</b> {}</div>",
-        match s.verdict.state {
-            VerdictState::KeptUp => "ok",
-            VerdictState::LoadGeneratorLimited => "warn",
-            VerdictState::DidNotKeepUp => "bad",
+    callouts.push(Callout {
+        tone: match s.verdict.state {
+            VerdictState::KeptUp => Tone::Ok,
+            VerdictState::LoadGeneratorLimited => Tone::Warn,
+            VerdictState::DidNotKeepUp => Tone::Bad,
         },
-        escape(&s.verdict.text)
+        label: "Verdict.".into(),
+        text: s.verdict.text.clone(),
+    });
+    callouts.push(Callout {
+        tone: Tone::of(s.accounting.ok),
+        label: "Accounting.".into(),
+        text: s.accounting.verdict.clone(),
+    });
+    let mut sections: Vec<Section> = [thresholds(s), Some(key_figures(s))]
+        .into_iter()
+        .flatten()
+        .collect();
+    sections.extend(charts(r));
+    sections.push(phases(s));
+    sections.extend(
+        [claim_probes(s), faults(s), database(s)]
+            .into_iter()
+            .flatten(),
     );
-    let _ = write!(
-        h,
-        "<div class=\"box {}\"><b>Accounting.</b> {}</div>",
-        class(s.accounting.ok),
-        escape(&s.accounting.verdict)
-    );
-    thresholds(&mut h, s);
-    key_figures(&mut h, s);
-    charts(&mut h, r);
-    phases(&mut h, s);
-    claim_probes(&mut h, s);
-    faults(&mut h, s);
-    database(&mut h, s);
-    measurement(&mut h, s);
-    h.push_str("</body></html>\n");
-    h
+    sections.push(measurement(s));
+    Page {
+        title: format!("dbq-bench: {}", s.scenario.name),
+        subtitle: format!(
+            "{} · seed {} · {} · {}: {} · {} → {} (UTC)",
+            s.scenario.file,
+            s.scenario.seed,
+            s.design.label(),
+            s.database.provider,
+            s.database.server_version.split(" on ").next().unwrap_or(""),
+            s.run.started_at,
+            s.run.ended_at
+        ),
+        intro: (!s.scenario.description.is_empty()).then(|| s.scenario.description.clone()),
+        callouts,
+        sections,
+    }
 }
 
-fn thresholds(h: &mut String, s: &Summary) {
+fn thresholds(s: &Summary) -> Option<Section> {
     if s.thresholds.is_empty() {
-        return;
+        return None;
     }
-    h.push_str("<h2>Thresholds</h2><table><tr><th class=\"l\">metric</th><th class=\"l\">judged on</th><th class=\"l\">condition</th><th>actual</th><th>result</th></tr>");
+    let mut h = String::new();
+    h.push_str("<table><tr><th class=\"l\">metric</th><th class=\"l\">judged on</th><th class=\"l\">condition</th><th>actual</th><th>result</th></tr>");
     for t in &s.thresholds {
         let _ = write!(
             h,
@@ -96,14 +90,16 @@ fn thresholds(h: &mut String, s: &Summary) {
         );
     }
     h.push_str("</table>");
+    Some(Section::new("Thresholds", h))
 }
 
-fn key_figures(h: &mut String, s: &Summary) {
+fn key_figures(s: &Summary) -> Section {
     let e = &s.latency_ms.end_to_end;
     let j = &s.jobs;
+    let mut h = String::new();
     let _ = write!(
         h,
-        "<h2>Key figures</h2><table><tr><th>offered</th><th>enqueued/s</th><th>completed/s</th><th>e2e p50 ms</th><th>e2e p99 ms</th><th>e2e max ms</th>\
+        "<table><tr><th>offered</th><th>enqueued/s</th><th>completed/s</th><th>e2e p50 ms</th><th>e2e p99 ms</th><th>e2e max ms</th>\
          <th>enqueued</th><th>completed</th><th>dead-lettered</th><th>lost</th><th>unfinished</th><th>duplicate completions</th></tr>\
          <tr><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>\
          <p class=\"note\">Over the measured phases ({:.1} s). Throughput counts committed work only; latencies start at each job's intended enqueue time.</p>",
@@ -123,6 +119,7 @@ fn key_figures(h: &mut String, s: &Summary) {
         j.duplicate_completions,
         s.throughput.window_s
     );
+    Section::new("Key figures", h)
 }
 
 /// What every time chart of a run shares: its phases as bands, its faults as markers, and
@@ -209,10 +206,10 @@ impl<'a> TimeAxis<'a> {
     }
 }
 
-fn charts(h: &mut String, r: &RunResults) {
+/// The time charts, each a section.
+fn charts(r: &RunResults) -> Vec<Section> {
     let t = TimeAxis::of(r);
-    h.push_str("<h2>Throughput</h2>");
-    h.push_str(&t.chart(
+    let throughput = t.chart(
         "Jobs enqueued and completed per second",
         "jobs per second",
         vec![
@@ -220,9 +217,8 @@ fn charts(h: &mut String, r: &RunResults) {
             t.line("completed", &|r| Some(r.completed as f64)),
             t.line("failed", &|r| Some(r.failed as f64)),
         ],
-    ));
-    h.push_str("<h2>Queue depth</h2>");
-    h.push_str(&t.chart(
+    );
+    let depth = t.chart(
         "Jobs waiting (pending) and being worked on (processing, as committed)",
         "jobs",
         vec![
@@ -231,9 +227,8 @@ fn charts(h: &mut String, r: &RunResults) {
                 d.processing.map(|p| p as f64)
             }),
         ],
-    ));
-    h.push_str("<h2>End-to-end latency over time</h2>");
-    h.push_str(&t.chart(
+    );
+    let latency = t.chart(
         "End-to-end latency of the jobs completed in each second",
         "ms",
         vec![
@@ -241,23 +236,29 @@ fn charts(h: &mut String, r: &RunResults) {
             t.line("p99", &|r| r.e2e_p99_ms),
             t.line("max", &|r| r.e2e_max_ms),
         ],
-    ));
-    spectrum(h, &r.summary);
-    let words = r.summary.database.engine.words();
-    let _ = write!(
-        h,
-        "<h2>{} and table size</h2>",
-        capitalised(words.dead_tuples)
     );
-    h.push_str(&t.chart(
+    vec![
+        Section::new("Throughput", throughput),
+        Section::new("Queue depth", depth),
+        Section::new("End-to-end latency over time", latency),
+        spectrum(&r.summary),
+        table_growth(&t, &r.summary),
+        wait_events(&r.summary),
+    ]
+}
+
+/// Dead row versions (or undo history) and the table's size over time.
+fn table_growth(t: &TimeAxis, s: &Summary) -> Section {
+    let words = s.database.engine.words();
+    let tuples = t.chart(
         "Row versions in the queue table",
         "tuples",
         vec![
             t.db(words.dead_tuples, &|d| Some(d.dead_tuples as f64)),
             t.db("live tuples", &|d| Some(d.live_tuples as f64)),
         ],
-    ));
-    h.push_str(&t.chart(
+    );
+    let size = t.chart(
         "Size of the queue table",
         "MB",
         vec![
@@ -266,12 +267,14 @@ fn charts(h: &mut String, r: &RunResults) {
             }),
             t.db("table", &|d| Some(d.table_bytes as f64 / 1_048_576.0)),
         ],
-    ));
-    wait_events(h, &r.summary);
+    );
+    Section::new(
+        format!("{} and table size", capitalised(words.dead_tuples)),
+        tuples + &size,
+    )
 }
 
-fn spectrum(h: &mut String, s: &Summary) {
-    h.push_str("<h2>Latency percentile spectrum</h2>");
+fn spectrum(s: &Summary) -> Section {
     let spectrum: Vec<Series> = ["end_to_end", "queue_wait", "enqueue", "claim", "handler"]
         .iter()
         .filter_map(|m| {
@@ -281,17 +284,15 @@ fn spectrum(h: &mut String, s: &Summary) {
             })
         })
         .collect();
-    h.push_str(
-        &SpectrumChart {
-            title: "Latency by percentile, measured phases (log scales)",
-            series: spectrum,
-        }
-        .render(),
-    );
+    let chart = SpectrumChart {
+        title: "Latency by percentile, measured phases (log scales)",
+        series: spectrum,
+    }
+    .render();
+    Section::new("Latency percentile spectrum", chart)
 }
 
-fn wait_events(h: &mut String, s: &Summary) {
-    h.push_str("<h2>Wait events</h2>");
+fn wait_events(s: &Summary) -> Section {
     let mut waits: Vec<(String, f64)> = s
         .db_stats
         .wait_events
@@ -300,19 +301,22 @@ fn wait_events(h: &mut String, s: &Summary) {
         .collect();
     waits.sort_by(|a, b| b.1.total_cmp(&a.1));
     waits.truncate(12);
-    h.push_str(&bars(
+    let mut h = bars(
         "What the run's busy sessions were waiting on (sessions × samples)",
         &waits,
-    ));
+    );
     h.push_str(
         "<p class=\"note\"><code>Client:ClientRead</code> on a worker session is time the server waited for the worker, \
          e.g. a seed worker's handler running inside its open transaction; <code>Lock:*</code> is waiting for another session's lock; \
          <code>IO:*</code> and <code>LWLock:*</code> are the server's own contention.</p>",
     );
+    Section::new("Wait events", h)
 }
 
-fn phases(h: &mut String, s: &Summary) {
-    h.push_str("<h2>Phases</h2><table><tr><th class=\"l\">phase</th><th>measured</th><th>duration s</th><th>offered</th><th>enqueued/s</th><th>completed/s</th><th>failed</th><th>e2e p50</th><th>e2e p99</th><th>e2e max</th><th>queue_wait p99</th><th>claim p99</th><th>kept up</th></tr>");
+fn phases(s: &Summary) -> Section {
+    let mut h = String::from(
+        "<table><tr><th class=\"l\">phase</th><th>measured</th><th>duration s</th><th>offered</th><th>enqueued/s</th><th>completed/s</th><th>failed</th><th>e2e p50</th><th>e2e p99</th><th>e2e max</th><th>queue_wait p99</th><th>claim p99</th><th>kept up</th></tr>",
+    );
     for p in &s.phases {
         let l = &p.latency_ms;
         let v = |x: &crate::metrics::LatencySummary,
@@ -338,13 +342,16 @@ fn phases(h: &mut String, s: &Summary) {
         );
     }
     h.push_str("</table><p class=\"note\">Latencies that start at a job's intended enqueue time belong to the phase that scheduled the job; counts belong to the phase in which they happened.</p>");
+    Section::new("Phases", h)
 }
 
-fn claim_probes(h: &mut String, s: &Summary) {
+fn claim_probes(s: &Summary) -> Option<Section> {
     if s.claim_probes.is_empty() {
-        return;
+        return None;
     }
-    h.push_str("<h2>The claim's cost</h2><table><tr><th class=\"l\">when</th><th>at s</th><th>shared buffers</th><th>read from disk</th><th>execution ms</th><th>rows</th><th class=\"l\">plan</th></tr>");
+    let mut h = String::from(
+        "<table><tr><th class=\"l\">when</th><th>at s</th><th>shared buffers</th><th>read from disk</th><th>execution ms</th><th>rows</th><th class=\"l\">plan</th></tr>",
+    );
     for c in &s.claim_probes {
         let _ = write!(
             h,
@@ -360,6 +367,7 @@ fn claim_probes(h: &mut String, s: &Summary) {
     }
     h.push_str("</table>");
     let _ = write!(h, "<p class=\"note\">{}</p>", escape(&claim_explanation(s)));
+    Some(Section::new("The claim's cost", h))
 }
 
 /// The node that finds the job: the scan under the claim's LockRows.
@@ -419,7 +427,7 @@ fn cost_explanation(s: &Summary) -> String {
     )
 }
 
-fn faults(h: &mut String, s: &Summary) {
+fn faults(s: &Summary) -> Option<Section> {
     let f = &s.faults;
     if f.events.is_empty()
         && f.worker_crashes
@@ -429,9 +437,9 @@ fn faults(h: &mut String, s: &Summary) {
             + f.rolled_back_enqueues
             == 0
     {
-        return;
+        return None;
     }
-    let _ = write!(h, "<h2>Faults</h2><p>{}.</p>", escape(&f.counts_line()));
+    let mut h = format!("<p>{}.</p>", escape(&f.counts_line()));
     if !f.events.is_empty() {
         h.push_str("<table><tr><th class=\"l\">fault</th><th class=\"l\">phase</th><th>from s</th><th>to s</th><th>hit</th><th>rate back after s</th><th>backlog back after s</th><th class=\"l\">detail</th></tr>");
         let opt = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.1}"));
@@ -461,25 +469,18 @@ fn faults(h: &mut String, s: &Summary) {
             mb(p.total_bytes)
         );
     }
+    Some(Section::new("Faults", h))
 }
 
-/// `text` with its first letter in upper case, for headings.
-fn capitalised(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
-}
-
-fn database(h: &mut String, s: &Summary) {
+fn database(s: &Summary) -> Option<Section> {
     if s.db_stats.per_phase.is_empty() {
-        return;
+        return None;
     }
     let words = s.database.engine.words();
+    let mut h = String::new();
     let _ = write!(
         h,
-        "<h2>The database, phase by phase</h2><table><tr><th class=\"l\">phase</th><th>commits</th><th>rollbacks</th><th>deadlocks</th><th>{}</th><th>{}</th><th>{}</th><th>size</th><th>oldest snapshot (xids)</th></tr>",
+        "<table><tr><th class=\"l\">phase</th><th>commits</th><th>rollbacks</th><th>deadlocks</th><th>{}</th><th>{}</th><th>{}</th><th>size</th><th>oldest snapshot (xids)</th></tr>",
         words.wal,
         escape(words.cleanup),
         escape(words.dead_tuples)
@@ -502,23 +503,25 @@ fn database(h: &mut String, s: &Summary) {
         );
     }
     h.push_str("</table>");
+    Some(Section::new("The database, phase by phase", h))
 }
 
-fn measurement(h: &mut String, s: &Summary) {
+fn measurement(s: &Summary) -> Section {
     let m = &s.meta;
     let settings: Vec<String> = m
         .postgres_settings
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
+    let mut h = String::new();
     let _ = write!(
         h,
-        "<h2>How this was measured</h2><p class=\"note\">{}. Database statistics were sampled {} time(s) on a connection of their own. \
+        "<p class=\"note\">{}. Database statistics were sampled {} time(s) on a connection of their own. \
          Percentiles come from HDR histograms (µs, 3 significant digits).</p><table>\
          <tr><th class=\"l\">scenario sha256</th><td class=\"l\"><code>{}</code></td></tr><tr><th class=\"l\">seed</th><td class=\"l\">{}</td></tr>\
          <tr><th class=\"l\">dbq-bench</th><td class=\"l\">{} ({})</td></tr><tr><th class=\"l\">server</th><td class=\"l\">{}</td></tr>\
          <tr><th class=\"l\">settings</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">machine</th><td class=\"l\">{} cores, {}</td></tr>\
-         <tr><th class=\"l\">schema</th><td class=\"l\">{}</td></tr></table>",
+         <tr><th class=\"l\">design</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">schema</th><td class=\"l\">{}</td></tr></table>",
         escape(&s.run.clock),
         s.db_stats.samples,
         m.scenario_sha256,
@@ -529,6 +532,8 @@ fn measurement(h: &mut String, s: &Summary) {
         escape(&settings.join(", ")),
         m.cores,
         mb(m.memory_bytes as i64),
+        escape(&s.design.label()),
         escape(&s.database.schema)
     );
+    Section::new("How this was measured", h)
 }

@@ -1,14 +1,17 @@
-//! Reports: the run's results as files, one exporter per format behind one trait, plus the
-//! terminal summary. Exporters only read [`RunResults`]; they never touch the database, so
+//! Reports: the run's results as files, one exporter per format behind one trait
+//! (`artifact`), the one HTML shell every document shares (`page`), plus the terminal
+//! summary. Exporters only read [`RunResults`]; they never touch the database, so
 //! `dbq-bench report DIR` can render every format again from the saved files.
 
 pub mod article;
+pub mod artifact;
 pub mod dbstats;
 pub mod design;
 pub mod exporters;
 pub mod faults;
 pub mod headline;
 pub mod html;
+pub mod page;
 pub mod summary;
 pub mod svg;
 pub mod terminal;
@@ -18,8 +21,8 @@ pub use summary::{RunFacts, Summary};
 
 use crate::metrics::TimelineRow;
 use anyhow::{Context, Result};
+use artifact::{Document, Exporter};
 use dbstats::DbStatsRow;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Everything a run leaves behind.
@@ -46,6 +49,15 @@ pub fn ms(x: f64) -> String {
     }
 }
 
+/// `text` with its first letter in upper case (headings, sentences).
+pub fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
 /// A figure as tables show it: whole numbers without decimals.
 pub fn number(x: f64) -> String {
     if x == x.trunc() && x.abs() < 1e15 {
@@ -55,42 +67,32 @@ pub fn number(x: f64) -> String {
     }
 }
 
-/// Writes one output format.
-pub trait Exporter {
-    /// File name inside the results directory.
-    fn file_name(&self) -> &'static str;
-    fn export(&self, results: &RunResults, out: &mut dyn Write) -> Result<()>;
-}
-
-/// Every exporter, in the order files are written.
-pub fn exporters() -> Vec<Box<dyn Exporter>> {
-    vec![
-        Box::new(exporters::ResolvedScenario),
-        Box::new(exporters::Json),
-        Box::new(exporters::TimelineCsv),
-        Box::new(exporters::DbStatsCsv),
-        Box::new(exporters::Hlog),
-        Box::new(exporters::Markdown),
-        Box::new(exporters::Html),
+/// Every file of a run's results, in the order they are written.
+pub fn exporters() -> [&'static dyn Exporter<RunResults>; 7] {
+    [
+        &exporters::ResolvedScenario,
+        &exporters::SummaryJson,
+        &exporters::TimelineCsv,
+        &exporters::DbStatsCsv,
+        &exporters::Hlog,
+        &artifact::Markdown("report.md"),
+        &artifact::Html("report.html"),
     ]
 }
 
 /// Writes every format into `dir` (created if needed); returns the files written.
 pub fn write_all(dir: &Path, results: &RunResults) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut written = Vec::new();
-    for e in exporters() {
-        let path = dir.join(e.file_name());
-        let file =
-            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-        let mut out = std::io::BufWriter::new(file);
-        e.export(results, &mut out)
-            .with_context(|| format!("writing {}", path.display()))?;
-        out.flush()
-            .with_context(|| format!("writing {}", path.display()))?;
-        written.push(path);
+    artifact::write(dir, results, &exporters())
+}
+
+impl Document for RunResults {
+    fn markdown(&self) -> String {
+        exporters::markdown(&self.summary)
     }
-    Ok(written)
+
+    fn page(&self) -> page::Page {
+        html::page(self)
+    }
 }
 
 impl RunResults {

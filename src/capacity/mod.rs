@@ -9,8 +9,9 @@
 
 use crate::error::{Failure, InputError};
 use crate::report::design::DesignRecord;
-use crate::report::svg::{Series, TimeChart, escape};
-use crate::report::{Summary, article, summary};
+use crate::report::{Summary, article, artifact, capitalised, summary};
+
+mod document;
 use crate::run::{self, RunOptions, Session};
 use crate::scenario::{HumanDuration, PhaseSection, Plan, PlanChange, Rate};
 use crate::status::Status;
@@ -603,7 +604,7 @@ fn conclude(
 
 /// The answer of a rate search, against the article's "few hundred".
 fn rate_sentence(
-    variant: &str,
+    design: &str,
     objective: &str,
     max: Option<f64>,
     first_failing: Option<f64>,
@@ -612,18 +613,21 @@ fn rate_sentence(
 ) -> String {
     match max {
         Some(m) if limited => format!(
-            "The {variant} design sustained {m:.0} jobs/s ({objective}) before the load generator fell behind its schedule: the harness, not the queue, was the limit, so the queue's capacity is at least that ({}).",
+            "{} sustained {m:.0} jobs/s ({objective}) before the load generator fell behind its schedule: the harness, not the queue, was the limit, so the queue's capacity is at least that ({}).",
+            capitalised(design),
             article::multiple(m)
         ),
         Some(m) => format!(
-            "The {variant} design sustains {m:.0} jobs/s with {objective} on this server, {}{}.",
+            "{} sustains {m:.0} jobs/s with {objective} on this server, {}{}.",
+            capitalised(design),
             article::multiple(m),
             first_failing.map_or(String::new(), |f| format!(
                 "; {f:.0} jobs/s broke the objective"
             ))
         ),
         None => format!(
-            "The {variant} design did not meet the objective ({objective}) even at {:.0} jobs/s.",
+            "{} did not meet the objective ({objective}) even at {:.0} jobs/s.",
+            capitalised(design),
             request.search.start_per_s
         ),
     }
@@ -631,7 +635,7 @@ fn rate_sentence(
 
 /// The answer of a consumer-count search.
 fn consumers_sentence(
-    variant: &str,
+    design: &str,
     objective: &str,
     rate: f64,
     min: Option<u32>,
@@ -644,108 +648,27 @@ fn consumers_sentence(
         .max();
     match min {
         Some(n) => format!(
-            "At {rate:.0} jobs/s the {variant} design needs {n} consumer(s) for {objective}{}.",
+            "At {rate:.0} jobs/s {design} needs {n} consumer(s) for {objective}{}.",
             most_failing.map_or(String::new(), |f| format!("; {f} did not meet it"))
         ),
         None => format!(
-            "At {rate:.0} jobs/s the {variant} design did not meet {objective} with up to {} consumer(s).",
+            "At {rate:.0} jobs/s {design} did not meet {objective} with up to {} consumer(s).",
             most_failing.unwrap_or(0)
         ),
     }
 }
 
 fn write(c: &Capacity, dir: &Path) -> anyhow::Result<()> {
-    std::fs::write(dir.join("capacity.json"), serde_json::to_string_pretty(c)?)?;
-    std::fs::write(dir.join("capacity.md"), markdown(c))?;
-    std::fs::write(dir.join("capacity.html"), html(c))?;
-    Ok(())
-}
-
-/// The steps as a table, then the answer.
-pub fn markdown(c: &Capacity) -> String {
-    let mut md = format!("# dbq-bench capacity: {}\n\n{}\n\n", c.variant, c.summary);
-    md.push_str("| step | offered/s | completed/s | e2e p50 ms | e2e p99 ms | backlog slope/s | late % | objective |\n|---|---|---|---|---|---|---|---|\n");
-    for (i, s) in c.steps.iter().enumerate() {
-        md.push_str(&format!(
-            "| {} | {:.0} | {:.0} | {:.1} | {:.1} | {:.0} | {:.1} | {} |\n",
-            i + 1,
-            s.offered_per_s,
-            s.completed_per_s,
-            s.e2e_p50_ms,
-            s.e2e_p99_ms,
-            s.backlog_slope_per_s,
-            s.sent_late_pct,
-            if s.passed {
-                "met".to_string()
-            } else {
-                format!("broken: {}", s.why.join("; "))
-            }
-        ));
-    }
-    if let Some(k) = c.knee_per_s {
-        md.push_str(&format!(
-            "\nThe knee (p99 more than twice the lowest step's): {k:.0} jobs/s.\n"
-        ));
-    }
-    if c.budget_spent {
-        md.push_str("\nThe time budget ran out before the search reached its precision.\n");
-    }
-    if c.interrupted {
-        md.push_str("\nInterrupted (Ctrl-C): the answer is from the steps that finished.\n");
-    }
-    md
-}
-
-fn html(c: &Capacity) -> String {
-    let mut by_rate = c.steps.clone();
-    by_rate.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
-    let hi = by_rate.last().map_or(1.0, |s| s.offered_per_s);
-    let series = |name: &str, f: fn(&Step) -> f64| Series {
-        name: name.into(),
-        points: by_rate
-            .iter()
-            .map(|s| (s.offered_per_s, f(s)))
-            .filter(|p| p.1.is_finite())
-            .collect(),
-    };
-    let chart = |title: &str, y_label: &str, series: Vec<Series>| {
-        TimeChart {
-            title,
-            x_label: "offered jobs/s",
-            y_label,
-            series,
-            bands: &[],
-            markers: &[],
-            x_range: (0.0, hi),
-        }
-        .render()
-    };
-    let latency = chart(
-        "End-to-end latency against offered load",
-        "ms",
-        vec![
-            series("p50", |s| s.e2e_p50_ms),
-            series("p99", |s| s.e2e_p99_ms),
+    artifact::write(
+        dir,
+        c,
+        &[
+            &artifact::Json("capacity.json"),
+            &artifact::Markdown("capacity.md"),
+            &artifact::Html("capacity.html"),
         ],
-    );
-    let rate = chart(
-        "Completed against offered (jobs/s)",
-        "jobs/s",
-        vec![
-            series("completed", |s| s.completed_per_s),
-            series("offered", |s| s.offered_per_s),
-        ],
-    );
-    format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>dbq-bench capacity</title>\
-         <style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}</style></head><body>\
-         <h1>dbq-bench capacity: {}</h1><p>{}</p><figure>{latency}</figure><figure>{rate}</figure>\
-         <p>x axis: offered jobs/s. Each point is one step (warm-up, then a measured window).</p>\
-         <pre>{}</pre></body></html>\n",
-        escape(&c.variant),
-        escape(&c.summary),
-        escape(&markdown(c))
     )
+    .map(drop)
 }
 
 /// Reads a capacity result (`DIR` or `DIR/capacity.json`) for a run's verdict to cite.
