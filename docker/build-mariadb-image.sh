@@ -6,7 +6,8 @@
 # data in /var/lib/mysql, port 3306.
 #
 # Usage: docker/build-mariadb-image.sh [--force] [TAG]      (default TAG: dbq-bench-mariadb:10.11)
-# Needs docker, debootstrap (installed with apt-get when missing) and a Debian mirror; runs
+# Needs docker, debootstrap (installed with apt-get when missing) and a Debian mirror (DEBIAN_MIRROR,
+# else the one this machine's apt uses, else debootstrap's default); runs
 # itself under sudo when not root. Prints one line per step; the full log of the build is
 # kept in $DBQ_IMAGE_BUILD_LOG (default /tmp/dbq-bench-mariadb-image-build.log).
 set -euo pipefail
@@ -15,7 +16,6 @@ force=0
 if [ "${1:-}" = "--force" ]; then force=1; shift; fi
 tag=${1:-dbq-bench-mariadb:10.11}
 suite=${DEBIAN_SUITE:-bookworm}
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 here=$(cd "$(dirname "$0")" && pwd)
 log=${DBQ_IMAGE_BUILD_LOG:-/tmp/dbq-bench-mariadb-image-build.log}
 

@@ -1,6 +1,8 @@
 # Sourced by the image builds (build-postgres-image.sh, build-mariadb-image.sh): logging, and
 # a minimal Debian root filesystem made with debootstrap in a temporary directory that is
-# removed on exit. Expects $tag, $log, $suite and $mirror; sets $root.
+# removed on exit. Expects $tag, $log and $suite; sets $root. The packages come from
+# $DEBIAN_MIRROR when set, else from the Debian mirror this machine's apt uses, else from
+# debootstrap's own default.
 
 : >"$log"
 step() { echo "image: $*"; echo "== $*" >>"$log"; }
@@ -10,8 +12,16 @@ fail() {
   exit 1
 }
 
+# The Debian mirror this machine's apt is configured with (deb822 sources or the one-line
+# format), printed when there is one.
+apt_mirror() {
+  cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+    | awk '/^(URIs:|deb) / && $2 !~ /security/ { print $2; exit }' || true
+}
+
 # make_rootfs PREFIX: debootstrap $suite into a new /tmp/PREFIX.XXXXXX, as $root.
 make_rootfs() {
+  mirror=${DEBIAN_MIRROR:-$(apt_mirror)}
   if ! command -v debootstrap >/dev/null; then
     step "installing debootstrap"
     { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap; } >>"$log" 2>&1 \
@@ -20,8 +30,8 @@ make_rootfs() {
   root=$(mktemp -d "/tmp/$1.XXXXXX")
   chmod 755 "$root"
   trap cleanup_rootfs EXIT
-  step "debootstrap $suite (minbase) from $mirror"
-  debootstrap --variant=minbase "$suite" "$root" "$mirror" >>"$log" 2>&1 || fail "debootstrap"
+  step "debootstrap $suite (minbase) from ${mirror:-the default mirror of debootstrap}"
+  debootstrap --variant=minbase "$suite" "$root" ${mirror:+"$mirror"} >>"$log" 2>&1 || fail "debootstrap"
 }
 
 cleanup_rootfs() {

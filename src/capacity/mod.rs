@@ -573,7 +573,7 @@ fn conclude(
     let variant = plan.queue.variant.name.as_str().to_string();
     let named = design
         .as_ref()
-        .map_or_else(|| variant.clone(), DesignRecord::label);
+        .map_or_else(|| format!("the {variant} design"), DesignRecord::phrase);
     let objective = objective_text(&request.search);
     let min_consumers = request
         .search

@@ -1,7 +1,7 @@
 //! `dbq-bench matrix`: runs the cells (or merges cells run elsewhere) and prints the
 //! comparison.
 
-use super::shell::{interruptible, out, outln};
+use super::shell::{check_out, interruptible, out, outln};
 use super::{BaselineArgs, OverrideArgs};
 use clap::{Args, Subcommand};
 use dbq_bench::error::ExitStatus;
@@ -82,6 +82,7 @@ fn merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, quiet: bool) -> ExitStatus {
 /// The request, checked before anything runs.
 fn request(args: &MatrixArgs, scenario: PathBuf) -> Result<MatrixRequest, String> {
     args.baselines.check()?;
+    check_out(args.out.as_deref())?;
     let extra_axes = args
         .vary
         .iter()

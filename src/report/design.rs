@@ -82,8 +82,10 @@ impl DesignRecord {
         let extras = rest
             .split_once(self.engine.label())
             .map_or("", |(_, r)| r.trim());
-        if !extras.is_empty() {
-            phrase.push_str(&format!(", {extras}"));
+        match extras {
+            "" => {}
+            e if e.starts_with('(') => phrase.push_str(&format!(" {e}")),
+            e => phrase.push_str(&format!(", {e}")),
         }
         phrase
     }

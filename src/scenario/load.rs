@@ -190,7 +190,7 @@ fn describe(path: String, message: &str) -> (String, String) {
 
 /// An error about a key that a `--set` wrote (or about a section it made) is that flag's
 /// fault, not the file's: its source becomes `--set KEY=VALUE` (the last such flag, as the
-/// last one wins).
+/// last one wins), or `--database-url` / `--image` for the keys those set.
 pub fn blame_the_flag(mut e: InputError, overrides: &Overrides) -> InputError {
     let dotted = |k: &str| k.trim().replace('[', ".").replace(']', "");
     let Some(at) = e.key.as_deref().map(dotted) else {
@@ -204,6 +204,12 @@ pub fn blame_the_flag(mut e: InputError, overrides: &Overrides) -> InputError {
     });
     if let Some(set) = from_flag {
         e.source = format!("--set {set}");
+    }
+    // The flags that set a key of their own (named alone: a URL may hold a password).
+    match at.as_str() {
+        "database.url" if overrides.database_url.is_some() => e.source = "--database-url".into(),
+        "database.image" if overrides.image.is_some() => e.source = "--image".into(),
+        _ => {}
     }
     e
 }

@@ -355,3 +355,65 @@ fn bad_objectives_and_baseline_names_are_refused_before_anything_runs() {
         crate::support::assert_bad_input(&o, &format!("{args:?}"), expected);
     }
 }
+
+/// A capacity found for a custom design is cited by a run of the same design as the same
+/// design (the whole record matches, files included), and by a run of another as different,
+/// naming what differs.
+#[test]
+fn a_capacity_of_a_custom_design_is_cited_as_that_design() {
+    let dir = tempfile::tempdir().unwrap();
+    let custom = [
+        "--set",
+        "queue.variant=\"custom\"",
+        "--set",
+        "queue.dir=\"custom-seed\"",
+    ];
+    let mut args = vec![
+        "--set",
+        "capacity={ start_rate = 50, max_rate = 50, warmup = \"500ms\", measure = \"3s\", budget = \"30s\" }",
+    ];
+    args.extend(custom);
+    let (o, c) = capacity(dir.path(), &args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(c["design"]["variant"], "custom", "{c}");
+    assert!(c["design"]["custom_sha256"].as_str().is_some(), "{c}");
+    let cited = |extra: &[&str]| {
+        let out = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "run",
+            "scenarios/smoke.toml",
+            "--db",
+            "url",
+            "--database-url",
+            shared_url(),
+            "--quiet",
+            "--json",
+            "--out",
+            out.path().to_str().unwrap(),
+            "--capacity",
+            dir.path().to_str().unwrap(),
+            "--set",
+            "phases=[{ name = \"steady\", duration = \"1s\", rate = 20 }]",
+        ];
+        args.extend_from_slice(extra);
+        let o = dbq(&args);
+        let s: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        s["verdict"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let same = cited(&custom);
+    assert!(same.contains("this design sustains 50 jobs/s"), "{same}");
+    assert!(!same.contains("different design"), "{same}");
+    let other = cited(&[]);
+    assert!(
+        other.contains("measured for a different design: variant: custom vs seed"),
+        "{other}"
+    );
+}

@@ -641,6 +641,10 @@ fn the_bad_input_corpus_is_refused_in_one_line() {
             "producers.priorities.x: a priority must be an integer",
         ),
         (
+            "producers.job_types={\"a\\u0000b\"=1}",
+            "producers.job_types: the type name \"a\\0b\" holds a NUL character",
+        ),
+        (
             "producers.priorities={\"1\"=4294967295,\"2\"=4294967295}",
             "producers.priorities: the weights add up to",
         ),
@@ -841,8 +845,51 @@ fn the_bad_input_corpus_is_refused_in_one_line() {
             vec!["report", "/nonexistent/run"],
             "/nonexistent/run/summary.json".to_string(),
         ),
+        (
+            vec!["matrix", "scenarios/smoke.toml", "--out", &under_file],
+            format!("--out {under_file}: cannot create it"),
+        ),
+        (
+            vec!["matrix", "merge", "/nonexistent/m"],
+            "/nonexistent/m/cells".to_string(),
+        ),
+        (
+            vec!["validate", "/nonexistent/s.toml"],
+            "/nonexistent/s.toml: cannot read the scenario".to_string(),
+        ),
+        (
+            vec![
+                "run",
+                "scenarios/smoke.toml",
+                "--capacity",
+                "/nonexistent/c",
+            ],
+            "--capacity: cannot read /nonexistent/c".to_string(),
+        ),
     ] {
         crate::support::assert_bad_input(&dbq(&args), &args.join(" "), &expected);
+    }
+}
+
+/// A connection string that looks like a URL but is not one (no `//`) is refused at once,
+/// naming the flag, never tried for ten seconds as a server, and its password is not shown.
+#[test]
+fn a_malformed_url_is_refused_naming_its_flag() {
+    for command in ["validate", "run"] {
+        let o = dbq(&[
+            command,
+            "scenarios/smoke.toml",
+            "--db",
+            "url",
+            "--database-url",
+            "postgres:u:secret@h/db",
+        ]);
+        crate::support::assert_bad_input(
+            &o,
+            command,
+            "--database-url: database.url: postgres:u:***@h/db is malformed: a URL starts with postgres://",
+        );
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("secret"));
     }
 }
 

@@ -86,6 +86,13 @@ fn a_matrix_runs_cells_interleaved_and_compares_them_to_the_baseline() {
     for f in ["comparison.md", "comparison.csv", "comparison.html"] {
         assert!(dir.path().join(f).exists(), "{f} missing");
     }
+    // The design measured is recorded whole: the batch cell's claim batch, in the JSON and
+    // in the table every format shows.
+    assert_eq!(cells[0]["design"]["claim_batch"], 1);
+    assert_eq!(cells[1]["design"]["claim_batch"], 10);
+    assert_eq!(cells[1]["design"]["variant"], "batch");
+    let md = std::fs::read_to_string(dir.path().join("comparison.md")).unwrap();
+    assert!(md.contains("| batch ×10 on PostgreSQL |"), "{md}");
     // Interleaved: seed, batch, seed, batch.
     let run = |cell: &Value, r: usize| started(Path::new(cell["runs"][r]["dir"].as_str().unwrap()));
     let order = [
@@ -114,12 +121,14 @@ fn cells_run_apart_merge_into_one_comparison_and_a_lost_job_fails_it() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
-    let merged = tempfile::tempdir().unwrap();
+    // Written into a directory that does not exist yet (as the README's CI recipe does).
+    let parent = tempfile::tempdir().unwrap();
+    let merged = parent.path().join("comparison");
     let o = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
         .args(["matrix", "merge"])
         .args([a.path(), b.path()])
         .arg("--out")
-        .arg(merged.path())
+        .arg(&merged)
         .output()
         .unwrap();
     assert_eq!(
@@ -128,7 +137,7 @@ fn cells_run_apart_merge_into_one_comparison_and_a_lost_job_fails_it() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let c = comparison(merged.path());
+    let c = comparison(&merged);
     let labels: Vec<&str> = c["cells"]
         .as_array()
         .unwrap()
@@ -155,7 +164,7 @@ fn cells_run_apart_merge_into_one_comparison_and_a_lost_job_fails_it() {
         .args(["matrix", "merge"])
         .args([a.path(), b.path()])
         .arg("--out")
-        .arg(merged.path())
+        .arg(&merged)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "a lost job must fail the matrix");
