@@ -415,13 +415,15 @@ impl Tally {
         }
     }
 
-    fn conclude(
-        self,
+    /// The lost jobs and the duplicates, first [`LIST_LIMIT`] of each, each with what both
+    /// views say of it.
+    fn name(
+        &self,
         ledger: &Ledger,
-        audited: Option<BTreeMap<JobId, i64>>,
-        outbox: Option<OutboxProof>,
-        opts: ProofOptions,
-    ) -> AccountingProof {
+        audited: Option<&BTreeMap<JobId, i64>>,
+        lost_ids: &BTreeSet<JobId>,
+        dup_ids: &BTreeSet<JobId>,
+    ) -> (Vec<JobProblem>, Vec<JobProblem>) {
         let ledger_view = |id: JobId| match ledger.get(id) {
             Some(e) if e.completions > 1 => format!("done x{}", e.completions),
             Some(e) => e.expected_status().to_string(),
@@ -436,29 +438,37 @@ impl Tally {
                     .to_string()
             })
         };
-        let audit_view = |id: JobId| match audited.as_ref().and_then(|a| a.get(&id)) {
+        let audit_view = |id: JobId| match audited.and_then(|a| a.get(&id)) {
             Some(n) => format!("done x{n}"),
             None => table_view(id),
         };
-        let problem = |id: JobId, table: String| JobProblem {
-            id,
-            ledger: ledger_view(id),
-            table,
+        let list = |ids: &BTreeSet<JobId>, view: &dyn Fn(JobId) -> String| -> Vec<JobProblem> {
+            ids.iter()
+                .take(LIST_LIMIT)
+                .map(|&id| JobProblem {
+                    id,
+                    ledger: ledger_view(id),
+                    table: view(id),
+                })
+                .collect()
         };
+        (list(lost_ids, &table_view), list(dup_ids, &audit_view))
+    }
+
+    fn conclude(
+        self,
+        ledger: &Ledger,
+        audited: Option<BTreeMap<JobId, i64>>,
+        outbox: Option<OutboxProof>,
+        opts: ProofOptions,
+    ) -> AccountingProof {
         let lost_ids: BTreeSet<JobId> = self.ledger_lost.union(&self.table_lost).copied().collect();
         let table_dups: Option<BTreeSet<JobId>> =
             audited.as_ref().map(|rows| rows.keys().copied().collect());
         let mut dup_ids = self.ledger_dups.clone();
         dup_ids.extend(table_dups.iter().flatten());
         let executions = self.executions(ledger, &dup_ids, opts.claim_mode);
-        let list = |ids: &BTreeSet<JobId>, view: &dyn Fn(JobId) -> String| -> Vec<JobProblem> {
-            ids.iter()
-                .take(LIST_LIMIT)
-                .map(|&id| problem(id, view(id)))
-                .collect()
-        };
-        let lost = list(&lost_ids, &table_view);
-        let duplicates = list(&dup_ids, &audit_view);
+        let (lost, duplicates) = self.name(ledger, audited.as_ref(), &lost_ids, &dup_ids);
         let views_agree = self.ledger_lost == self.table_lost
             && self.finished_differently == 0
             && table_dups.as_ref().is_none_or(|t| *t == self.ledger_dups);
@@ -552,17 +562,50 @@ struct Findings<'a> {
     outbox: Option<&'a OutboxProof>,
 }
 
+/// Up to five jobs by id, with what each view says of them.
+fn name(ps: &[JobProblem]) -> String {
+    let shown: Vec<String> = ps
+        .iter()
+        .take(5)
+        .map(|p| format!("id {} (ledger {}, table {})", p.id, p.ledger, p.table))
+        .collect();
+    let more = if ps.len() > 5 { ", …" } else { "" };
+    format!("{}{more}", shown.join(", "))
+}
+
 impl Findings<'_> {
+    /// What failed, and the jobs it failed for.
+    fn failures(&self, dup_table: &str) -> Vec<String> {
+        let x = self.executions;
+        let mut parts = vec![format!(
+            "FAILED for {} committed jobs: lost {} (ledger) / {} (table), duplicate completions {} (ledger) / {dup_table} (table)",
+            self.committed,
+            self.ledger.lost,
+            self.table.lost,
+            self.ledger.duplicate_completions.unwrap_or(0)
+        )];
+        if !self.lost.is_empty() {
+            parts.push(format!("lost: {}", name(self.lost)));
+        }
+        if !self.duplicates.is_empty() {
+            parts.push(format!("duplicates: {}", name(self.duplicates)));
+        }
+        if x.unexplained_executions > 0 {
+            parts.push(format!(
+                "{} execution(s) that no crash, rollback or reap explains",
+                x.unexplained_executions
+            ));
+        }
+        if !self.agree {
+            parts.push("the ledger and the table disagree".into());
+        }
+        if self.unfinished > 0 {
+            parts.push(format!("{} job(s) still queued", self.unfinished));
+        }
+        parts
+    }
+
     fn line(&self) -> String {
-        let name = |ps: &[JobProblem]| {
-            let shown: Vec<String> = ps
-                .iter()
-                .take(5)
-                .map(|p| format!("id {} (ledger {}, table {})", p.id, p.ledger, p.table))
-                .collect();
-            let more = if ps.len() > 5 { ", …" } else { "" };
-            format!("{}{more}", shown.join(", "))
-        };
         let dup_table = self
             .table
             .duplicate_completions
@@ -582,31 +625,7 @@ impl Findings<'_> {
                 self.unfinished, self.committed, x.completions
             ));
         } else {
-            parts.push(format!(
-                "FAILED for {} committed jobs: lost {} (ledger) / {} (table), duplicate completions {} (ledger) / {dup_table} (table)",
-                self.committed,
-                self.ledger.lost,
-                self.table.lost,
-                self.ledger.duplicate_completions.unwrap_or(0)
-            ));
-            if !self.lost.is_empty() {
-                parts.push(format!("lost: {}", name(self.lost)));
-            }
-            if !self.duplicates.is_empty() {
-                parts.push(format!("duplicates: {}", name(self.duplicates)));
-            }
-            if x.unexplained_executions > 0 {
-                parts.push(format!(
-                    "{} execution(s) that no crash, rollback or reap explains",
-                    x.unexplained_executions
-                ));
-            }
-            if !self.agree {
-                parts.push("the ledger and the table disagree".into());
-            }
-            if self.unfinished > 0 {
-                parts.push(format!("{} job(s) still queued", self.unfinished));
-            }
+            parts.extend(self.failures(&dup_table));
         }
         if x.allowed_completions > 0 {
             parts.push(format!(

@@ -63,21 +63,7 @@ impl Search {
         let err =
             |key: &str, reason: String| InputError::new(source, format!("capacity.{key}"), reason);
         if let Some(c) = section {
-            s.start_per_s = c.start_rate.unwrap_or(s.start_per_s);
-            s.max_per_s = c.max_rate.unwrap_or(s.max_per_s);
-            s.precision = c.precision.unwrap_or(s.precision);
-            s.warmup = c.warmup.map_or(s.warmup, |d| d.0);
-            s.measure = c.measure.map_or(s.measure, |d| d.0);
-            s.budget = c.budget.map_or(s.budget, |d| d.0);
-            s.consumers_for_rate = c.consumers_for_rate;
-            s.max_consumers = c.max_consumers.unwrap_or(s.max_consumers);
-            if !c.slo.is_empty() {
-                for (k, v) in &c.slo {
-                    crate::scenario::thresholds::parse(k, v, Some("step"))
-                        .map_err(|reason| err(&format!("slo.{k}"), reason))?;
-                }
-                s.slo = c.slo.clone();
-            }
+            s.take(c).map_err(|(key, reason)| err(&key, reason))?;
         }
         for flag in slo_flags {
             let source = format!("--slo {flag}");
@@ -94,60 +80,78 @@ impl Search {
         }
         if let Some(rate) = consumers_for {
             s.consumers_for_rate = Some(rate);
+            if !(rate.is_finite() && (1.0..=1_000_000.0).contains(&rate)) {
+                let reason = format!("must be between 1 and 1000000 jobs/s, got {rate}");
+                return Err(InputError::whole(format!("--consumers-for {rate}"), reason));
+            }
         }
+        s.check().map_err(|(key, reason)| err(key, reason))?;
+        Ok(s)
+    }
+
+    /// The values a `[capacity]` table sets; an error names its key (below `capacity.`).
+    fn take(&mut self, c: &crate::scenario::CapacitySection) -> Result<(), (String, String)> {
+        self.start_per_s = c.start_rate.unwrap_or(self.start_per_s);
+        self.max_per_s = c.max_rate.unwrap_or(self.max_per_s);
+        self.precision = c.precision.unwrap_or(self.precision);
+        self.warmup = c.warmup.map_or(self.warmup, |d| d.0);
+        self.measure = c.measure.map_or(self.measure, |d| d.0);
+        self.budget = c.budget.map_or(self.budget, |d| d.0);
+        self.consumers_for_rate = c.consumers_for_rate;
+        self.max_consumers = c.max_consumers.unwrap_or(self.max_consumers);
+        if !c.slo.is_empty() {
+            for (k, v) in &c.slo {
+                crate::scenario::thresholds::parse(k, v, Some("step"))
+                    .map_err(|reason| (format!("slo.{k}"), reason))?;
+            }
+            self.slo = c.slo.clone();
+        }
+        Ok(())
+    }
+
+    /// The limits of every value; an error names its key (below `capacity.`).
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        let s = self;
         if let Some(rate) = s.consumers_for_rate
             && !(rate.is_finite() && (1.0..=1_000_000.0).contains(&rate))
         {
             let reason = format!("must be between 1 and 1000000 jobs/s, got {rate}");
-            return Err(match consumers_for {
-                Some(_) => InputError::whole(format!("--consumers-for {rate}"), reason),
-                None => err("consumers_for_rate", reason),
-            });
+            return Err(("consumers_for_rate", reason));
         }
         if !(1..=1024).contains(&s.max_consumers) {
-            return Err(err(
-                "max_consumers",
-                format!("must be between 1 and 1024, got {}", s.max_consumers),
-            ));
+            let reason = format!("must be between 1 and 1024, got {}", s.max_consumers);
+            return Err(("max_consumers", reason));
         }
         if !(s.start_per_s.is_finite() && (1.0..=1_000_000.0).contains(&s.start_per_s)) {
-            return Err(err(
-                "start_rate",
-                format!(
-                    "must be between 1 and 1000000 jobs/s, got {}",
-                    s.start_per_s
-                ),
-            ));
+            let reason = format!(
+                "must be between 1 and 1000000 jobs/s, got {}",
+                s.start_per_s
+            );
+            return Err(("start_rate", reason));
         }
         if !(s.max_per_s.is_finite() && s.max_per_s >= s.start_per_s && s.max_per_s <= 1_000_000.0)
         {
-            return Err(err(
-                "max_rate",
-                format!(
-                    "must be between start_rate and 1000000 jobs/s, got {}",
-                    s.max_per_s
-                ),
-            ));
+            let reason = format!(
+                "must be between start_rate and 1000000 jobs/s, got {}",
+                s.max_per_s
+            );
+            return Err(("max_rate", reason));
         }
         if !(0.01..=1.0).contains(&s.precision) {
-            return Err(err(
-                "precision",
-                format!("must be between 0.01 and 1, got {}", s.precision),
-            ));
+            let reason = format!("must be between 0.01 and 1, got {}", s.precision);
+            return Err(("precision", reason));
         }
         if s.measure < Duration::from_secs(1) || s.measure > Duration::from_secs(3600) {
-            return Err(err("measure", "must be between 1s and 1h".into()));
+            return Err(("measure", "must be between 1s and 1h".into()));
         }
         if s.warmup > Duration::from_secs(600) {
-            return Err(err("warmup", "must be at most 10m".into()));
+            return Err(("warmup", "must be at most 10m".into()));
         }
         if s.budget < s.measure || s.budget > Duration::from_secs(24 * 3600) {
-            return Err(err(
-                "budget",
-                "must be at least one measured window and at most 24h".into(),
-            ));
+            let reason = "must be at least one measured window and at most 24h".into();
+            return Err(("budget", reason));
         }
-        Ok(s)
+        Ok(())
     }
 }
 

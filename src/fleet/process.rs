@@ -89,7 +89,7 @@ async fn supervise(
             // then stops its workers in order.
             .process_group(0)
             .spawn();
-        let mut child = match spawned {
+        let child = match spawned {
             Ok(c) => c,
             Err(e) => {
                 ctx.emit(Event::WorkerError {
@@ -102,64 +102,89 @@ async fn supervise(
                 continue;
             }
         };
-        let pid = child.id().unwrap_or(0) as i32;
-        registry.set_pid(slot, pid);
-        // Held open while the child runs: it exits when this closes.
-        let _stdin = child.stdin.take();
-        let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-        let mut stderr = child.stderr.take().expect("piped");
-        let mut in_flight: Vec<JobId> = Vec::new();
-        let mut stopping = false;
-        loop {
-            tokio::select! {
-                line = lines.next_line() => match line {
-                    Ok(Some(line)) => match serde_json::from_str::<Event>(&line) {
-                        Ok(event) => {
-                            track(&mut in_flight, &event);
-                            registry.set_in_flight(slot, in_flight.first().copied());
-                            ctx.emit(event);
-                        }
-                        Err(e) => tracing::debug!("worker {slot}: unreadable event line ({e}): {line}"),
-                    },
-                    _ => break,
+        match watch(child, slot, &ctx, &registry, &stop).await {
+            Ended::Stopped => break,
+            Ended::Died { cause, jobs } => ctx.emit(Event::WorkerCrashed {
+                at_us: ctx.clock.now_us(),
+                slot,
+                jobs,
+                cause,
+            }),
+        }
+        sleep_or_stop(config.consumers.restart_after, &stop).await;
+    }
+}
+
+/// How a worker process ended.
+enum Ended {
+    /// Asked to stop, it exited cleanly.
+    Stopped,
+    /// It died (or exited on its own) holding `jobs`.
+    Died { cause: String, jobs: Vec<JobId> },
+}
+
+/// Forwards a running child's events until it ends; stops it when `stop` is cancelled.
+async fn watch(
+    mut child: tokio::process::Child,
+    slot: u32,
+    ctx: &FleetContext,
+    registry: &WorkerRegistry,
+    stop: &CancellationToken,
+) -> Ended {
+    let pid = child.id().unwrap_or(0) as i32;
+    registry.set_pid(slot, pid);
+    // Held open while the child runs: it exits when this closes.
+    let _stdin = child.stdin.take();
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let mut stderr = child.stderr.take().expect("piped");
+    let mut in_flight: Vec<JobId> = Vec::new();
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            line = lines.next_line() => match line {
+                Ok(Some(line)) => match serde_json::from_str::<Event>(&line) {
+                    Ok(event) => {
+                        track(&mut in_flight, &event);
+                        registry.set_in_flight(slot, in_flight.first().copied());
+                        ctx.emit(event);
+                    }
+                    Err(e) => tracing::debug!("worker {slot}: unreadable event line ({e}): {line}"),
                 },
-                _ = stop.cancelled(), if !stopping => {
-                    stopping = true;
-                    // A frozen child must run again to see the SIGTERM.
-                    let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
-                    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
-                }
+                _ => break,
+            },
+            _ = stop.cancelled(), if !stopping => {
+                stopping = true;
+                // A frozen child must run again to see the SIGTERM.
+                let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+                let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
             }
         }
-        let status = child.wait().await;
-        registry.set_pid(slot, 0);
-        registry.set_in_flight(slot, None);
-        let clean = status.as_ref().is_ok_and(|s| s.success());
-        if clean && stopping {
-            break;
-        }
-        let mut err_text = String::new();
-        let _ = stderr.read_to_string(&mut err_text).await;
-        let cause = match status {
-            Ok(s) => match s.signal() {
-                Some(sig) => Signal::try_from(sig)
-                    .map_or(format!("signal {sig}"), |s| s.as_str().to_string()),
-                None => format!("exit status {}", s.code().unwrap_or(-1)),
-            },
-            Err(e) => format!("lost: {e}"),
-        };
-        let tail = err_text
-            .lines()
-            .last()
-            .map(|l| format!(" ({l})"))
-            .unwrap_or_default();
-        ctx.emit(Event::WorkerCrashed {
-            at_us: ctx.clock.now_us(),
-            slot,
-            jobs: in_flight,
-            cause: format!("{cause}{tail}"),
-        });
-        sleep_or_stop(config.consumers.restart_after, &stop).await;
+    }
+    let status = child.wait().await;
+    registry.set_pid(slot, 0);
+    registry.set_in_flight(slot, None);
+    if stopping && status.as_ref().is_ok_and(|s| s.success()) {
+        return Ended::Stopped;
+    }
+    let mut err_text = String::new();
+    let _ = stderr.read_to_string(&mut err_text).await;
+    let cause = match status {
+        Ok(s) => match s.signal() {
+            Some(sig) => {
+                Signal::try_from(sig).map_or(format!("signal {sig}"), |s| s.as_str().to_string())
+            }
+            None => format!("exit status {}", s.code().unwrap_or(-1)),
+        },
+        Err(e) => format!("lost: {e}"),
+    };
+    let tail = err_text
+        .lines()
+        .last()
+        .map(|l| format!(" ({l})"))
+        .unwrap_or_default();
+    Ended::Died {
+        cause: format!("{cause}{tail}"),
+        jobs: in_flight,
     }
 }
 

@@ -171,6 +171,18 @@ impl FaultSummary {
 }
 
 impl FaultSummary {
+    /// Whether anything happened worth a line: a fault injected, or a crash, a reap, a
+    /// handler error, an insert in doubt or rolled back.
+    pub fn any(&self) -> bool {
+        !self.events.is_empty()
+            || self.worker_crashes
+                + self.reaped
+                + self.handler_errors
+                + self.in_doubt_enqueues
+                + self.rolled_back_enqueues
+                > 0
+    }
+
     /// The counts in one sentence, for the terminal and the reports.
     pub fn counts_line(&self) -> String {
         format!(

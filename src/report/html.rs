@@ -429,14 +429,7 @@ fn cost_explanation(s: &Summary) -> String {
 
 fn faults(s: &Summary) -> Option<Section> {
     let f = &s.faults;
-    if f.events.is_empty()
-        && f.worker_crashes
-            + f.reaped
-            + f.handler_errors
-            + f.in_doubt_enqueues
-            + f.rolled_back_enqueues
-            == 0
-    {
+    if !f.any() {
         return None;
     }
     let mut h = format!("<p>{}.</p>", escape(&f.counts_line()));

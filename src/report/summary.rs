@@ -368,42 +368,20 @@ impl Summary {
                 && m.fatal.is_none(),
             fatal_error: m.fatal.clone(),
             interrupted: facts.interrupted,
-            tool: ToolInfo { name: "dbq-bench".into(), version: env!("CARGO_PKG_VERSION").into() },
-            scenario: ScenarioInfo {
-                name: plan.name.clone(),
-                description: plan.description.clone(),
-                file: plan.source.clone(),
-                seed: plan.seed,
+            tool: ToolInfo {
+                name: "dbq-bench".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
             },
-            database: DatabaseInfo {
-                engine: plan.database.engine,
-                provider: facts.provider,
-                server_version: facts.server_version,
-                description: facts.server_description,
-                schema: facts.schema,
-                settings: plan.database.settings.iter().cloned().collect(),
-            },
-            run: RunInfo {
-                started_at: facts.started_at,
-                ended_at: facts.ended_at,
-                clock: "durations from CLOCK_MONOTONIC (µs); latencies of jobs start at their intended enqueue time".into(),
-                measured_window_s: window_s,
-                drain_s: facts.drain_s,
-                drain_timed_out: facts.drain_timed_out,
-                late_timeline_samples: m.late_samples,
-            },
+            scenario: ScenarioInfo::of(plan),
+            database: DatabaseInfo::of(plan, &facts),
+            run: RunInfo::of(&facts, window_s, m.late_samples),
             jobs,
             throughput,
             latency_ms,
             phases,
             accounting: proof,
             design: DesignRecord::of(plan, &facts.design),
-            queue: QueueInfo {
-                variant: facts.design.label.clone(),
-                claim_sql: facts.design.claim_sql.clone(),
-                claim_plan_start: facts.claim_plan_start,
-                claim_plan_end: facts.claim_plan_end,
-            },
+            queue: QueueInfo::of(&facts),
             verdict,
             harness,
             faults,
@@ -412,7 +390,7 @@ impl Summary {
             latency_spectrum_ms: spectrum(&measured_metrics),
             thresholds: Vec::new(),
             thresholds_passed: true,
-            aborted_by_threshold: facts.aborted_by_threshold,
+            aborted_by_threshold: facts.aborted_by_threshold.clone(),
             meta,
             errors: m.errors.clone(),
         }
@@ -424,6 +402,55 @@ impl Summary {
         self.thresholds = super::thresholds::judge(thresholds, &json);
         self.thresholds_passed =
             self.thresholds.iter().all(|t| t.passed) && self.aborted_by_threshold.is_none();
+    }
+}
+
+impl ScenarioInfo {
+    fn of(plan: &Plan) -> ScenarioInfo {
+        ScenarioInfo {
+            name: plan.name.clone(),
+            description: plan.description.clone(),
+            file: plan.source.clone(),
+            seed: plan.seed,
+        }
+    }
+}
+
+impl DatabaseInfo {
+    fn of(plan: &Plan, facts: &RunFacts) -> DatabaseInfo {
+        DatabaseInfo {
+            engine: plan.database.engine,
+            provider: facts.provider.clone(),
+            server_version: facts.server_version.clone(),
+            description: facts.server_description.clone(),
+            schema: facts.schema.clone(),
+            settings: plan.database.settings.iter().cloned().collect(),
+        }
+    }
+}
+
+impl RunInfo {
+    fn of(facts: &RunFacts, measured_window_s: f64, late_timeline_samples: u64) -> RunInfo {
+        RunInfo {
+            started_at: facts.started_at.clone(),
+            ended_at: facts.ended_at.clone(),
+            clock: "durations from CLOCK_MONOTONIC (µs); latencies of jobs start at their intended enqueue time".into(),
+            measured_window_s,
+            drain_s: facts.drain_s,
+            drain_timed_out: facts.drain_timed_out,
+            late_timeline_samples,
+        }
+    }
+}
+
+impl QueueInfo {
+    fn of(facts: &RunFacts) -> QueueInfo {
+        QueueInfo {
+            variant: facts.design.label.clone(),
+            claim_sql: facts.design.claim_sql.clone(),
+            claim_plan_start: facts.claim_plan_start.clone(),
+            claim_plan_end: facts.claim_plan_end.clone(),
+        }
     }
 }
 
@@ -710,6 +737,39 @@ pub fn completions_kept_up(enqueued: u64, finished: u64, in_flight: f64) -> bool
     enqueued as f64 - finished as f64 <= gap_tolerance(enqueued) + in_flight
 }
 
+/// The verdict's opening: its headline, and for a run that did not simply keep up, why, and
+/// whose limit it was.
+fn verdict_head(
+    state: VerdictState,
+    harness: Option<&crate::metrics::HarnessSummary>,
+    producers: &ProducerPace,
+    late: &str,
+    reasons: &[String],
+) -> String {
+    let harness_saturated = harness.is_some_and(|h| h.saturated());
+    match (state, harness) {
+        (VerdictState::KeptUp, _) => state.headline().to_string(),
+        (VerdictState::LoadGeneratorLimited, Some(h)) if producers.too_few() => format!(
+            "{}: producers missed their schedule ({late}) while the consumers kept up; {:.0}% of the late jobs were due while their producer was still waiting for its previous insert (a producer sends one insert at a time), so more producers (producers.count) would have sent them on time ({})",
+            state.headline(),
+            producers.behind_pct(),
+            h.describe()
+        ),
+        (VerdictState::LoadGeneratorLimited, Some(h)) => format!(
+            "{}: producers missed their schedule ({late}) while the consumers kept up, and {}; the queue kept up with what was sent, so this is not the queue's limit",
+            state.headline(),
+            h.describe()
+        ),
+        (VerdictState::DidNotKeepUp, Some(h)) if harness_saturated => format!(
+            "{}: {}, while the harness itself was saturated ({}): its simulated workers share its CPU, so part of the shortfall may be its own",
+            state.headline(),
+            reasons.join(" and "),
+            h.describe()
+        ),
+        _ => format!("{}: {}", state.headline(), reasons.join(" and ")),
+    }
+}
+
 /// `(start, end)`: the backlog in the first and last second of the measured phases;
 /// `scheduled`: jobs the measured phases' schedules intended, the denominator of the late
 /// share (both counted by intended time).
@@ -768,27 +828,7 @@ fn verdict(
             "consumers fell behind ({completion_gap} more jobs enqueued than finished)"
         ));
     }
-    let head = match (state, harness) {
-        (VerdictState::KeptUp, _) => state.headline().to_string(),
-        (VerdictState::LoadGeneratorLimited, Some(h)) if producers.too_few() => format!(
-            "{}: producers missed their schedule ({late}) while the consumers kept up; {:.0}% of the late jobs were due while their producer was still waiting for its previous insert (a producer sends one insert at a time), so more producers (producers.count) would have sent them on time ({})",
-            state.headline(),
-            producers.behind_pct(),
-            h.describe()
-        ),
-        (VerdictState::LoadGeneratorLimited, Some(h)) => format!(
-            "{}: producers missed their schedule ({late}) while the consumers kept up, and {}; the queue kept up with what was sent, so this is not the queue's limit",
-            state.headline(),
-            h.describe()
-        ),
-        (VerdictState::DidNotKeepUp, Some(h)) if harness_saturated => format!(
-            "{}: {}, while the harness itself was saturated ({}): its simulated workers share its CPU, so part of the shortfall may be its own",
-            state.headline(),
-            reasons.join(" and "),
-            h.describe()
-        ),
-        _ => format!("{}: {}", state.headline(), reasons.join(" and ")),
-    };
+    let head = verdict_head(state, harness, producers, &late, &reasons);
     let text = format!(
         "{head}. {:.0} jobs/s completed over {:.0} s measured = {}; offered {offered}; {depth}; {late_pct:.1}% of jobs sent late.",
         t.completed_per_s,

@@ -141,6 +141,29 @@ pub struct TimeChart<'a> {
     pub x_range: (f64, f64),
 }
 
+/// Where a time chart's values land: the ranges shown and the plot's size.
+struct Frame {
+    x0: f64,
+    x1: f64,
+    y1: f64,
+    pw: f64,
+    ph: f64,
+}
+
+impl Frame {
+    fn sx(&self, x: f64) -> f64 {
+        LEFT + (x - self.x0) / (self.x1 - self.x0).max(1e-9) * self.pw
+    }
+
+    fn sy(&self, y: f64) -> f64 {
+        TOP + self.ph - y / self.y1 * self.ph
+    }
+
+    fn inside(&self, p: &(f64, f64)) -> bool {
+        p.0 >= self.x0 && p.0 <= self.x1
+    }
+}
+
 impl TimeChart<'_> {
     pub fn render(&self) -> String {
         let (x0, x1) = if self.x_range.1 > self.x_range.0 {
@@ -148,28 +171,58 @@ impl TimeChart<'_> {
         } else {
             (0.0, 1.0)
         };
-        let inside = |p: &&(f64, f64)| p.0 >= x0 && p.0 <= x1;
-        let y1 = self
+        let mut f = Frame {
+            x0,
+            x1,
+            y1: 1.0,
+            pw: W - LEFT - RIGHT,
+            ph: H - TOP - BOTTOM,
+        };
+        f.y1 = self
             .series
             .iter()
-            .flat_map(|s| s.points.iter().filter(inside).map(|p| p.1))
+            .flat_map(|s| s.points.iter().filter(|p| f.inside(p)).map(|p| p.1))
             .fold(0.0f64, f64::max)
             .max(1e-9)
             * 1.08;
-        let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
-        let sx = |x: f64| LEFT + (x - x0) / (x1 - x0).max(1e-9) * pw;
-        let sy = |y: f64| TOP + ph - y / y1 * ph;
         let mut svg = String::new();
         open(&mut svg, self.title);
+        self.bands(&mut svg, &f);
+        self.axes(&mut svg, &f);
+        for (i, s) in self.series.iter().enumerate() {
+            let pts: Vec<String> = s
+                .points
+                .iter()
+                .filter(|p| f.inside(p))
+                .map(|(x, y)| format!("{:.1},{:.1}", f.sx(*x), f.sy(*y)))
+                .collect();
+            polyline(&mut svg, i, &pts);
+        }
+        for m in self.markers {
+            let x = f.sx(m.at);
+            let _ = write!(
+                svg,
+                r##"<line x1="{x:.1}" x2="{x:.1}" y1="{TOP}" y2="{}" stroke="#c00" stroke-dasharray="4 3"/><text x="{:.1}" y="{}" fill="#c00" font-size="10">{}</text>"##,
+                TOP + f.ph,
+                x + 2.0,
+                TOP + f.ph - 4.0,
+                escape(&m.label)
+            );
+        }
+        finish(svg, &self.series)
+    }
+
+    /// The phases behind the plot, labelled where the label fits.
+    fn bands(&self, svg: &mut String, f: &Frame) {
         for (i, b) in self.bands.iter().enumerate() {
-            let (a, z) = (sx(b.from.max(x0)), sx(b.to.min(x1)));
+            let (a, z) = (f.sx(b.from.max(f.x0)), f.sx(b.to.min(f.x1)));
             let fill = if i % 2 == 0 { "#f2f2f2" } else { "#e6ecf5" };
             let _ = write!(
                 svg,
-                r#"<rect x="{a:.1}" y="{TOP}" width="{:.1}" height="{ph}" fill="{fill}"/>"#,
-                (z - a).max(0.0)
+                r#"<rect x="{a:.1}" y="{TOP}" width="{:.1}" height="{}" fill="{fill}"/>"#,
+                (z - a).max(0.0),
+                f.ph
             );
-            // A label only where it fits inside its band.
             if z - a > 6.5 * b.label.chars().count() as f64 + 6.0 {
                 let _ = write!(
                     svg,
@@ -180,8 +233,12 @@ impl TimeChart<'_> {
                 );
             }
         }
-        for t in ticks(0.0, y1, 5) {
-            let y = sy(t);
+    }
+
+    /// Grid lines, tick labels and the axes' names.
+    fn axes(&self, svg: &mut String, f: &Frame) {
+        for t in ticks(0.0, f.y1, 5) {
+            let y = f.sy(t);
             let _ = write!(
                 svg,
                 r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
@@ -191,11 +248,11 @@ impl TimeChart<'_> {
                 label(t)
             );
         }
-        for t in ticks(x0, x1, 10) {
-            let x = sx(t);
+        for t in ticks(f.x0, f.x1, 10) {
             let _ = write!(
                 svg,
-                r#"<text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                f.sx(t),
                 H - BOTTOM + 15.0,
                 label(t)
             );
@@ -203,33 +260,12 @@ impl TimeChart<'_> {
         let _ = write!(
             svg,
             r#"<text x="{}" y="{}" text-anchor="middle">{}</text><text transform="translate(14 {}) rotate(-90)" text-anchor="middle">{}</text>"#,
-            LEFT + pw / 2.0,
+            LEFT + f.pw / 2.0,
             H - 6.0,
             escape(self.x_label),
-            TOP + ph / 2.0,
+            TOP + f.ph / 2.0,
             escape(self.y_label)
         );
-        for (i, s) in self.series.iter().enumerate() {
-            let pts: Vec<String> = s
-                .points
-                .iter()
-                .filter(inside)
-                .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
-                .collect();
-            polyline(&mut svg, i, &pts);
-        }
-        for m in self.markers {
-            let x = sx(m.at);
-            let _ = write!(
-                svg,
-                r##"<line x1="{x:.1}" x2="{x:.1}" y1="{TOP}" y2="{}" stroke="#c00" stroke-dasharray="4 3"/><text x="{:.1}" y="{}" fill="#c00" font-size="10">{}</text>"##,
-                TOP + ph,
-                x + 2.0,
-                TOP + ph - 4.0,
-                escape(&m.label)
-            );
-        }
-        finish(svg, &self.series)
     }
 }
 

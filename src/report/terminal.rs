@@ -3,17 +3,14 @@
 use super::Summary;
 
 pub fn render(s: &Summary) -> String {
-    let mut t = String::new();
     let status = match s.incomplete_because() {
         None => "complete".to_string(),
         Some(why) => format!("INCOMPLETE: {why}"),
     };
+    let mut t = format!("\n== dbq-bench: {} ({status}) ==\n", s.scenario.name);
     t.push_str(&format!(
-        "\n== dbq-bench: {} ({status}) ==\n",
-        s.scenario.name
-    ));
-    t.push_str(&format!(
-        "database   {} ({})\n",
+        "design     {}\ndatabase   {} ({})\n",
+        s.design.label(),
         s.database.provider,
         first_words(&s.database.server_version, 2)
     ));
@@ -24,74 +21,16 @@ pub fn render(s: &Summary) -> String {
         s.throughput.window_s,
         s.throughput.offered_per_s.map_or("max".to_string(), |r| format!("{r:.1} jobs/s"))
     ));
-    let j = &s.jobs;
-    let unreported = if j.finished_without_report > 0 {
-        format!(
-            " (+{} finished without a report)",
-            j.finished_without_report
-        )
-    } else {
-        String::new()
-    };
-    let dropped = match j.dropped {
-        0 => String::new(),
-        n => format!(", {n} never sent (their phase ended first)"),
-    };
-    t.push_str(&format!(
-        "jobs       {} enqueued, {} completed{unreported}, {} dead-lettered, {} failed attempts, {} lost, {} unfinished, {} duplicate completions{dropped}\n",
-        j.enqueued, j.completed, j.dead_lettered, j.failed_attempts, j.lost, j.unfinished, j.duplicate_completions
-    ));
-    let f = &s.faults;
-    if !f.events.is_empty()
-        || f.worker_crashes
-            + f.reaped
-            + f.handler_errors
-            + f.in_doubt_enqueues
-            + f.rolled_back_enqueues
-            > 0
-    {
+    t.push_str(&jobs(s));
+    if s.faults.any() {
         t.push_str(&format!(
             "faults     {} injected; {}\n",
-            f.events.len(),
-            f.counts_line()
+            s.faults.events.len(),
+            s.faults.counts_line()
         ));
     }
-    t.push_str("latency ms       count      p50      p90      p99    p99.9      max\n");
-    for (name, l) in s.latency_ms.rows() {
-        t.push_str(&format!(
-            "  {name:<13} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}\n",
-            l.count, l.p50, l.p90, l.p99, l.p999, l.max
-        ));
-    }
-    if !s.thresholds.is_empty() {
-        let failed: Vec<String> = s
-            .thresholds
-            .iter()
-            .filter(|t| !t.passed)
-            .map(|t| {
-                let on = t
-                    .phase
-                    .as_deref()
-                    .map_or(String::new(), |p| format!(" in {p}"));
-                format!(
-                    "{} {}{on} (actual {})",
-                    t.metric,
-                    t.condition,
-                    t.actual.map_or("n/a".into(), super::number)
-                )
-            })
-            .collect();
-        let n = s.thresholds.len();
-        t.push_str(&if failed.is_empty() {
-            format!("thresholds all {n} passed\n")
-        } else {
-            format!(
-                "thresholds {} of {n} FAILED: {}\n",
-                failed.len(),
-                failed.join("; ")
-            )
-        });
-    }
+    t.push_str(&latency(s));
+    t.push_str(&thresholds(s));
     if let Some(a) = &s.aborted_by_threshold {
         t.push_str(&format!("aborted    {a}\n"));
     }
@@ -101,6 +40,74 @@ pub fn render(s: &Summary) -> String {
         t.push_str(&format!("harness    {}\n", h.describe()));
     }
     t
+}
+
+fn jobs(s: &Summary) -> String {
+    let j = &s.jobs;
+    let unreported = match j.finished_without_report {
+        0 => String::new(),
+        n => format!(" (+{n} finished without a report)"),
+    };
+    let dropped = match j.dropped {
+        0 => String::new(),
+        n => format!(", {n} never sent (their phase ended first)"),
+    };
+    format!(
+        "jobs       {} enqueued, {} completed{unreported}, {} dead-lettered, {} failed attempts, {} lost, {} unfinished, {} duplicate completions{dropped}\n",
+        j.enqueued,
+        j.completed,
+        j.dead_lettered,
+        j.failed_attempts,
+        j.lost,
+        j.unfinished,
+        j.duplicate_completions
+    )
+}
+
+fn latency(s: &Summary) -> String {
+    let mut t =
+        String::from("latency ms       count      p50      p90      p99    p99.9      max\n");
+    for (name, l) in s.latency_ms.rows() {
+        t.push_str(&format!(
+            "  {name:<13} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}\n",
+            l.count, l.p50, l.p90, l.p99, l.p999, l.max
+        ));
+    }
+    t
+}
+
+/// One line: all passed, or which failed.
+fn thresholds(s: &Summary) -> String {
+    if s.thresholds.is_empty() {
+        return String::new();
+    }
+    let failed: Vec<String> = s
+        .thresholds
+        .iter()
+        .filter(|t| !t.passed)
+        .map(|t| {
+            let on = t
+                .phase
+                .as_deref()
+                .map_or(String::new(), |p| format!(" in {p}"));
+            format!(
+                "{} {}{on} (actual {})",
+                t.metric,
+                t.condition,
+                t.actual.map_or("n/a".into(), super::number)
+            )
+        })
+        .collect();
+    let n = s.thresholds.len();
+    if failed.is_empty() {
+        format!("thresholds all {n} passed\n")
+    } else {
+        format!(
+            "thresholds {} of {n} FAILED: {}\n",
+            failed.len(),
+            failed.join("; ")
+        )
+    }
 }
 
 fn first_words(s: &str, n: usize) -> String {

@@ -24,6 +24,7 @@ use crate::scenario::Plan;
 use anyhow::Context;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
@@ -152,18 +153,8 @@ impl Load {
     ) -> Load {
         let clock = target.clock;
         let live = Arc::new(LiveStats::new());
-        let (events, rx) = tokio::sync::mpsc::unbounded_channel();
-        for event in earlier_events {
-            let _ = events.send(event);
-        }
-        let recorder = Recorder::new(
-            timeline.windows.clone(),
-            timeline.load_start_us,
-            plan.producers.late_after,
-            live.clone(),
-        );
-        let (snapshot_requests, snapshots) = tokio::sync::mpsc::unbounded_channel();
-        let recorder = tokio::spawn(recorder.run(rx, snapshots, clock, timeline.load_start_wall));
+        let (recorder, events, snapshot_requests) =
+            start_recorder(plan, timeline, clock, &live, earlier_events);
         let ctx = FleetContext {
             backend: target.backend.clone(),
             clock,
@@ -173,14 +164,7 @@ impl Load {
         let stop_consumers = CancellationToken::new();
         let registry = Arc::new(WorkerRegistry::new(plan.consumers.count));
         let consumers = start_consumers(plan, opts, &ctx, &registry, &stop_consumers);
-        let reaper = plan.reaper.map(|r| {
-            let reaper = StaleJobReaper {
-                interval: r.interval,
-                stale_after: r.stale_after,
-                count_as_attempt: r.count_as_attempt,
-            };
-            tokio::spawn(reaper.run(ctx.clone(), stop_consumers.clone()))
-        });
+        let reaper = start_reaper(plan, &ctx, &stop_consumers);
         let stop_load = shutdown.child_token();
         // A permanent database error (reported by any fleet, in any process) stops the load.
         tokio::spawn(stop_on_fatal(live.clone(), stop_load.clone()));
@@ -194,16 +178,7 @@ impl Load {
             ))
         });
         drop(snapshot_requests);
-        let producers = ProducerFleet {
-            count: plan.producers.count,
-            arrival: plan.producers.arrival,
-            factory: JobFactory::new(&plan.producers),
-            phases: timeline.scheduled.clone(),
-            seed: plan.seed ^ target.step as u64,
-            key_prefix: target.key_prefix.clone(),
-            outbox_rollback_rate: plan.producers.outbox.map(|o| o.rollback_rate),
-        }
-        .spawn(&ctx, &stop_load);
+        let producers = start_producers(plan, &target, timeline, &ctx, &stop_load);
         let fault_ctx = FaultContext {
             clock,
             events: ctx.events.clone(),
@@ -315,6 +290,70 @@ impl Load {
             aborted_by_threshold,
         })
     }
+}
+
+/// The recorder, holding `earlier_events` (the prefill); where events and requests for
+/// the figures so far are sent.
+fn start_recorder(
+    plan: &Plan,
+    timeline: &Timeline,
+    clock: RunClock,
+    live: &Arc<LiveStats>,
+    earlier_events: Vec<Event>,
+) -> (
+    JoinHandle<Measurements>,
+    UnboundedSender<Event>,
+    UnboundedSender<SnapshotRequest>,
+) {
+    let (events, rx) = tokio::sync::mpsc::unbounded_channel();
+    for event in earlier_events {
+        let _ = events.send(event);
+    }
+    let recorder = Recorder::new(
+        timeline.windows.clone(),
+        timeline.load_start_us,
+        plan.producers.late_after,
+        live.clone(),
+    );
+    let (snapshot_requests, snapshots) = tokio::sync::mpsc::unbounded_channel();
+    let handle = tokio::spawn(recorder.run(rx, snapshots, clock, timeline.load_start_wall));
+    (handle, events, snapshot_requests)
+}
+
+/// The producers of the step, on its schedule.
+fn start_producers(
+    plan: &Plan,
+    target: &LoadTarget,
+    timeline: &Timeline,
+    ctx: &FleetContext,
+    stop: &CancellationToken,
+) -> JoinSet<()> {
+    ProducerFleet {
+        count: plan.producers.count,
+        arrival: plan.producers.arrival,
+        factory: JobFactory::new(&plan.producers),
+        phases: timeline.scheduled.clone(),
+        seed: plan.seed ^ target.step as u64,
+        key_prefix: target.key_prefix.clone(),
+        outbox_rollback_rate: plan.producers.outbox.map(|o| o.rollback_rate),
+    }
+    .spawn(ctx, stop)
+}
+
+/// The stale-job reaper, when the plan has one; it stops with the consumers.
+fn start_reaper(
+    plan: &Plan,
+    ctx: &FleetContext,
+    stop: &CancellationToken,
+) -> Option<JoinHandle<()>> {
+    plan.reaper.map(|r| {
+        let reaper = StaleJobReaper {
+            interval: r.interval,
+            stale_after: r.stale_after,
+            count_as_attempt: r.count_as_attempt,
+        };
+        tokio::spawn(reaper.run(ctx.clone(), stop.clone()))
+    })
 }
 
 /// Cancels `stop_load` as soon as a permanent error is reported.

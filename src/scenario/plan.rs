@@ -270,6 +270,26 @@ fn fill_resolved(scenario: &mut Scenario, database: &DatabasePlan, queue: &Queue
     }
 }
 
+/// How a repeated fault is scheduled in a phase lasting `phase`, checked; `both`: it gave
+/// `every` and `rate` both.
+fn check_repeat(repeat: Option<Repeat>, both: bool, phase: Duration) -> Result<(), String> {
+    match repeat {
+        Some(Repeat::Every(d)) if d < Duration::from_millis(10) => {
+            Err("every must be at least 10ms".into())
+        }
+        Some(Repeat::Every(d)) if d >= phase => Err(format!(
+            "every must be shorter than its phase ({}): it first fires one period after the phase starts, so it never would",
+            humantime::format_duration(phase)
+        )),
+        Some(Repeat::Rate(r)) if !(r > 0.0 && r <= 1000.0) => Err(format!(
+            "rate must be above 0 and at most 1000 per second, got {r}"
+        )),
+        Some(_) => Ok(()),
+        None if both => Err("give every or rate, not both".into()),
+        None => Err("give every (e.g. \"2s\") or rate (per second)".into()),
+    }
+}
+
 /// Validates one fault of a phase lasting `phase`; the error is the reason.
 fn check_fault(f: &FaultSpec, phase: Duration, processes: bool) -> Result<(), String> {
     match f {
@@ -280,32 +300,7 @@ fn check_fault(f: &FaultSpec, phase: Duration, processes: bool) -> Result<(), St
         | FaultSpec::KillBackends {
             every, rate, count, ..
         } => {
-            match f.repeat() {
-                Some(Repeat::Every(d)) if d < Duration::from_millis(10) => {
-                    return Err("every must be at least 10ms".into());
-                }
-                Some(Repeat::Every(d)) if d >= phase => {
-                    return Err(format!(
-                        "every must be shorter than its phase ({}): it first fires one period after the phase starts, so it never would",
-                        humantime::format_duration(phase)
-                    ));
-                }
-                Some(Repeat::Rate(r)) if !(r > 0.0 && r <= 1000.0) => {
-                    return Err(format!(
-                        "rate must be above 0 and at most 1000 per second, got {r}"
-                    ));
-                }
-                Some(_) => {}
-                None => {
-                    let both = every.is_some() && rate.is_some();
-                    return Err(if both {
-                        "give every or rate, not both"
-                    } else {
-                        "give every (e.g. \"2s\") or rate (per second)"
-                    }
-                    .into());
-                }
-            }
+            check_repeat(f.repeat(), every.is_some() && rate.is_some(), phase)?;
             if *count == 0 || *count > 1000 {
                 return Err(format!("count must be between 1 and 1000, got {count}"));
             }
