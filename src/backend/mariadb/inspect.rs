@@ -8,6 +8,7 @@ use crate::backend::error::BackendError;
 use crate::backend::figures::{ClaimProbe, DbSample, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
 use crate::backend::seam::Inspect;
+use crate::backend::sql::count_statuses;
 use crate::backend::sql::design::ClaimShape;
 use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, Row};
@@ -62,24 +63,14 @@ impl MariaLink {
         query
     }
 
-    async fn count_statuses(&mut self, full: bool, s: &mut DbSample) -> Result<(), BackendError> {
+    async fn statuses_of(&mut self, full: bool, s: &mut DbSample) -> Result<(), BackendError> {
         if !full {
             s.pending = sqlx::query_scalar(text(&self.shared.design.sql.pending_count))
                 .fetch_one(&mut self.conn)
                 .await?;
             return Ok(());
         }
-        let (mut processing, mut done, mut dead) = (0, 0, 0);
-        for (status, n) in self.status_counts().await? {
-            match JobStatus::parse(&status) {
-                Some(JobStatus::Pending) => s.pending = n,
-                Some(JobStatus::Processing) => processing = n,
-                Some(JobStatus::Done) => done = n,
-                Some(JobStatus::DeadLetter) => dead = n,
-                None => {}
-            }
-        }
-        (s.processing, s.done, s.dead_letter) = (Some(processing), Some(done), Some(dead));
+        count_statuses(self.status_counts().await?, s);
         Ok(())
     }
 
@@ -152,7 +143,7 @@ impl Inspect for MariaLink {
     async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
         let started = std::time::Instant::now();
         let mut s = DbSample::default();
-        self.count_statuses(full, &mut s).await?;
+        self.statuses_of(full, &mut s).await?;
         self.server_figures(&mut s).await?;
         s.sample_ms = started.elapsed().as_secs_f64() * 1e3;
         Ok(s)

@@ -5,10 +5,10 @@
 //! there are no arrays, so a list of ids travels as one bound JSON array that the statement
 //! reads with `JSON_TABLE`.
 
-use super::Shared;
 use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::job::{ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob};
 use crate::backend::seam::{Connection, Enqueue, Work};
+use crate::backend::sql::Shared;
 use crate::backend::sql::design::{ClaimShape, CompleteShape};
 use crate::backend::sql::jitter_floor;
 use crate::scenario::ClaimMode;

@@ -15,10 +15,11 @@ use super::seam::{
     Attachment, Backend, ContainerImage, DesignError, DesignInfo, Driver, Endpoint, InstallError,
     Link, LocalServer, ServerFacts,
 };
+use super::sql::Shared;
 use super::sql::design::SqlDesign;
 use super::sql::namespace_name;
 use crate::engine::{Engine, ShutdownMode};
-use crate::scenario::{BackoffPlan, QueuePlan};
+use crate::scenario::QueuePlan;
 use async_trait::async_trait;
 use link::MariaLink;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
@@ -178,15 +179,6 @@ impl Endpoint for MariaEndpoint {
     }
 }
 
-/// What a queue's connections share.
-pub(super) struct Shared {
-    design: SqlDesign,
-    info: DesignInfo,
-    namespace: String,
-    backoff: BackoffPlan,
-    max_retries: i32,
-}
-
 /// A queue installed in a database of its own.
 pub struct MariaQueue {
     shared: Arc<Shared>,
@@ -202,13 +194,7 @@ impl MariaQueue {
         q: &QueuePlan,
     ) -> MariaQueue {
         MariaQueue {
-            shared: Arc::new(Shared {
-                info: design.info(),
-                design,
-                namespace,
-                backoff: q.backoff,
-                max_retries: q.max_retries,
-            }),
+            shared: Shared::new(namespace, design, q),
             options,
         }
     }

@@ -2,10 +2,10 @@
 //! always bound parameters (the pipelined completion binds them to a prepared statement's
 //! `$1`; see [`PgLink::complete_then`]).
 
-use super::Shared;
 use crate::backend::error::BackendError;
 use crate::backend::job::{ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob};
 use crate::backend::seam::{Connection, DesignError, Enqueue, WakeUp, Work};
+use crate::backend::sql::Shared;
 use crate::backend::sql::design::{ClaimShape, CompleteShape, SqlDesign};
 use crate::backend::sql::{jitter_floor, one_line};
 use crate::scenario::ClaimMode;

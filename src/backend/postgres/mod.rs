@@ -14,10 +14,11 @@ use super::seam::{
     Attachment, Backend, ContainerImage, DesignError, DesignInfo, Driver, Endpoint, InstallError,
     Link, LocalServer, ServerFacts,
 };
+use super::sql::Shared;
 use super::sql::design::SqlDesign;
 use super::sql::{namespace_name, one_line};
 use crate::engine::{Engine, ShutdownMode};
-use crate::scenario::{BackoffPlan, QueuePlan};
+use crate::scenario::QueuePlan;
 use async_trait::async_trait;
 use link::PgLink;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPoolOptions};
@@ -175,16 +176,6 @@ impl Endpoint for PgEndpoint {
     }
 }
 
-/// What a queue's connections share: the design, the namespace and the values bound into
-/// the statements.
-pub(super) struct Shared {
-    design: SqlDesign,
-    info: DesignInfo,
-    namespace: String,
-    backoff: BackoffPlan,
-    max_retries: i32,
-}
-
 /// A queue installed in a schema of its own.
 pub struct PgQueue {
     shared: Arc<Shared>,
@@ -200,13 +191,7 @@ impl PgQueue {
         q: &QueuePlan,
     ) -> PgQueue {
         PgQueue {
-            shared: Arc::new(Shared {
-                info: design.info(),
-                design,
-                namespace,
-                backoff: q.backoff,
-                max_retries: q.max_retries,
-            }),
+            shared: Shared::new(namespace, design, q),
             options,
         }
     }

@@ -5,10 +5,13 @@ pub mod design;
 
 use super::error::{BackendError, ErrorClass};
 use super::job::JobStatus;
-use super::seam::InstallError;
+use super::seam::{DesignInfo, InstallError};
+use crate::scenario::{BackoffPlan, QueuePlan};
+use design::SqlDesign;
 use sqlx::error::BoxDynError;
 use sqlx::mysql::{MySql, MySqlTypeInfo, MySqlValueRef};
 use sqlx::postgres::{PgTypeInfo, PgValueRef, Postgres};
+use std::sync::Arc;
 
 impl From<sqlx::Error> for BackendError {
     fn from(e: sqlx::Error) -> BackendError {
@@ -22,6 +25,44 @@ impl From<sqlx::Error> for BackendError {
             code,
         }
     }
+}
+
+/// What a SQL queue's connections share: the design, the namespace and the values bound into
+/// the statements.
+pub struct Shared {
+    pub design: SqlDesign,
+    pub info: DesignInfo,
+    pub namespace: String,
+    pub backoff: BackoffPlan,
+    pub max_retries: i32,
+}
+
+impl Shared {
+    pub fn new(namespace: String, design: SqlDesign, q: &QueuePlan) -> Arc<Shared> {
+        Arc::new(Shared {
+            info: design.info(),
+            design,
+            namespace,
+            backoff: q.backoff,
+            max_retries: q.max_retries,
+        })
+    }
+}
+
+/// A full sample's counts by status. A custom design's table may hold statuses of its own:
+/// those are not counted.
+pub fn count_statuses(counts: Vec<(String, i64)>, s: &mut super::figures::DbSample) {
+    let (mut processing, mut done, mut dead) = (0, 0, 0);
+    for (status, n) in counts {
+        match JobStatus::parse(&status) {
+            Some(JobStatus::Pending) => s.pending = n,
+            Some(JobStatus::Processing) => processing = n,
+            Some(JobStatus::Done) => done = n,
+            Some(JobStatus::DeadLetter) => dead = n,
+            None => {}
+        }
+    }
+    (s.processing, s.done, s.dead_letter) = (Some(processing), Some(done), Some(dead));
 }
 
 impl From<sqlx::Error> for InstallError {
