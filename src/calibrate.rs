@@ -473,8 +473,10 @@ pub fn conclusion(c: &Calibration) -> String {
         .filter(|r| !r.at_parity())
         .map(|r| {
             format!(
-                "{} connection(s) ({:.2}× pgbench's jobs/s at {:.2}× its CPU per job)",
-                r.connections, r.ratio, r.cpu_ratio
+                "{} connection(s) ({} pgbench's jobs/s at {} its CPU per job)",
+                r.connections,
+                times(r.ratio),
+                times(r.cpu_ratio)
             )
         })
         .collect();
@@ -485,6 +487,16 @@ pub fn conclusion(c: &Calibration) -> String {
             "Short of pgbench at {}: near those rates the load generator takes CPU the server could use, so a capacity measured there is a lower bound (a run whose producers fall behind says \"limited by the load generator\").",
             short.join(", ")
         )
+    }
+}
+
+/// A ratio as `0.95×`; with a third decimal where two would read `1.00×` for a ratio that
+/// is not 1 (a row short of parity by 0.3 % must not read as at parity).
+fn times(ratio: f64) -> String {
+    if format!("{ratio:.2}") == "1.00" && ratio != 1.0 {
+        format!("{ratio:.3}×")
+    } else {
+        format!("{ratio:.2}×")
     }
 }
 
@@ -561,6 +573,14 @@ mod tests {
             c.markdown()
                 .contains("| 4 | 1000 | 950 | 0.95× | 0.90–1.10× | 40 | 44 | 1.10× | 0.75–1.25× |")
         );
+    }
+
+    #[test]
+    fn a_ratio_just_short_of_one_does_not_read_as_one() {
+        assert_eq!(times(0.997), "0.997×");
+        assert_eq!(times(1.0), "1.00×");
+        assert_eq!(times(1.004), "1.004×");
+        assert_eq!(times(0.95), "0.95×");
     }
 
     #[test]

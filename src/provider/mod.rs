@@ -7,7 +7,7 @@ pub mod container;
 pub mod local;
 
 use crate::backend::{self, Endpoint};
-use crate::engine::{Engine, ShutdownMode, redact_url};
+use crate::engine::{ShutdownMode, redact_url};
 use crate::error::Failure;
 use crate::scenario::{DatabasePlan, ProviderKind};
 use anyhow::{Context, Result, anyhow, bail};
@@ -72,18 +72,8 @@ impl Server {
         })
     }
 
-    /// A server reached directly, with nothing to provision (the suite's shared servers).
-    pub async fn given(endpoint: Arc<dyn Endpoint>) -> Result<Server> {
-        let description = endpoint.address();
-        Server::new(ProviderKind::Url, description, endpoint, Owned::Nothing).await
-    }
-
     pub fn endpoint(&self) -> Arc<dyn Endpoint> {
         self.endpoint.clone()
-    }
-
-    pub fn engine(&self) -> Engine {
-        self.endpoint.engine()
     }
 
     /// Id of the container when the `container` provider started the server.

@@ -5,6 +5,7 @@ use super::*;
 use crate::backend::memory::MemoryQueue;
 use crate::scenario::load::{Overrides, parse};
 use crate::scenario::{ClaimMode, EnvDefaults};
+use crate::status::Kept;
 
 const SCENARIO: &str = r#"
 seed = 11
@@ -33,7 +34,7 @@ duration = "1s"
 faults = [{ kind = "crash_workers", every = "100ms", count = 1 }]
 "#;
 
-async fn step(claim_mode: ClaimMode) -> RunOutcome {
+async fn step(claim_mode: ClaimMode) -> (RunOutcome, Vec<String>) {
     let mode = format!("consumers.claim_mode=\"{}\"", claim_mode.as_str());
     let overrides = Overrides {
         sets: vec![mode],
@@ -42,8 +43,10 @@ async fn step(claim_mode: ClaimMode) -> RunOutcome {
     let scenario = parse("memory.toml", SCENARIO, &overrides).unwrap();
     let plan = Plan::build(scenario, "memory.toml", "memory", &EnvDefaults::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
+    let said = Arc::new(Kept::default());
     let opts = RunOptions {
         out_dir: Some(dir.path().to_path_buf()),
+        status: said.clone(),
         ..RunOptions::default()
     };
     let shutdown = CancellationToken::new();
@@ -51,14 +54,21 @@ async fn step(claim_mode: ClaimMode) -> RunOutcome {
     let session = Session::on_backend(&plan, &opts, queue, ServerRecord::default(), &shutdown)
         .await
         .unwrap();
-    run_session(session, &plan, &opts, &shutdown).await.unwrap()
+    let outcome = run_session(session, &plan, &opts, &shutdown).await.unwrap();
+    let lines = said.0.lock().unwrap().clone();
+    (outcome, lines)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crashes_failures_and_poison_on_the_in_memory_queue_lose_nothing() {
     for mode in [ClaimMode::InTransaction, ClaimMode::Committed] {
-        let s = step(mode).await.results.summary;
+        let (outcome, said) = step(mode).await;
+        let s = outcome.results.summary;
         let j = &s.jobs;
+        assert!(
+            said.contains(&"load started: 1 phase(s), 1 s".to_string()),
+            "{said:?}"
+        );
         assert!(s.accounting.ok, "{mode:?}: {}", s.accounting.verdict);
         assert_eq!((j.lost, j.unfinished), (0, 0), "{mode:?}: {j:?}");
         assert!(s.faults.worker_crashes > 0, "{mode:?}: {:?}", s.faults);
