@@ -69,7 +69,7 @@ fn schedule(c: &mut Criterion) {
         group.bench_function(format!("{arrival:?} arrivals"), |b| {
             let mut rng = StdRng::seed_from_u64(1);
             b.iter(|| {
-                let mut s = ArrivalSchedule::new(0, u64::MAX, 10_000.0, 0, 1, arrival, &mut rng);
+                let mut s = ArrivalSchedule::new((0, u64::MAX), 10_000.0, arrival, &mut rng);
                 for _ in 0..JOBS {
                     black_box(s.next(&mut rng));
                 }

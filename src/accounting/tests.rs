@@ -64,7 +64,10 @@ async fn a_commit_whose_reply_was_lost_is_settled_from_the_queue() {
     let mut worker = queue.connect("worker-0").await.unwrap();
     let claimed = worker.claim(ClaimMode::InTransaction).await.unwrap();
     ledger.claimed(claimed[0].id);
-    queue.set_mishaps(Mishaps { lost_replies: 1 });
+    queue.set_mishaps(Mishaps {
+        lost_replies: 1,
+        ..Mishaps::default()
+    });
     let e = worker
         .finish(ClaimMode::InTransaction, &[id])
         .await
@@ -90,7 +93,10 @@ async fn a_failure_update_whose_reply_was_lost_counts_as_a_failure_not_a_repeat(
     };
     worker.claim(ClaimMode::Committed).await.unwrap();
     ledger.claimed(id);
-    queue.set_mishaps(Mishaps { lost_replies: 1 });
+    queue.set_mishaps(Mishaps {
+        lost_replies: 1,
+        ..Mishaps::default()
+    });
     assert!(worker.fail(id, "boom").await.unwrap_err().outcome_unknown());
     ledger.rolled_back(id, true);
     // It runs again (the retry the failure scheduled) and completes.

@@ -51,6 +51,8 @@ pub struct Mishaps {
     /// The next this many commits (a finish, or a committed failure) take effect, but their
     /// reply is lost: the caller gets a connection error.
     pub lost_replies: u32,
+    /// Every insert takes this long (a slow server), without holding the table.
+    pub slow_inserts: Option<Duration>,
 }
 
 #[derive(Default)]
@@ -377,9 +379,12 @@ impl Enqueue for MemoryLink {
     /// Every call gives way once, as a round trip to a server would: a producer in a
     /// closed loop must not hold its thread.
     async fn enqueue(&mut self, job: &NewJob) -> Result<JobId, BackendError> {
-        let id = self.table().insert(job);
-        tokio::task::yield_now().await;
-        Ok(id)
+        let slow = self.table().mishaps.slow_inserts;
+        match slow {
+            Some(d) => tokio::time::sleep(d).await,
+            None => tokio::task::yield_now().await,
+        }
+        Ok(self.table().insert(job))
     }
 
     async fn enqueue_batch(&mut self, jobs: &[NewJob]) -> Result<Vec<JobId>, BackendError> {

@@ -114,6 +114,7 @@ mod tests {
     fn mixes_follow_their_weights() {
         let plan = ProducerPlan {
             count: 1,
+            max_count: 8,
             arrival: crate::scenario::Arrival::Constant,
             prefill: 0,
             payload_bytes: 64,

@@ -6,6 +6,7 @@
 pub mod consumer;
 pub mod handler;
 pub mod jobs;
+pub mod pacer;
 pub mod process;
 pub mod producer;
 pub mod reaper;

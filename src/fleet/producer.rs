@@ -1,5 +1,6 @@
-//! Producers: each with its own connection, enqueueing on an open-loop schedule (or as fast
-//! as it can in closed loop) phase after phase.
+//! A producer: one connection's inserts. The pacer ([`super::pacer`]) hands each open-loop
+//! arrival to whichever producer is free; in closed loop each producer inserts as fast as
+//! it can until its phase ends.
 //!
 //! Under faults an insert that surely did not commit (a connection that could not be made,
 //! an error the server returned) is retried until it commits; one whose connection broke
@@ -8,132 +9,90 @@
 //! business update (`UPDATE orders SET status = 'paid'`), and some of those roll back.
 
 use super::jobs::JobFactory;
-use super::schedule::ArrivalSchedule;
 use super::{FleetContext, sleep_or_stop};
 use crate::backend::{BackendError, Insert, Link};
 use crate::metrics::Event;
-use crate::scenario::{Arrival, Rate};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::task::JoinSet;
+use tokio::sync::mpsc::{Receiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
-/// A phase as producers see it: a window of the run clock and the fleet's offered rate.
-#[derive(Debug, Clone, Copy)]
-pub struct ScheduledPhase {
-    pub start_us: u64,
-    pub end_us: u64,
-    pub rate: Rate,
-}
-
-/// How the fleet is made up.
+/// What every producer of a step shares.
 #[derive(Debug, Clone)]
-pub struct ProducerFleet {
-    pub count: usize,
-    pub arrival: Arrival,
+pub struct ProducerShared {
     pub factory: JobFactory,
-    pub phases: Vec<ScheduledPhase>,
     pub seed: u64,
-    /// Prefix of every job key, unique per run.
+    /// Prefix of every job key, unique per step.
     pub key_prefix: String,
     /// Outbox mode: the rollback rate of business transactions.
     pub outbox_rollback_rate: Option<f64>,
+    /// The step's jobs so far: each job's key and outbox order come from it.
+    pub sequence: Arc<AtomicU64>,
 }
 
-impl ProducerFleet {
-    /// Starts every producer; they stop after the last phase or when `stop` is cancelled.
-    pub fn spawn(&self, ctx: &FleetContext, stop: &CancellationToken) -> JoinSet<()> {
-        let mut set = JoinSet::new();
-        for index in 0..self.count {
-            let producer = Producer {
-                index,
-                fleet: self.clone(),
-                ctx: ctx.clone(),
-                rng: StdRng::seed_from_u64(
-                    self.seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1)),
-                ),
-                seq: 0,
-                conn: None,
-                halted: false,
-            };
-            set.spawn(producer.run(stop.clone()));
-        }
-        set
-    }
+/// What the pacer asks of a free producer.
+#[derive(Debug, Clone, Copy)]
+pub enum Order {
+    /// Insert one job due at `intended_us`; `behind`: no producer was free when it was due.
+    Send { intended_us: u64, behind: bool },
+    /// Closed loop: insert one job after another until `end_us`.
+    Closed { end_us: u64 },
 }
 
-struct Producer {
-    index: usize,
-    fleet: ProducerFleet,
+pub struct Producer {
+    pub index: usize,
+    shared: ProducerShared,
     ctx: FleetContext,
     rng: StdRng,
-    seq: u64,
     conn: Option<Box<dyn Link>>,
     /// A permanent error stopped this producer (the run stops with it).
     halted: bool,
 }
 
 impl Producer {
+    pub fn new(index: usize, shared: ProducerShared, ctx: FleetContext) -> Producer {
+        let seed = shared.seed ^ 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1);
+        Producer {
+            index,
+            shared,
+            ctx,
+            rng: StdRng::seed_from_u64(seed),
+            conn: None,
+            halted: false,
+        }
+    }
+
     fn name(&self) -> String {
         format!("producer-{}", self.index)
     }
 
-    async fn run(mut self, stop: CancellationToken) {
-        self.conn = self.ctx.connect(&self.name(), &stop).await;
-        for phase in self.fleet.phases.clone() {
-            if !sleep_or_stop(self.ctx.clock.until(phase.start_us), &stop).await {
+    /// Connects (unless `closing` is cancelled first), then says it is free on `free` and
+    /// carries out orders until the pacer drops its end of `orders` (or a permanent error
+    /// halts it).
+    pub async fn run(
+        mut self,
+        mut orders: Receiver<Order>,
+        free: UnboundedSender<usize>,
+        stop: CancellationToken,
+        closing: CancellationToken,
+    ) {
+        self.conn = self.ctx.connect(&self.name(), &closing).await;
+        while !self.halted && free.send(self.index).is_ok() {
+            let Some(order) = orders.recv().await else {
                 break;
-            }
-            match phase.rate {
-                Rate::Max => {
-                    while self.ctx.clock.now_us() < phase.end_us
-                        && !stop.is_cancelled()
-                        && !self.halted
-                    {
+            };
+            match order {
+                Order::Send {
+                    intended_us,
+                    behind,
+                } => self.enqueue(intended_us, Some(behind), &stop).await,
+                Order::Closed { end_us } => {
+                    while self.ctx.clock.now_us() < end_us && !stop.is_cancelled() && !self.halted {
                         let now = self.ctx.clock.now_us();
                         self.enqueue(now, None, &stop).await;
-                    }
-                }
-                Rate::PerSecond(r) if r <= 0.0 => {
-                    sleep_or_stop(self.ctx.clock.until(phase.end_us), &stop).await;
-                }
-                Rate::PerSecond(r) => {
-                    let (index, count, arrival) =
-                        (self.index, self.fleet.count, self.fleet.arrival);
-                    let mut schedule = ArrivalSchedule::new(
-                        phase.start_us,
-                        phase.end_us,
-                        r,
-                        index,
-                        count,
-                        arrival,
-                        &mut self.rng,
-                    );
-                    while let Some(intended) = schedule.next(&mut self.rng) {
-                        if self.halted {
-                            break;
-                        }
-                        let now = self.ctx.clock.now_us();
-                        if now >= phase.end_us {
-                            // The phase is over: what its schedule still holds is dropped,
-                            // not sent late into the next phase (or the drain).
-                            let mut count = 1;
-                            while schedule.next(&mut self.rng).is_some() {
-                                count += 1;
-                            }
-                            self.ctx.emit(Event::Dropped {
-                                intended_us: intended,
-                                count,
-                            });
-                            break;
-                        }
-                        // Already past its time before sleeping: the previous insert made it late.
-                        let behind = now > intended;
-                        if !sleep_or_stop(self.ctx.clock.until(intended), &stop).await {
-                            break;
-                        }
-                        self.enqueue(intended, Some(behind), &stop).await;
                     }
                 }
             }
@@ -146,19 +105,15 @@ impl Producer {
     /// Enqueues one job scheduled for `intended_us`, retrying while it surely has not
     /// committed. An insert is never abandoned half-way: `stop` is only looked at between
     /// tries.
-    /// `behind`: open loop, and whether the producer was still busy when the job was due
+    /// `behind`: open loop, and whether every producer was busy when the job was due
     /// (`None` in closed loop).
     async fn enqueue(&mut self, intended_us: u64, behind: Option<bool>, stop: &CancellationToken) {
         let open_loop = behind.is_some();
-        self.seq += 1;
-        let key = format!("{}-p{}-{}", self.fleet.key_prefix, self.index, self.seq);
-        // Order ids are unique across producers: seq·count + index.
-        let order = self
-            .fleet
-            .outbox_rollback_rate
-            .map(|_| (self.seq - 1) as i64 * self.fleet.count as i64 + self.index as i64 + 1);
+        let seq = self.shared.sequence.fetch_add(1, Ordering::Relaxed) + 1;
+        let key = format!("{}-{seq}", self.shared.key_prefix);
+        let order = self.shared.outbox_rollback_rate.map(|_| seq as i64);
         let made = self
-            .fleet
+            .shared
             .factory
             .make(&mut self.rng, key, intended_us, order);
         let mut backoff = Duration::from_millis(50);
@@ -170,7 +125,7 @@ impl Producer {
                 return;
             };
             let sent_us = self.ctx.clock.now_us();
-            let result = match (self.fleet.outbox_rollback_rate, order) {
+            let result = match (self.shared.outbox_rollback_rate, order) {
                 (Some(rate), Some(order)) => {
                     let roll_back = rate > 0.0 && self.rng.random_bool(rate);
                     conn.enqueue_in_outbox(&made.job, order, roll_back).await

@@ -1,10 +1,8 @@
-//! Open-loop arrival schedules: when each producer *intends* to enqueue its next job.
+//! Open-loop arrival schedules: when the fleet *intends* to enqueue its next job.
 //!
-//! The fleet's offered rate is split evenly: with N producers at total rate R, producer i
-//! schedules jobs at `start + (i + kN)/R` (constant), so together they are evenly spaced at
-//! 1/R; or as an independent Poisson process of rate R/N (the superposition is Poisson of
-//! rate R). The schedule never waits for the database: if an insert is slow the next
-//! intended times stay where they are, and the delay shows as schedule lag and latency.
+//! At rate R, jobs are due at `start + k/R` (constant) or as a Poisson process of rate R.
+//! The schedule never waits for the database: if inserts are slow the next intended times
+//! stay where they are, and the delay shows as schedule lag and latency.
 
 use crate::scenario::Arrival;
 use rand::Rng;
@@ -20,27 +18,22 @@ pub struct ArrivalSchedule {
 }
 
 impl ArrivalSchedule {
-    /// The schedule of producer `index` of `producers` in the window `[start_us, end_us)` at a
-    /// total rate of `rate` jobs/s (> 0).
+    /// The schedule of the window `[start_us, end_us)` at `rate` jobs/s (> 0).
     pub fn new(
-        start_us: u64,
-        end_us: u64,
+        (start_us, end_us): (u64, u64),
         rate: f64,
-        index: usize,
-        producers: usize,
         arrival: Arrival,
         rng: &mut impl Rng,
     ) -> Self {
-        let per_producer = rate / producers as f64;
         match arrival {
             Arrival::Constant => ArrivalSchedule {
-                next_us: start_us as f64 + index as f64 * 1e6 / rate,
+                next_us: start_us as f64,
                 end_us,
-                gap_us: 1e6 / per_producer,
+                gap_us: 1e6 / rate,
                 poisson: None,
             },
             Arrival::Poisson => {
-                let exp = Exp::new(per_producer / 1e6).ok();
+                let exp = Exp::new(rate / 1e6).ok();
                 let first = exp.map_or(0.0, |e| e.sample(rng));
                 ArrivalSchedule {
                     next_us: start_us as f64 + first,
@@ -72,30 +65,20 @@ mod tests {
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
-    fn all(arrival: Arrival, producers: usize, rate: f64, secs: u64) -> Vec<u64> {
+    fn all(arrival: Arrival, rate: f64, secs: u64) -> Vec<u64> {
         let mut rng = StdRng::seed_from_u64(1);
+        let window = (1_000_000, 1_000_000 + secs * 1_000_000);
+        let mut s = ArrivalSchedule::new(window, rate, arrival, &mut rng);
         let mut times = Vec::new();
-        for i in 0..producers {
-            let mut s = ArrivalSchedule::new(
-                1_000_000,
-                1_000_000 + secs * 1_000_000,
-                rate,
-                i,
-                producers,
-                arrival,
-                &mut rng,
-            );
-            while let Some(t) = s.next(&mut rng) {
-                times.push(t);
-            }
+        while let Some(t) = s.next(&mut rng) {
+            times.push(t);
         }
-        times.sort_unstable();
         times
     }
 
     #[test]
-    fn constant_arrivals_are_evenly_spaced_across_producers() {
-        let t = all(Arrival::Constant, 4, 300.0, 10);
+    fn constant_arrivals_are_evenly_spaced() {
+        let t = all(Arrival::Constant, 300.0, 10);
         assert_eq!(t.len(), 3000);
         assert_eq!(t[0], 1_000_000);
         let gaps: Vec<u64> = t.windows(2).map(|w| w[1] - w[0]).collect();
@@ -108,7 +91,7 @@ mod tests {
 
     #[test]
     fn poisson_arrivals_have_the_offered_mean_rate() {
-        let t = all(Arrival::Poisson, 3, 1000.0, 20);
+        let t = all(Arrival::Poisson, 1000.0, 20);
         // 20,000 expected; the standard deviation is about 141.
         assert!((19_300..=20_700).contains(&t.len()), "{}", t.len());
         assert!(t.iter().all(|x| (1_000_000..21_000_000).contains(x)));

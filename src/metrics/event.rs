@@ -21,7 +21,7 @@ pub enum Event {
         /// A poison job (its handler always fails) or a crashing one.
         poison: bool,
         crash: bool,
-        /// Open loop: its producer was still busy with its previous insert when it was due.
+        /// Open loop: every producer connection the fleet may have was busy when it was due.
         behind: bool,
     },
     /// A prefill batch committed: its ids as runs of consecutive ids (a bulk insert's ids
@@ -39,6 +39,13 @@ pub enum Event {
         at_us: u64,
         role: String,
         error: String,
+    },
+    /// The producer fleet's connections (opened so far) and the most inserts under way at
+    /// once in the current phase, reported when either grows.
+    ProducerPool {
+        at_us: u64,
+        connections: u32,
+        in_flight: u32,
     },
     /// Jobs a producer's schedule still held when their phase ended (the first due at
     /// `intended_us`): never sent, as k6 counts dropped iterations.

@@ -77,11 +77,16 @@ pub struct PhaseCounts {
     pub claims: u64,
     pub empty_polls: u64,
     pub sent_late: u64,
-    /// Late jobs that were due while their producer was still waiting for its previous
-    /// insert: late because a producer sends one insert at a time, not because the
-    /// harness woke late.
+    /// Late jobs that were due while every producer connection the fleet may have was busy:
+    /// late because inserts were slow, not because the harness woke late.
     #[serde(default)]
     pub sent_late_behind: u64,
+    /// Producer connections opened (the most, where windows are added up).
+    #[serde(default)]
+    pub producer_connections: u64,
+    /// The most inserts under way at once.
+    #[serde(default)]
+    pub inserts_in_flight: u64,
     /// Scheduled jobs never sent because their phase ended first.
     #[serde(default)]
     pub dropped: u64,
@@ -112,6 +117,8 @@ impl PhaseCounts {
         self.empty_polls += o.empty_polls;
         self.sent_late += o.sent_late;
         self.sent_late_behind += o.sent_late_behind;
+        self.producer_connections = self.producer_connections.max(o.producer_connections);
+        self.inserts_in_flight = self.inserts_in_flight.max(o.inserts_in_flight);
         self.dropped += o.dropped;
         self.enqueue_errors += o.enqueue_errors;
         self.worker_errors += o.worker_errors;
@@ -428,6 +435,16 @@ impl Recorder {
                 }
             }
             Event::Fatal { role, error, .. } => self.fatal(&role, &error),
+            Event::ProducerPool {
+                at_us,
+                connections,
+                in_flight,
+            } => {
+                let w = self.window_of(at_us);
+                let c = &mut self.counts[w];
+                c.producer_connections = c.producer_connections.max(u64::from(connections));
+                c.inserts_in_flight = c.inserts_in_flight.max(u64::from(in_flight));
+            }
             Event::Dropped { intended_us, count } => {
                 let w = self.window_of(intended_us);
                 self.counts[w].dropped += count;

@@ -188,6 +188,7 @@ fn md_figures(s: &Summary) -> String {
         j.worker_errors,
         j.reaped
     ));
+    md.push_str(&format!("Producers: {}.\n\n", s.producers.describe()));
 
     md.push_str("## Latency (ms, measured phases)\n\n| metric | count | p50 | p90 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|\n");
     for (name, l) in s.latency_ms.rows() {

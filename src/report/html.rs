@@ -102,7 +102,7 @@ fn key_figures(s: &Summary) -> Section {
         "<table><tr><th>offered</th><th>enqueued/s</th><th>completed/s</th><th>e2e p50 ms</th><th>e2e p99 ms</th><th>e2e max ms</th>\
          <th>enqueued</th><th>completed</th><th>dead-lettered</th><th>lost</th><th>unfinished</th><th>duplicate completions</th></tr>\
          <tr><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>\
-         <p class=\"note\">Over the measured phases ({:.1} s). Throughput counts committed work only; latencies start at each job's intended enqueue time.</p>",
+         <p class=\"note\">Over the measured phases ({:.1} s). Throughput counts committed work only; latencies start at each job's intended enqueue time. Producers: {}.</p>",
         s.throughput
             .offered_per_s
             .map_or("max".into(), |r| format!("{r:.0}/s")),
@@ -117,7 +117,8 @@ fn key_figures(s: &Summary) -> Section {
         j.lost,
         j.unfinished,
         j.duplicate_completions,
-        s.throughput.window_s
+        s.throughput.window_s,
+        escape(&s.producers.describe())
     );
     Section::new("Key figures", h)
 }

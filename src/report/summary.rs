@@ -30,6 +30,9 @@ pub struct Summary {
     pub database: DatabaseInfo,
     pub run: RunInfo,
     pub jobs: JobCounts,
+    /// How many producer connections the load took (open loop grows them as inserts slow).
+    #[serde(default)]
+    pub producers: ProducerUse,
     pub throughput: Throughput,
     /// Over the measured phases; see README "How to read the report" for each metric.
     pub latency_ms: LatencyReport,
@@ -162,6 +165,38 @@ pub struct JobCounts {
     pub dropped: u64,
     /// Jobs the stale-job reaper returned to `pending`.
     pub reaped: u64,
+}
+
+/// The producer fleet's connections: opened at the start, allowed, and used.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ProducerUse {
+    /// Connections opened at the start (`producers.count`).
+    pub count: u64,
+    /// The most the fleet may open (`producers.max_count`).
+    pub max_count: u64,
+    /// The most it had open.
+    pub connections: u64,
+    /// The most inserts under way at once in the measured phases.
+    pub inserts_in_flight: u64,
+}
+
+impl ProducerUse {
+    fn of(plan: &Plan, all: &PhaseCounts, measured: &PhaseCounts) -> ProducerUse {
+        ProducerUse {
+            count: plan.producers.count as u64,
+            max_count: plan.producers.max_count as u64,
+            connections: all.producer_connections,
+            inserts_in_flight: measured.inserts_in_flight,
+        }
+    }
+
+    /// `4 connection(s) of 16 allowed, at most 3 insert(s) at once`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} connection(s) of {} allowed, at most {} insert(s) at once",
+            self.connections, self.max_count, self.inserts_in_flight
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -344,7 +379,8 @@ impl Summary {
         let scheduled = measured_metrics.get(Metric::ScheduleLag).len();
         let harness = measured_span(m)
             .and_then(|(from, to)| crate::metrics::HarnessSummary::over(&m.harness, from, to));
-        let pace = ProducerPace::of(&measured_counts);
+        let producers = ProducerUse::of(plan, &all, &measured_counts);
+        let pace = ProducerPace::of(&measured_counts, producers);
         let latency_ms = LatencyReport::of(&measured_metrics);
         let mut verdict = verdict(
             measured_depths(m),
@@ -376,6 +412,7 @@ impl Summary {
             database: DatabaseInfo::of(plan, &facts),
             run: RunInfo::of(&facts, window_s, m.late_samples),
             jobs,
+            producers,
             throughput,
             latency_ms,
             phases,
@@ -509,21 +546,23 @@ fn memory_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// Why the producers' late jobs were late: a producer sends one insert at a time, so a job
-/// due while its producer still waits for the previous insert goes out late however fast the
-/// queue is. When at least half of the late jobs were late that way, more producers would
-/// have sent them on time: the load generator, not the queue, set the pace.
+/// Why the producers' late jobs were late: a job due while every producer connection the
+/// fleet may open was busy goes out late however fast the queue drains. When at least half
+/// of the late jobs were late that way, more connections (`producers.max_count`) would have
+/// sent them on time: the load generator's limit, not the queue's, set the pace.
 struct ProducerPace {
     late: u64,
     late_behind: u64,
+    used: ProducerUse,
 }
 
 impl ProducerPace {
-    fn of(counts: &PhaseCounts) -> ProducerPace {
-        // A dropped job was due while its producer was still busy: behind, by definition.
+    fn of(counts: &PhaseCounts, used: ProducerUse) -> ProducerPace {
+        // A dropped job was due while every producer was still busy: behind, by definition.
         ProducerPace {
             late: counts.sent_late + counts.dropped,
             late_behind: counts.sent_late_behind + counts.dropped,
+            used,
         }
     }
 
@@ -750,9 +789,10 @@ fn verdict_head(
     match (state, harness) {
         (VerdictState::KeptUp, _) => state.headline().to_string(),
         (VerdictState::LoadGeneratorLimited, Some(h)) if producers.too_few() => format!(
-            "{}: producers missed their schedule ({late}) while the consumers kept up; {:.0}% of the late jobs were due while their producer was still waiting for its previous insert (a producer sends one insert at a time), so more producers (producers.count) would have sent them on time ({})",
+            "{}: producers missed their schedule ({late}) while the consumers kept up; {:.0}% of the late jobs were due while every producer connection was busy ({}), so more connections (producers.max_count) would have sent them on time ({})",
             state.headline(),
             producers.behind_pct(),
+            producers.used.describe(),
             h.describe()
         ),
         (VerdictState::LoadGeneratorLimited, Some(h)) => format!(
@@ -892,7 +932,7 @@ mod tests {
             machine_cores: 2,
             ..Default::default()
         };
-        let pace = ProducerPace::of(&counts);
+        let pace = ProducerPace::of(&counts, ProducerUse::default());
         verdict(
             (Some(0), Some(100)),
             &t,

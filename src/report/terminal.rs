@@ -22,6 +22,7 @@ pub fn render(s: &Summary) -> String {
         s.throughput.offered_per_s.map_or("max".to_string(), |r| format!("{r:.1} jobs/s"))
     ));
     t.push_str(&jobs(s));
+    t.push_str(&format!("producers  {}\n", s.producers.describe()));
     if s.faults.any() {
         t.push_str(&format!(
             "faults     {} injected; {}\n",

@@ -8,8 +8,9 @@ use crate::backend::Backend;
 use crate::clock::RunClock;
 use crate::faults::{self, FaultContext, PhaseFaults};
 use crate::fleet::jobs::JobFactory;
+use crate::fleet::pacer::{ProducerFleet, ScheduledPhase};
 use crate::fleet::process::{self, WorkerConfig};
-use crate::fleet::producer::{ProducerFleet, ScheduledPhase};
+use crate::fleet::producer::ProducerShared;
 use crate::fleet::reaper::StaleJobReaper;
 use crate::fleet::registry::WorkerRegistry;
 use crate::fleet::{FleetContext, consumer};
@@ -330,12 +331,16 @@ fn start_producers(
 ) -> JoinSet<()> {
     ProducerFleet {
         count: plan.producers.count,
+        max_count: plan.producers.max_count,
         arrival: plan.producers.arrival,
-        factory: JobFactory::new(&plan.producers),
         phases: timeline.scheduled.clone(),
-        seed: plan.seed ^ target.step as u64,
-        key_prefix: target.key_prefix.clone(),
-        outbox_rollback_rate: plan.producers.outbox.map(|o| o.rollback_rate),
+        shared: ProducerShared {
+            factory: JobFactory::new(&plan.producers),
+            seed: plan.seed ^ target.step as u64,
+            key_prefix: target.key_prefix.clone(),
+            outbox_rollback_rate: plan.producers.outbox.map(|o| o.rollback_rate),
+            sequence: Default::default(),
+        },
     }
     .spawn(ctx, stop)
 }

@@ -2,7 +2,7 @@
 //! together, faults included. (Every integration test repeats this on a real server.)
 
 use super::*;
-use crate::backend::memory::MemoryQueue;
+use crate::backend::memory::{MemoryQueue, Mishaps};
 use crate::scenario::load::{Overrides, parse};
 use crate::scenario::{ClaimMode, EnvDefaults};
 use crate::status::Kept;
@@ -36,11 +36,17 @@ faults = [{ kind = "crash_workers", every = "100ms", count = 1 }]
 
 async fn step(claim_mode: ClaimMode) -> (RunOutcome, Vec<String>) {
     let mode = format!("consumers.claim_mode=\"{}\"", claim_mode.as_str());
+    step_of(SCENARIO, vec![mode], Mishaps::default()).await
+}
+
+/// A step of `scenario` with `sets` applied, on an in-memory queue that misbehaves as
+/// `mishaps` say; what it measured, and what it said.
+async fn step_of(scenario: &str, sets: Vec<String>, mishaps: Mishaps) -> (RunOutcome, Vec<String>) {
     let overrides = Overrides {
-        sets: vec![mode],
+        sets,
         ..Overrides::default()
     };
-    let scenario = parse("memory.toml", SCENARIO, &overrides).unwrap();
+    let scenario = parse("memory.toml", scenario, &overrides).unwrap();
     let plan = Plan::build(scenario, "memory.toml", "memory", &EnvDefaults::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let said = Arc::new(Kept::default());
@@ -51,6 +57,7 @@ async fn step(claim_mode: ClaimMode) -> (RunOutcome, Vec<String>) {
     };
     let shutdown = CancellationToken::new();
     let queue = MemoryQueue::new(&plan.queue);
+    queue.set_mishaps(mishaps);
     let session = Session::on_backend(&plan, &opts, queue, ServerRecord::default(), &shutdown)
         .await
         .unwrap();
@@ -86,4 +93,71 @@ async fn crashes_failures_and_poison_on_the_in_memory_queue_lose_nothing() {
             assert!(j.reaped > 0, "{j:?}");
         }
     }
+}
+
+/// 200 jobs/s for 2 s against inserts that take 20 ms each: one connection can send 50/s,
+/// so the fleet needs about four at once.
+const SLOW_INSERTS: &str = r#"
+seed = 5
+[producers]
+count = 1
+rate = 200
+[consumers]
+count = 2
+poll_interval = "5ms"
+[consumers.handler]
+duration = { fixed = "0ms" }
+[drain]
+timeout = "20s"
+[[phases]]
+name = "steady"
+duration = "2s"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arrivals_go_to_whichever_producer_is_free_and_the_fleet_grows_when_none_is() {
+    let slow = Mishaps {
+        slow_inserts: Some(std::time::Duration::from_millis(20)),
+        ..Mishaps::default()
+    };
+    let grown = step_of(SLOW_INSERTS, vec![], slow.clone()).await.0;
+    let held = step_of(SLOW_INSERTS, vec!["producers.max_count=1".into()], slow)
+        .await
+        .0;
+    let (g, h) = (&grown.results.summary, &held.results.summary);
+    for s in [g, h] {
+        assert!(s.accounting.ok, "{}", s.accounting.verdict);
+        assert_eq!(s.jobs.lost, 0, "{:?}", s.jobs);
+    }
+    // Allowed to grow (to 8 by default), the fleet opened more connections and kept
+    // several inserts under way; held to one, it sent one at a time.
+    assert!(g.producers.connections > 1, "{:?}", g.producers);
+    assert!(g.producers.inserts_in_flight >= 2, "{:?}", g.producers);
+    assert_eq!(
+        (h.producers.connections, h.producers.inserts_in_flight),
+        (1, 1)
+    );
+    // Held to one connection, most jobs went out late for want of a free producer, and
+    // the verdict blames the load generator's connection limit, not the queue.
+    let late_behind = h
+        .phases
+        .iter()
+        .map(|p| p.jobs.sent_late_behind + p.jobs.dropped)
+        .sum::<u64>();
+    assert!(late_behind > 200, "{:?}", h.phases);
+    assert!(
+        h.verdict.text.contains("producers.max_count"),
+        "{}",
+        h.verdict.text
+    );
+    // Grown, far fewer were late for that reason.
+    let grown_behind = g
+        .phases
+        .iter()
+        .map(|p| p.jobs.sent_late_behind)
+        .sum::<u64>();
+    assert!(
+        grown_behind * 4 < late_behind,
+        "{grown_behind} vs {late_behind}"
+    );
 }

@@ -362,8 +362,14 @@ pub enum Arrival {
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProducersSection {
+    /// Producer connections opened at the start (closed loop: the producers).
     #[serde(default = "defaults::one")]
     pub count: u32,
+    /// Open loop: the most producer connections the fleet may have. An arrival goes to
+    /// whichever connection is free; when every one is busy the fleet opens another, up to
+    /// this many. Default: 4 × `count`, between 8 and 32 (never fewer than `count`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_count: Option<u32>,
     /// Default offered rate of every phase that does not set its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<Rate>,
@@ -398,6 +404,7 @@ impl Default for ProducersSection {
     fn default() -> Self {
         ProducersSection {
             count: 1,
+            max_count: None,
             rate: None,
             arrival: Arrival::Constant,
             prefill: 0,

@@ -77,7 +77,10 @@ pub struct BackoffPlan {
 
 #[derive(Debug, Clone)]
 pub struct ProducerPlan {
+    /// Connections opened at the start (closed loop: the producers).
     pub count: usize,
+    /// Open loop: the most connections the fleet may grow to when every one is busy.
+    pub max_count: usize,
     pub arrival: Arrival,
     pub prefill: u64,
     pub payload_bytes: usize,
@@ -483,6 +486,7 @@ fn producer_plan(p: &ProducersSection, source: &str) -> Result<ProducerPlan, Inp
     }
     let producers = ProducerPlan {
         count: p.count as usize,
+        max_count: max_producers(p, source)?,
         arrival: p.arrival,
         prefill: p.prefill,
         payload_bytes: p.payload_bytes as usize,
@@ -494,6 +498,23 @@ fn producer_plan(p: &ProducersSection, source: &str) -> Result<ProducerPlan, Inp
         outbox: None,
     };
     Ok(producers)
+}
+
+/// `producers.max_count`, or its default: 4 × `count`, between 8 and 32, never fewer than
+/// `count` (room for a slow insert without crowding the server's connection limit).
+fn max_producers(p: &ProducersSection, source: &str) -> Result<usize, InputError> {
+    let Some(max) = p.max_count else {
+        return Ok((4 * p.count).clamp(8, 32).max(p.count) as usize);
+    };
+    check_count(max, "producers.max_count", source)?;
+    if max < p.count {
+        return Err(InputError::new(
+            source,
+            "producers.max_count",
+            format!("must be at least producers.count ({}), got {max}", p.count),
+        ));
+    }
+    Ok(max as usize)
 }
 
 /// `[consumers]`, checked.

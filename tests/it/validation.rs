@@ -17,6 +17,7 @@ const SCENARIO: &str = "scenarios/smoke.toml";
 /// Keys a user can set, and the kind of value each takes.
 const KEYS: &[(&str, Kind)] = &[
     ("producers.count", Kind::Int),
+    ("producers.max_count", Kind::Int),
     ("producers.rate", Kind::Float),
     ("producers.prefill", Kind::Int),
     ("producers.payload_bytes", Kind::Int),
@@ -168,20 +169,11 @@ fn exercise(plan: &Plan) {
         if let Rate::PerSecond(rate) = phase.rate
             && rate > 0.0
         {
-            for p in 0..plan.producers.count.min(4) {
-                let mut s = ArrivalSchedule::new(
-                    start_us,
-                    end_us,
-                    rate,
-                    p,
-                    plan.producers.count,
-                    plan.producers.arrival,
-                    &mut rng,
-                );
-                for _ in 0..50 {
-                    if s.next(&mut rng).is_none() {
-                        break;
-                    }
+            let window = (start_us, end_us);
+            let mut s = ArrivalSchedule::new(window, rate, plan.producers.arrival, &mut rng);
+            for _ in 0..50 {
+                if s.next(&mut rng).is_none() {
+                    break;
                 }
             }
         }
