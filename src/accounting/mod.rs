@@ -129,6 +129,10 @@ pub struct AccountingProof {
     /// Every committed job finished, nothing ran or completed more than allowed, both views
     /// agree, and the outbox (if any) kept its promises.
     pub ok: bool,
+    /// As `ok`, except that jobs may still be queued (a run stopped before it drained):
+    /// nothing lost, duplicated or disputed.
+    #[serde(default)]
+    pub sound: bool,
     /// Jobs the harness saw committed (including in-doubt inserts found in the table).
     pub committed: u64,
     pub ledger: ViewCounts,
@@ -473,12 +477,12 @@ impl Tally {
             && self.finished_differently == 0
             && table_dups.as_ref().is_none_or(|t| *t == self.ledger_dups);
         let unexplained_dups = executions.completions - executions.allowed_completions;
-        let ok = lost_ids.is_empty()
+        let sound = lost_ids.is_empty()
             && unexplained_dups == 0
             && executions.unexplained_executions == 0
             && views_agree
-            && self.unfinished == 0
             && outbox.as_ref().is_none_or(|o| o.ok);
+        let ok = sound && self.unfinished == 0;
         let (ledger_counts, table_counts) = (
             ViewCounts {
                 lost: self.ledger_lost.len() as u64,
@@ -504,6 +508,7 @@ impl Tally {
         .line();
         AccountingProof {
             ok,
+            sound,
             committed: self.committed,
             ledger: ledger_counts,
             table: table_counts,

@@ -6,45 +6,92 @@ use crate::report::artifact::Document;
 use crate::report::page::{self, Callout, Page, Section, Tone};
 use crate::report::svg::{Series, TimeChart};
 
+/// A table's header and rows, the same cells in Markdown and HTML.
+type Table = (Vec<String>, Vec<Vec<String>>);
+
+/// Steps (or a confirmation's windows), one row each, with what the database did.
+fn steps_table(steps: &[Step], first: &str) -> Table {
+    let header = [
+        first,
+        "consumers",
+        "offered/s",
+        "completed/s",
+        "e2e p50 ms",
+        "e2e p99 ms",
+        "backlog slope/s",
+        "late %",
+        "claim p50 ms",
+        "autovacuums",
+        "dead tuples (max)",
+        "objective",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            vec![
+                (i + 1).to_string(),
+                s.consumers.to_string(),
+                format!("{:.0}", s.offered_per_s),
+                format!("{:.0}", s.completed_per_s),
+                format!("{:.1}", s.e2e_p50_ms),
+                format!("{:.1}", s.e2e_p99_ms),
+                format!("{:.0}", s.backlog_slope_per_s),
+                format!("{:.1}", s.sent_late_pct),
+                format!("{:.2}", s.upkeep.claim_p50_ms),
+                s.upkeep.autovacuums.to_string(),
+                s.upkeep.dead_tuples_max.to_string(),
+                if s.passed {
+                    "met".to_string()
+                } else {
+                    format!("broken: {}", s.why.join("; "))
+                },
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
 impl Capacity {
     /// The steps, one row each.
-    fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
-        let header = [
-            "step",
-            "consumers",
-            "offered/s",
-            "completed/s",
-            "e2e p50 ms",
-            "e2e p99 ms",
-            "backlog slope/s",
-            "late %",
-            "objective",
-        ]
-        .map(String::from)
-        .to_vec();
-        let rows = self
-            .steps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                vec![
-                    (i + 1).to_string(),
-                    s.consumers.to_string(),
-                    format!("{:.0}", s.offered_per_s),
-                    format!("{:.0}", s.completed_per_s),
-                    format!("{:.1}", s.e2e_p50_ms),
-                    format!("{:.1}", s.e2e_p99_ms),
-                    format!("{:.0}", s.backlog_slope_per_s),
-                    format!("{:.1}", s.sent_late_pct),
-                    if s.passed {
-                        "met".to_string()
-                    } else {
-                        format!("broken: {}", s.why.join("; "))
-                    },
-                ]
-            })
-            .collect();
-        (header, rows)
+    fn table(&self) -> Table {
+        steps_table(&self.steps, "step")
+    }
+
+    /// Each confirmation try: its heading and its windows as a table; with a held horizon,
+    /// the windows while it was held and after its release as tables of their own.
+    fn tries(&self) -> Vec<(String, Table)> {
+        let Some(c) = &self.confirmation else {
+            return Vec::new();
+        };
+        let mut tables = Vec::new();
+        for (i, t) in c.tries.iter().enumerate() {
+            let heading = format!(
+                "Confirmation {}: {:.0} jobs/s on a fresh queue for {:.0} s ({}): {}",
+                i + 1,
+                t.rate,
+                c.held_for_s,
+                c.basis,
+                if t.held { "held" } else { "did not hold" }
+            );
+            tables.push((heading, steps_table(&t.windows, "window")));
+            if let Some(h) = &t.hold {
+                let held = format!(
+                    "Confirmation {}, xmin horizon held for {:.0} s",
+                    i + 1,
+                    h.held_s
+                );
+                tables.push((held, steps_table(&h.windows, "held window")));
+                let after = format!(
+                    "Confirmation {}, after the release (measured, not judged)",
+                    i + 1
+                );
+                tables.push((after, steps_table(&h.recovery, "recovery window")));
+            }
+        }
+        tables
     }
 
     /// What the table leaves out: the knee, and why the search ended early.
@@ -128,6 +175,10 @@ impl Document for Capacity {
             self.summary
         );
         md.push_str(&page::markdown_table(&header, &rows));
+        for (heading, (header, rows)) in self.tries() {
+            md.push_str(&format!("\n## {heading}\n\n"));
+            md.push_str(&page::markdown_table(&header, &rows));
+        }
         for n in self.notes() {
             md.push_str(&format!("\n{n}\n"));
         }
@@ -144,6 +195,9 @@ impl Document for Capacity {
             Section::new("Curves", self.charts()),
             Section::new("Steps", page::table(&header, &rows)),
         ];
+        for (heading, (header, rows)) in self.tries() {
+            sections.push(Section::new(&heading, page::table(&header, &rows)));
+        }
         let notes = self.notes();
         if !notes.is_empty() {
             sections.push(Section::new("Notes", page::notes(&notes)));
@@ -153,7 +207,10 @@ impl Document for Capacity {
             subtitle: format!("{} · {} step(s)", self.scenario, self.steps.len()),
             intro: None,
             callouts: vec![Callout {
-                tone: if self.load_generator_limited {
+                // An unconfirmed rate is a capacity between vacuums only.
+                tone: if self.load_generator_limited
+                    || (found && !self.confirmed && self.search.consumers_for_rate.is_none())
+                {
                     Tone::Warn
                 } else {
                     Tone::of(found)

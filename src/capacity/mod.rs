@@ -9,11 +9,14 @@
 
 use crate::error::{Failure, InputError};
 use crate::report::design::DesignRecord;
-use crate::report::{Summary, article, artifact, capitalised, summary};
+use crate::report::{Summary, article, artifact, summary};
 
+mod answer;
+pub mod confirm;
 mod document;
+pub mod hold;
 use crate::run::{self, RunOptions, Session};
-use crate::scenario::{HumanDuration, PhaseSection, Plan, PlanChange, Rate};
+use crate::scenario::{Confirm, HumanDuration, PhaseSection, Plan, PlanChange, Rate};
 use crate::status::Status;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -45,6 +48,20 @@ pub struct Search {
     /// The most consumers a consumer-count search tries.
     #[serde(default = "default_max_consumers")]
     pub max_consumers: u32,
+    /// How long the rate found must then hold on a fresh queue (`off`: not confirmed).
+    #[serde(default)]
+    pub confirm: Confirm,
+    /// Confirmation tries at most (each after the first at 0.85 × the last rate).
+    #[serde(default = "default_confirm_tries")]
+    pub confirm_tries: u32,
+    /// After the confirmation's windows, the xmin horizon held this long at the same rate
+    /// (judged), then recovery windows (measured, not judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_horizon: Option<Duration>,
+}
+
+fn default_confirm_tries() -> u32 {
+    6
 }
 
 fn default_max_consumers() -> u32 {
@@ -57,6 +74,7 @@ impl Search {
         section: Option<&crate::scenario::CapacitySection>,
         slo_flags: &[String],
         consumers_for: Option<f64>,
+        quick: bool,
         source: &str,
     ) -> Result<Search, InputError> {
         let mut s = Search::default();
@@ -85,8 +103,23 @@ impl Search {
                 return Err(InputError::whole(format!("--consumers-for {rate}"), reason));
             }
         }
+        if quick {
+            s.confirm = Confirm::Off;
+        }
         s.check().map_err(|(key, reason)| err(key, reason))?;
         Ok(s)
+    }
+
+    /// Sets the confirmation (`capacity --confirm`), checked.
+    pub fn set_confirm(&mut self, confirm: Confirm) -> Result<(), String> {
+        self.confirm = confirm;
+        self.check().map_err(|(_, reason)| reason)
+    }
+
+    /// Sets the held horizon (`capacity --hold-horizon`), checked.
+    pub fn set_hold_horizon(&mut self, hold: Duration) -> Result<(), String> {
+        self.hold_horizon = Some(hold);
+        self.check().map_err(|(_, reason)| reason)
     }
 
     /// The values a `[capacity]` table sets; an error names its key (below `capacity.`).
@@ -99,6 +132,9 @@ impl Search {
         self.budget = c.budget.map_or(self.budget, |d| d.0);
         self.consumers_for_rate = c.consumers_for_rate;
         self.max_consumers = c.max_consumers.unwrap_or(self.max_consumers);
+        self.confirm = c.confirm.unwrap_or(self.confirm);
+        self.confirm_tries = c.confirm_tries.unwrap_or(self.confirm_tries);
+        self.hold_horizon = c.hold_horizon.map(|d| d.0).or(self.hold_horizon);
         if !c.slo.is_empty() {
             for (k, v) in &c.slo {
                 crate::scenario::thresholds::parse(k, v, Some("step"))
@@ -117,6 +153,29 @@ impl Search {
         {
             let reason = format!("must be between 1 and 1000000 jobs/s, got {rate}");
             return Err(("consumers_for_rate", reason));
+        }
+        if !(1..=10).contains(&s.confirm_tries) {
+            let reason = format!("must be between 1 and 10, got {}", s.confirm_tries);
+            return Err(("confirm_tries", reason));
+        }
+        if let Confirm::For(d) = s.confirm
+            && !(Duration::from_secs(1)..=Duration::from_secs(24 * 3600)).contains(&d.0)
+        {
+            return Err((
+                "confirm",
+                "must be \"auto\", \"off\" or between 1s and 24h".into(),
+            ));
+        }
+        if let Some(hold) = s.hold_horizon {
+            if !(Duration::from_secs(1)..=Duration::from_secs(24 * 3600)).contains(&hold) {
+                return Err(("hold_horizon", "must be between 1s and 24h".into()));
+            }
+            if s.confirm == Confirm::Off || s.consumers_for_rate.is_some() {
+                let reason = "is held during the confirmation, which a consumer-count search, \
+                    --quick and confirm = \"off\" leave out"
+                    .into();
+                return Err(("hold_horizon", reason));
+            }
         }
         if !(1..=1024).contains(&s.max_consumers) {
             let reason = format!("must be between 1 and 1024, got {}", s.max_consumers);
@@ -171,6 +230,9 @@ impl Default for Search {
             ]),
             consumers_for_rate: None,
             max_consumers: default_max_consumers(),
+            confirm: Confirm::Auto,
+            confirm_tries: default_confirm_tries(),
+            hold_horizon: None,
         }
     }
 }
@@ -195,7 +257,43 @@ pub struct Step {
     /// The producers, not the queue, missed: they could not send the offered rate, while
     /// the consumers kept up with what was sent and the objective held.
     pub load_generator_limited: bool,
+    /// What the database did meanwhile: the evidence for why a rate held or not.
+    #[serde(default)]
+    pub upkeep: Upkeep,
     pub dir: PathBuf,
+}
+
+/// What the database did during a window: claim latency, vacuum runs, dead tuples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Upkeep {
+    pub claim_p50_ms: f64,
+    pub autovacuums: i64,
+    pub vacuums: i64,
+    /// The most dead tuples a sample of the window saw.
+    pub dead_tuples_max: i64,
+    /// Jobs waiting at the window's last sample.
+    pub pending_end: i64,
+}
+
+impl Step {
+    /// One line: its figures and whether it met the objective.
+    pub fn line(&self) -> String {
+        let u = &self.upkeep;
+        format!(
+            "{:.0} completed/s, e2e p50 {:.1} ms, p99 {:.1} ms, claim p50 {:.2} ms, {} autovacuum(s), dead tuples up to {}: {}",
+            self.completed_per_s,
+            self.e2e_p50_ms,
+            self.e2e_p99_ms,
+            u.claim_p50_ms,
+            u.autovacuums,
+            u.dead_tuples_max,
+            if self.passed {
+                "met the objective".to_string()
+            } else {
+                self.why.join("; ")
+            }
+        )
+    }
 }
 
 /// What `capacity.json` holds.
@@ -207,8 +305,17 @@ pub struct Capacity {
     /// The design measured, whole (absent in results of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub design: Option<DesignRecord>,
-    /// The highest offered rate whose step met the objective (`None`: not even the first).
+    /// The answer: the rate that held on a fresh queue through the confirmation; without
+    /// one (`--quick`, a consumer-count search) the search's figure, `confirmed` false.
+    /// `None`: no rate met the objective (or none held).
     pub max_sustainable_per_s: Option<f64>,
+    /// The answer was held on a fresh queue for the confirmation's whole length.
+    #[serde(default)]
+    pub confirmed: bool,
+    /// The search's figure: the highest offered rate whose step met the objective, in short
+    /// steps on one queue that has been through vacuum cycles (a capacity between vacuums).
+    #[serde(default)]
+    pub between_vacuums_per_s: Option<f64>,
     /// The lowest rate whose step broke it (`None`: none did, up to `max_per_s`).
     pub first_failing_per_s: Option<f64>,
     /// The rate at which p99 starts climbing: the first step whose p99 is more than twice
@@ -230,6 +337,9 @@ pub struct Capacity {
     pub min_consumers: Option<u32>,
     pub search: Search,
     pub steps: Vec<Step>,
+    /// The search's answer held on fresh queues (absent when it did not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<confirm::Confirmation>,
     /// One line for humans (Markdown).
     pub summary: String,
 }
@@ -241,6 +351,8 @@ pub struct CapacityRequest {
     pub search: Search,
     pub out_dir: PathBuf,
     pub status: Status,
+    /// Show the live progress line during the confirmation's long runs.
+    pub progress_bar: bool,
 }
 
 /// One step's settings: the offered rate and, in a consumer-count search, the consumers.
@@ -294,8 +406,8 @@ impl CapacityRequest {
     }
 }
 
-/// Runs the search on one queue installed once, and writes `capacity.json`, `capacity.md`
-/// and `capacity.html`.
+/// Runs the search on one queue installed once, confirms its answer on fresh queues of the
+/// same server, and writes `capacity.json`, `capacity.md` and `capacity.html`.
 pub async fn run(
     request: &CapacityRequest,
     shutdown: &CancellationToken,
@@ -305,25 +417,83 @@ pub async fn run(
         .with_context(|| format!("creating {}", request.out_dir.display()))?;
     let status = &request.status;
     let server = run::provision(&first, status).await?;
+    let searched = search_on(request, &first, &server, shutdown).await;
+    let confirmation = match &searched {
+        Ok(s) => confirm_the_answer(request, &server, s, shutdown).await,
+        Err(_) => Ok(None),
+    };
+    run::release(server, false, status).await;
+    let Searched {
+        steps, end, design, ..
+    } = searched?;
+    let capacity = answer::conclude(request, &first, design, steps, end, confirmation?);
+    write(&capacity, &request.out_dir)
+        .map_err(|e| Failure::Run(e.context("writing the capacity results")))?;
+    Ok(capacity)
+}
+
+/// What the search found, and what the confirmation needs of it.
+struct Searched {
+    steps: Vec<Step>,
+    end: End,
+    design: Option<DesignRecord>,
+    /// The server's settings, which set how long `auto` confirms.
+    server_settings: BTreeMap<String, String>,
+}
+
+/// The search on one queue of `server`, installed for it and dropped after.
+async fn search_on(
+    request: &CapacityRequest,
+    first: &Plan,
+    server: &std::sync::Arc<crate::provider::Server>,
+    shutdown: &CancellationToken,
+) -> Result<Searched, Failure> {
+    let status = &request.status;
     let opts = RunOptions {
         status: status.clone(),
         ..RunOptions::default()
     };
-    let (result, design) = match Session::set_up(&first, &opts, &server, shutdown).await {
-        Ok(mut session) => {
-            let design = DesignRecord::of(&first, session.backend().design());
-            let result = search(request, &mut session, shutdown).await;
-            session.tear_down(false, status).await;
-            (result, Some(design))
-        }
-        Err(e) => (Err(e), None),
-    };
-    run::release(server, false, status).await;
+    let mut session = Session::set_up(first, &opts, server, shutdown).await?;
+    let design = DesignRecord::of(first, session.backend().design());
+    let server_settings = session.server_settings().clone();
+    let result = search(request, &mut session, shutdown).await;
+    session.tear_down(false, status).await;
     let (steps, end) = result?;
-    let capacity = conclude(request, &first, design, steps, end);
-    write(&capacity, &request.out_dir)
-        .map_err(|e| Failure::Run(e.context("writing the capacity results")))?;
-    Ok(capacity)
+    Ok(Searched {
+        steps,
+        end,
+        design: Some(design),
+        server_settings,
+    })
+}
+
+/// Confirms a rate search's answer, unless the confirmation is off, the search was
+/// interrupted, or it found no rate.
+async fn confirm_the_answer(
+    request: &CapacityRequest,
+    server: &std::sync::Arc<crate::provider::Server>,
+    s: &Searched,
+    shutdown: &CancellationToken,
+) -> Result<Option<confirm::Confirmation>, Failure> {
+    let found = best_rate(&s.steps);
+    let rate_search = request.search.consumers_for_rate.is_none();
+    let held = confirm::duration(request.search.confirm, &s.server_settings);
+    match (found, held) {
+        (Some(rate), Some(held)) if rate_search && s.end != End::Interrupted => {
+            let c = confirm::confirm(request, server, rate, held, shutdown).await?;
+            Ok(Some(c))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The highest offered rate whose step met the objective.
+fn best_rate(steps: &[Step]) -> Option<f64> {
+    steps
+        .iter()
+        .filter(|s| s.passed)
+        .map(|s| s.offered_per_s)
+        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))))
 }
 
 /// Why the search ended, if not by reaching its precision.
@@ -460,30 +630,46 @@ async fn run_step(
     };
     let outcome = session.step(&plan, &opts, shutdown).await?;
     let step = judge(&outcome.results.summary, at.rate, consumers as u32, dir);
-    request.status.line(&format!(
-        "  {:.0} completed/s, e2e p50 {:.1} ms, p99 {:.1} ms: {}",
-        step.completed_per_s,
-        step.e2e_p50_ms,
-        step.e2e_p99_ms,
-        if step.passed {
-            "met the objective".to_string()
-        } else {
-            step.why.join("; ")
-        }
-    ));
+    request.status.line(&format!("  {}", step.line()));
     Ok(step)
 }
 
-/// Judges a step's measured window (its one measured phase): its thresholds (the
-/// objective), whether the producers delivered the offered rate, and whether completions
-/// kept up with what they sent. Late inserts are not a failure by themselves: latency counts
-/// from each job's intended time, so lateness already shows in the e2e objective.
+/// Judges a step's measured window (its one measured phase); see [`judge_phase`].
 pub fn judge(s: &Summary, rate: f64, consumers: u32, dir: PathBuf) -> Step {
-    let phase = s.phases.iter().find(|p| p.measured);
+    match s.phases.iter().find(|p| p.measured) {
+        Some(p) => judge_phase(s, p, rate, consumers, dir),
+        None => Step {
+            offered_per_s: rate,
+            consumers,
+            completed_per_s: 0.0,
+            e2e_p50_ms: f64::NAN,
+            e2e_p99_ms: f64::NAN,
+            backlog_slope_per_s: f64::NAN,
+            sent_late_pct: 0.0,
+            passed: false,
+            why: vec!["the step did not run its measured window".into()],
+            load_generator_limited: false,
+            upkeep: Upkeep::default(),
+            dir,
+        },
+    }
+}
+
+/// Judges one measured phase of a run: its thresholds (the objective), whether the
+/// producers delivered the offered rate, and whether completions kept up with what they
+/// sent. Late inserts are not a failure by themselves: latency counts from each job's
+/// intended time, so lateness already shows in the e2e objective.
+pub fn judge_phase(
+    s: &Summary,
+    p: &summary::PhaseSummary,
+    rate: f64,
+    consumers: u32,
+    dir: PathBuf,
+) -> Step {
     let mut why: Vec<String> = s
         .thresholds
         .iter()
-        .filter(|t| !t.passed)
+        .filter(|t| !t.passed && t.phase.as_deref().is_none_or(|name| name == p.name))
         .map(|t| {
             format!(
                 "{} {} (was {})",
@@ -494,22 +680,6 @@ pub fn judge(s: &Summary, rate: f64, consumers: u32, dir: PathBuf) -> Step {
         })
         .collect();
     let objective_met = why.is_empty();
-    let Some(p) = phase else {
-        why.push("the step did not run its measured window".into());
-        return Step {
-            offered_per_s: rate,
-            consumers,
-            completed_per_s: 0.0,
-            e2e_p50_ms: f64::NAN,
-            e2e_p99_ms: f64::NAN,
-            backlog_slope_per_s: f64::NAN,
-            sent_late_pct: 0.0,
-            passed: false,
-            why,
-            load_generator_limited: false,
-            dir,
-        };
-    };
     let c = &p.jobs;
     let window = p.duration_s.max(1e-9);
     let gap = c.enqueued as f64 - (c.completed + c.dead_lettered) as f64;
@@ -528,7 +698,7 @@ pub fn judge(s: &Summary, rate: f64, consumers: u32, dir: PathBuf) -> Step {
             sent_share * 100.0
         ));
     }
-    if !s.accounting.ok {
+    if !s.accounting.sound {
         why.push("the accounting proof failed".into());
     }
     Step {
@@ -543,122 +713,21 @@ pub fn judge(s: &Summary, rate: f64, consumers: u32, dir: PathBuf) -> Step {
         // Only the producers fell short: the consumers finished what was sent in time.
         load_generator_limited: !delivered && consumers_kept_up && objective_met,
         why,
+        upkeep: Upkeep::of(s, p),
         dir,
     }
 }
 
-/// The answer from the steps.
-fn conclude(
-    request: &CapacityRequest,
-    plan: &Plan,
-    design: Option<DesignRecord>,
-    steps: Vec<Step>,
-    end: End,
-) -> Capacity {
-    let max = steps
-        .iter()
-        .filter(|s| s.passed)
-        .map(|s| s.offered_per_s)
-        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
-    let first_failing = steps
-        .iter()
-        .filter(|s| !s.passed)
-        .map(|s| s.offered_per_s)
-        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))));
-    let mut by_rate: Vec<&Step> = steps.iter().filter(|s| s.e2e_p99_ms.is_finite()).collect();
-    by_rate.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
-    let knee = by_rate.first().and_then(|low| {
-        by_rate
-            .iter()
-            .find(|s| s.e2e_p99_ms > 2.0 * low.e2e_p99_ms.max(1.0))
-            .map(|s| s.offered_per_s)
-    });
-    let limited = steps.iter().any(|s| s.load_generator_limited);
-    let variant = plan.queue.variant.name.as_str().to_string();
-    let named = design
-        .as_ref()
-        .map_or_else(|| format!("the {variant} design"), DesignRecord::phrase);
-    let objective = objective_text(&request.search);
-    let min_consumers = request
-        .search
-        .consumers_for_rate
-        .and_then(|_| steps.iter().filter(|s| s.passed).map(|s| s.consumers).min());
-    let summary = match request.search.consumers_for_rate {
-        Some(rate) => consumers_sentence(&named, &objective, rate, min_consumers, &steps),
-        None => rate_sentence(&named, &objective, max, first_failing, limited, request),
-    };
-    Capacity {
-        schema_version: 1,
-        scenario: request.plan.source.clone(),
-        variant,
-        design,
-        max_sustainable_per_s: max,
-        first_failing_per_s: first_failing,
-        knee_per_s: knee,
-        load_generator_limited: limited,
-        budget_spent: end == End::BudgetSpent,
-        interrupted: end == End::Interrupted,
-        backlog_left: end == End::BacklogLeft,
-        min_consumers,
-        search: request.search.clone(),
-        steps,
-        summary,
-    }
-}
-
-/// The answer of a rate search, against the article's "few hundred".
-fn rate_sentence(
-    design: &str,
-    objective: &str,
-    max: Option<f64>,
-    first_failing: Option<f64>,
-    limited: bool,
-    request: &CapacityRequest,
-) -> String {
-    match max {
-        Some(m) if limited => format!(
-            "{} sustained {m:.0} jobs/s ({objective}) before the load generator fell behind its schedule: the harness, not the queue, was the limit, so the queue's capacity is at least that ({}).",
-            capitalised(design),
-            article::multiple(m)
-        ),
-        Some(m) => format!(
-            "{} sustains {m:.0} jobs/s with {objective} on this server, {}{}.",
-            capitalised(design),
-            article::multiple(m),
-            first_failing.map_or(String::new(), |f| format!(
-                "; {f:.0} jobs/s broke the objective"
-            ))
-        ),
-        None => format!(
-            "{} did not meet the objective ({objective}) even at {:.0} jobs/s.",
-            capitalised(design),
-            request.search.start_per_s
-        ),
-    }
-}
-
-/// The answer of a consumer-count search.
-fn consumers_sentence(
-    design: &str,
-    objective: &str,
-    rate: f64,
-    min: Option<u32>,
-    steps: &[Step],
-) -> String {
-    let most_failing = steps
-        .iter()
-        .filter(|s| !s.passed)
-        .map(|s| s.consumers)
-        .max();
-    match min {
-        Some(n) => format!(
-            "At {rate:.0} jobs/s {design} needs {n} consumer(s) for {objective}{}.",
-            most_failing.map_or(String::new(), |f| format!("; {f} did not meet it"))
-        ),
-        None => format!(
-            "At {rate:.0} jobs/s {design} did not meet {objective} with up to {} consumer(s).",
-            most_failing.unwrap_or(0)
-        ),
+impl Upkeep {
+    fn of(s: &Summary, p: &summary::PhaseSummary) -> Upkeep {
+        let db = s.db_stats.per_phase.iter().find(|d| d.phase == p.name);
+        Upkeep {
+            claim_p50_ms: p.latency_ms.claim.p50,
+            autovacuums: db.map_or(0, |d| d.autovacuums),
+            vacuums: db.map_or(0, |d| d.vacuums),
+            dead_tuples_max: db.map_or(0, |d| d.dead_tuples_max),
+            pending_end: db.map_or(0, |d| d.pending_end),
+        }
     }
 }
 
@@ -694,10 +763,20 @@ pub fn citation(path: &Path) -> Result<article::CapacityCitation, String> {
     }
     let max = c.max_sustainable_per_s.ok_or_else(|| {
         format!(
-            "{} has no sustainable rate (no step met the objective)",
+            "{} has no sustainable rate (no step met the objective, or no rate held)",
             file.display()
         )
     })?;
+    let horizon = match &c.confirmation {
+        Some(k) if c.confirmed => format!(
+            "held for {} on a fresh queue",
+            HumanDuration(Duration::from_secs_f64(k.held_for_s))
+        ),
+        _ => format!(
+            "unconfirmed: {} steps between vacuums",
+            HumanDuration(c.search.measure)
+        ),
+    };
     Ok(article::CapacityCitation {
         source: file.display().to_string(),
         // A result of an older version recorded its variant only.
@@ -707,11 +786,12 @@ pub fn citation(path: &Path) -> Result<article::CapacityCitation, String> {
         }),
         max_sustainable_per_s: max,
         objective: objective_text(&c.search),
+        horizon,
     })
 }
 
 /// The objective as one phrase: `end_to_end.p99 < 500ms, jobs.worker_errors == 0`.
-fn objective_text(search: &Search) -> String {
+pub(crate) fn objective_text(search: &Search) -> String {
     search
         .slo
         .iter()
@@ -736,6 +816,7 @@ mod tests {
             passed,
             why: vec![],
             load_generator_limited: false,
+            upkeep: Upkeep::default(),
             dir: PathBuf::new(),
         }
     }

@@ -6,8 +6,9 @@ use clap::Args;
 use dbq_bench::capacity::{self, CapacityRequest, Search};
 use dbq_bench::error::ExitStatus;
 use dbq_bench::report::artifact::Document;
-use dbq_bench::scenario::{EnvDefaults, load_plan};
+use dbq_bench::scenario::{Confirm, EnvDefaults, HumanDuration, load_plan};
 use dbq_bench::status;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -24,6 +25,21 @@ pub struct CapacityArgs {
     /// objective at RATE jobs/s (1, 2, 4, … up to capacity.max_consumers, then bisected).
     #[arg(long, value_name = "RATE")]
     consumers_for: Option<f64>,
+    /// How long the rate found must then hold on a fresh queue: auto (the larger of 3 min
+    /// and 3 × the server's autovacuum_naptime), a duration such as 10m, or off; overrides
+    /// capacity.confirm. A rate that does not hold is tried again at 0.85 × (up to
+    /// capacity.confirm_tries).
+    #[arg(long, value_name = "auto|off|DURATION", conflicts_with = "quick")]
+    confirm: Option<Confirm>,
+    /// The search's answer alone, without the confirmation (as --confirm off): a capacity
+    /// between vacuums, labelled unconfirmed.
+    #[arg(long)]
+    quick: bool,
+    /// After the confirmation, hold the xmin horizon (an idle transaction with an XID) this
+    /// long at the confirmed rate, judged as the confirmation is, then measure the time the
+    /// queue takes to recover; overrides capacity.hold_horizon.
+    #[arg(long, value_name = "DURATION", conflicts_with = "quick", value_parser = humantime::parse_duration)]
+    hold_horizon: Option<std::time::Duration>,
     /// Results directory [default: results/<UTC time>-capacity-<scenario name>].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -46,13 +62,24 @@ fn request(args: &CapacityArgs) -> Result<CapacityRequest, String> {
         &EnvDefaults::from_env(),
     )
     .map_err(|e| e.to_string())?;
-    let search = Search::from_section(
+    let mut search = Search::from_section(
         plan.resolved.capacity.as_ref(),
         &args.slo,
         args.consumers_for,
+        args.quick,
         &plan.source,
     )
     .map_err(|e| e.to_string())?;
+    if let Some(confirm) = args.confirm {
+        search
+            .set_confirm(confirm)
+            .map_err(|reason| format!("--confirm {confirm}: {reason}"))?;
+    }
+    if let Some(hold) = args.hold_horizon {
+        search
+            .set_hold_horizon(hold)
+            .map_err(|reason| format!("--hold-horizon {}: {reason}", HumanDuration(hold)))?;
+    }
     check_out(args.out.as_deref())?;
     let out_dir = args
         .out
@@ -63,6 +90,7 @@ fn request(args: &CapacityArgs) -> Result<CapacityRequest, String> {
         search,
         out_dir,
         status: status::for_command(args.quiet),
+        progress_bar: !args.quiet && std::io::stderr().is_terminal(),
     })
 }
 

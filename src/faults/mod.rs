@@ -192,7 +192,12 @@ async fn drive(mut job: Job, stop: CancellationToken) {
                 database::restart_server(&job, mode, down_for.0).await;
             }
         }
-        FaultSpec::IdleInTransaction {} => {
+        FaultSpec::IdleInTransaction { hold } => {
+            if let Some(d) = hold {
+                // Held for its own length, past the phase's end if need be (the end of
+                // the load releases it at the latest).
+                job.end_us = job.start_us + d.0.as_micros() as u64;
+            }
             if job.wait_until(job.start_us, &stop).await {
                 database::hold_xmin(&job, &stop).await;
             }

@@ -151,6 +151,9 @@ pub struct TimelineRow {
     pub e2e_max_ms: Option<f64>,
     /// Largest schedule lag of jobs sent in this second.
     pub schedule_lag_max_ms: Option<f64>,
+    /// Median claim statement latency of claims returned in this second.
+    #[serde(default)]
+    pub claim_p50_ms: Option<f64>,
 }
 
 /// Everything the recorder measured, handed over when the event stream ends.
@@ -761,6 +764,7 @@ impl Recorder {
             e2e_p99_ms: pct(e2e, 0.99),
             e2e_max_ms: (!e2e.is_empty()).then(|| e2e.max().min(MAX_US) as f64 / 1000.0),
             schedule_lag_max_ms: (!lag.is_empty()).then(|| lag.max() as f64 / 1000.0),
+            claim_p50_ms: pct(b.metrics.get(Metric::Claim), 0.5),
         });
     }
 

@@ -27,6 +27,8 @@ pub struct CapacityCitation {
     pub max_sustainable_per_s: f64,
     /// The objective the capacity was found under.
     pub objective: String,
+    /// Over what time the capacity held: `held for 3m on a fresh queue`, or unconfirmed.
+    pub horizon: String,
 }
 
 impl CapacityCitation {
@@ -44,10 +46,11 @@ impl CapacityCitation {
             )
         };
         format!(
-            " Capacity ({}): this design sustains {:.0} jobs/s with {} = {}; this run used {share:.0}% of it{same}.",
+            " Capacity ({}): this design sustains {:.0} jobs/s with {} ({}) = {}; this run used {share:.0}% of it{same}.",
             self.source,
             self.max_sustainable_per_s,
             self.objective,
+            self.horizon,
             multiple(self.max_sustainable_per_s)
         )
     }

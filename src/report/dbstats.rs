@@ -28,8 +28,17 @@ pub struct PhaseDbStats {
     pub wal_bytes: i64,
     pub autovacuums: i64,
     pub autoanalyzes: i64,
+    /// Manual VACUUMs (the harness's own probes, a user's) of the queue table.
+    #[serde(default)]
+    pub vacuums: i64,
     pub dead_tuples_start: i64,
     pub dead_tuples_end: i64,
+    /// The most dead tuples any sample of the phase saw.
+    #[serde(default)]
+    pub dead_tuples_max: i64,
+    /// Jobs waiting at the phase's last sample.
+    #[serde(default)]
+    pub pending_end: i64,
     pub total_bytes_start: i64,
     pub total_bytes_end: i64,
     pub max_xmin_age_xids: i64,
@@ -93,8 +102,11 @@ pub fn summarize(rows: &[DbStatsRow], phases: &[String]) -> DbStatsSummary {
                 wal_bytes: last.wal_bytes - first.wal_bytes,
                 autovacuums: last.autovacuums - first.autovacuums,
                 autoanalyzes: last.autoanalyzes - first.autoanalyzes,
+                vacuums: last.vacuums - first.vacuums,
                 dead_tuples_start: first.dead_tuples,
                 dead_tuples_end: last.dead_tuples,
+                dead_tuples_max: in_phase.iter().map(|s| s.dead_tuples).max().unwrap_or(0),
+                pending_end: last.pending,
                 total_bytes_start: first.total_bytes,
                 total_bytes_end: last.total_bytes,
                 max_xmin_age_xids: in_phase.iter().map(|s| s.xmin_age_xids).max().unwrap_or(0),

@@ -6,7 +6,9 @@
 //! mean queue depth. After the fault ends, `rate_recovered_after_s` is the time until the
 //! first second whose completions reach 90% of the baseline rate, and
 //! `backlog_recovered_after_s` the time until the first second whose queue depth is back
-//! to the baseline depth (plus max(10 jobs, 10%)). `None` means not within the run.
+//! to the baseline depth (plus max(10 jobs, 10%)), and `claim_recovered_after_s` the time
+//! until the first second whose median claim is back within the baseline's range (at most
+//! its slowest second's median, plus 10%). `None` means not within the run.
 
 use crate::accounting::AccountingProof;
 use crate::metrics::{Ledger, Measurements, PhaseCounts, TimelineRow};
@@ -71,6 +73,11 @@ pub struct Recovery {
     pub baseline_queue_depth: Option<f64>,
     pub rate_recovered_after_s: Option<f64>,
     pub backlog_recovered_after_s: Option<f64>,
+    /// The slowest per-second median claim of the baseline seconds, ms.
+    #[serde(default)]
+    pub baseline_claim_p50_ms: Option<f64>,
+    #[serde(default)]
+    pub claim_recovered_after_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -229,6 +236,10 @@ pub fn recovery(timeline: &[TimelineRow], start_s: f64, end_s: f64) -> Recovery 
         .filter_map(|r| r.queue_depth.map(|d| d as f64))
         .collect();
     let depth = (!depths.is_empty()).then(|| depths.iter().sum::<f64>() / depths.len() as f64);
+    let claim = before
+        .iter()
+        .filter_map(|r| r.claim_p50_ms)
+        .max_by(f64::total_cmp);
     let after = || timeline.iter().filter(|r| r.second >= last);
     let since_end =
         |r: &TimelineRow| (((r.second + 1) as f64 - end_s).max(0.0) * 100.0).round() / 100.0;
@@ -245,6 +256,10 @@ pub fn recovery(timeline: &[TimelineRow], start_s: f64, end_s: f64) -> Recovery 
                         .is_some_and(|q| q as f64 <= d + (0.1 * d).max(10.0))
                 })
             })
+            .map(since_end),
+        baseline_claim_p50_ms: claim,
+        claim_recovered_after_s: claim
+            .and_then(|c| after().find(|r| r.claim_p50_ms.is_some_and(|p| p <= 1.1 * c)))
             .map(since_end),
     }
 }
@@ -268,6 +283,7 @@ mod tests {
             e2e_p99_ms: None,
             e2e_max_ms: None,
             schedule_lag_max_ms: None,
+            claim_p50_ms: Some(1.0),
         }
     }
 
@@ -289,6 +305,13 @@ mod tests {
         assert_eq!(r.baseline_queue_depth, Some(5.0));
         assert_eq!(r.rate_recovered_after_s, Some(1.5));
         assert_eq!(r.backlog_recovered_after_s, Some(3.5));
+        // Claims: 1 ms before; 5 ms while held, 1.5 ms at 13, 1.05 ms (within 10%) at 14.
+        for (row, claim) in t[10..].iter_mut().zip([5.0, 5.0, 5.0, 1.5, 1.05, 1.0]) {
+            row.claim_p50_ms = Some(claim);
+        }
+        let r = recovery(&t, 10.0, 12.5);
+        assert_eq!(r.baseline_claim_p50_ms, Some(1.0));
+        assert_eq!(r.claim_recovered_after_s, Some(2.5));
         // Never recovered within the run.
         let r = recovery(&t[..14], 10.0, 12.5);
         assert_eq!(r.backlog_recovered_after_s, None);

@@ -190,6 +190,11 @@ impl Session {
         &self.backend
     }
 
+    /// The server's settings that shape results, as it reported them at set-up.
+    pub fn server_settings(&self) -> &BTreeMap<String, String> {
+        &self.record.settings
+    }
+
     /// Whether a step left jobs queued (its drain timed out or was cut short): the next
     /// step's consumers would work on them, so its figures would not be its own.
     pub fn backlog_left(&self) -> bool {

@@ -64,9 +64,13 @@ pub enum FaultSpec {
         #[serde(default)]
         mode: ShutdownMode,
     },
-    /// A session holds a transaction with an XID open for the whole phase, pinning the xmin
-    /// horizon so VACUUM cannot remove dead tuples.
-    IdleInTransaction {},
+    /// A session holds a transaction with an XID open from the phase's start, pinning the
+    /// xmin horizon so VACUUM cannot remove dead tuples: for the whole phase, or `for` this
+    /// long (which may run past the phase's end, through the phases after it).
+    IdleInTransaction {
+        #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+        hold: Option<HumanDuration>,
+    },
     /// REPEATABLE READ transactions scanning the queue table for the whole phase.
     ActiveReaders {
         #[serde(default = "one")]
@@ -84,7 +88,7 @@ impl FaultSpec {
             FaultSpec::FreezeWorkers { .. } => "freeze_workers",
             FaultSpec::KillBackends { .. } => "kill_backends",
             FaultSpec::RestartServer { .. } => "restart_server",
-            FaultSpec::IdleInTransaction {} => "idle_in_transaction",
+            FaultSpec::IdleInTransaction { .. } => "idle_in_transaction",
             FaultSpec::ActiveReaders { .. } => "active_readers",
             FaultSpec::PoolExhaustion { .. } => "pool_exhaustion",
         }

@@ -22,7 +22,7 @@ pub use plan::{
     ProducerPlan, QueuePlan, ReaperPlan, VariantPlan,
 };
 pub use thresholds::Threshold;
-pub use values::{DurationDist, HumanDuration, Rate};
+pub use values::{Confirm, DurationDist, HumanDuration, Rate};
 
 use crate::error::InputError;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! which each run saves as `scenario.resolved.toml`.
 
 use super::faults::FaultSpec;
-use super::values::{DurationDist, HumanDuration, Rate};
+use super::values::{Confirm, DurationDist, HumanDuration, Rate};
 use crate::engine::Engine;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -84,6 +84,21 @@ pub struct CapacitySection {
     /// The most consumers a consumer-count search tries (default 64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_consumers: Option<u32>,
+    /// How long the search's answer must then hold on a fresh queue: "auto" (default: the
+    /// larger of 3 minutes and 3 × the server's autovacuum_naptime, so at least two
+    /// autovacuum cycles), a duration, or "off" (the search's answer alone, labelled
+    /// unconfirmed; also `capacity --quick`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<Confirm>,
+    /// Confirmation tries at most: the found rate, then 0.85 × the last each time; a try
+    /// ends at the first window that breaks the objective (default 6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_tries: Option<u32>,
+    /// After the confirmation, hold the xmin horizon (an idle transaction with an XID) this
+    /// long at the same rate, judged as the confirmation is, then measure how long the queue
+    /// takes to recover (also `capacity --hold-horizon`). Off by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_horizon: Option<HumanDuration>,
 }
 
 /// The cells of a matrix: the cartesian product of its axes, each option a set of scenario

@@ -293,8 +293,13 @@ fn check_repeat(repeat: Option<Repeat>, both: bool, phase: Duration) -> Result<(
     }
 }
 
-/// Validates one fault of a phase lasting `phase`; the error is the reason.
-fn check_fault(f: &FaultSpec, phase: Duration, processes: bool) -> Result<(), String> {
+/// Validates one fault of a phase lasting `phase`, `to_the_end` from its start to the end
+/// of the load; the error is the reason.
+fn check_fault(
+    f: &FaultSpec,
+    (phase, to_the_end): (Duration, Duration),
+    processes: bool,
+) -> Result<(), String> {
     match f {
         FaultSpec::CrashWorkers {
             every, rate, count, ..
@@ -325,6 +330,12 @@ fn check_fault(f: &FaultSpec, phase: Duration, processes: bool) -> Result<(), St
             if down_for.0 > HOUR {
                 return Err("down_for must be at most 1h".into());
             }
+        }
+        FaultSpec::IdleInTransaction { hold: Some(d) } if d.0.is_zero() || d.0 > to_the_end => {
+            return Err(format!(
+                "for must be more than 0s and end with the load at the latest ({} after the phase starts)",
+                humantime::format_duration(to_the_end)
+            ));
         }
         FaultSpec::ActiveReaders { count } if *count == 0 || *count > 1000 => {
             return Err(format!("count must be between 1 and 1000, got {count}"));
@@ -565,6 +576,14 @@ fn phase_plans(
             "at least one [[phases]] entry is required".into(),
         ));
     }
+    // From each phase's start to the end of the load: how long a fault may outlast it.
+    let to_the_end: Vec<Duration> = (0..sections.len())
+        .map(|i| {
+            sections[i..]
+                .iter()
+                .fold(Duration::ZERO, |d, p| d.saturating_add(p.duration.0))
+        })
+        .collect();
     let mut phases: Vec<PhasePlan> = Vec::new();
     for (i, ph) in sections.iter_mut().enumerate() {
         let key = |k: &str| format!("phases[{i}].{k}");
@@ -591,7 +610,7 @@ fn phase_plans(
         })?;
         ph.rate = Some(rate);
         for (j, f) in ph.faults.iter().enumerate() {
-            check_fault(f, ph.duration.0, processes)
+            check_fault(f, (ph.duration.0, to_the_end[i]), processes)
                 .map_err(|reason| err(&format!("phases[{i}].faults[{j}]"), reason))?;
         }
         phases.push(PhasePlan {

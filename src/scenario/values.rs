@@ -87,6 +87,69 @@ impl schemars::JsonSchema for HumanDuration {
     }
 }
 
+/// How long a capacity answer must hold on a fresh queue: `"auto"` (the larger of 3 minutes
+/// and 3 × the server's autovacuum_naptime), a duration, or `"off"` (the search alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Confirm {
+    #[default]
+    Auto,
+    Off,
+    For(HumanDuration),
+}
+
+impl fmt::Display for Confirm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Confirm::Auto => f.write_str("auto"),
+            Confirm::Off => f.write_str("off"),
+            Confirm::For(d) => d.fmt(f),
+        }
+    }
+}
+
+impl std::str::FromStr for Confirm {
+    type Err = String;
+
+    fn from_str(v: &str) -> Result<Confirm, String> {
+        match v.trim() {
+            "auto" => Ok(Confirm::Auto),
+            "off" => Ok(Confirm::Off),
+            d => humantime::parse_duration(d)
+                .map(|d| Confirm::For(HumanDuration(d)))
+                .map_err(|_| {
+                    format!("invalid value \"{v}\"; write \"auto\", \"off\" or a duration such as \"5m\"")
+                }),
+        }
+    }
+}
+
+impl Serialize for Confirm {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Confirm {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for Confirm {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Confirm".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "\"auto\" (the larger of 3 minutes and 3 × autovacuum_naptime), \"off\", or a duration such as \"5m\".",
+            "examples": ["auto", "off", "5m"]
+        })
+    }
+}
+
 /// An offered load: jobs per second across the whole producer fleet (open loop), or `"max"`
 /// (closed loop: every producer enqueues again as soon as its previous insert commits).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -25,7 +25,7 @@ fn capacity(out: &Path, extra: &[&str]) -> (Output, Value) {
         "--out",
         out.to_str().unwrap(),
         "--set",
-        "capacity={ start_rate = 50, max_rate = 100, warmup = \"500ms\", measure = \"2s\", budget = \"60s\" }",
+        "capacity={ start_rate = 50, max_rate = 100, warmup = \"500ms\", measure = \"2s\", budget = \"60s\", confirm = \"off\" }",
     ];
     args.extend_from_slice(extra);
     let o = dbq(&args);
@@ -337,6 +337,33 @@ fn bad_objectives_and_baseline_names_are_refused_before_anything_runs() {
             "capacity.start_rate: must be between 1 and 1000000",
         ),
         (
+            vec!["capacity", "scenarios/smoke.toml", "--confirm", "soon"],
+            "invalid value \"soon\"; write \"auto\", \"off\" or a duration",
+        ),
+        (
+            vec![
+                "capacity",
+                "scenarios/smoke.toml",
+                "--set",
+                "capacity.confirm_tries=0",
+            ],
+            "capacity.confirm_tries: must be between 1 and 10, got 0",
+        ),
+        (
+            vec![
+                "capacity",
+                "scenarios/smoke.toml",
+                "--quick",
+                "--set",
+                "capacity.hold_horizon=\"1m\"",
+            ],
+            "capacity.hold_horizon: is held during the confirmation, which a consumer-count search, --quick and confirm = \"off\" leave out",
+        ),
+        (
+            vec!["capacity", "scenarios/smoke.toml", "--hold-horizon", "0s"],
+            "--hold-horizon 0s: must be between 1s and 24h",
+        ),
+        (
             vec!["run", "scenarios/smoke.toml", "--baseline", "../elsewhere"],
             "baseline name \"../elsewhere\"",
         ),
@@ -370,7 +397,7 @@ fn a_capacity_of_a_custom_design_is_cited_as_that_design() {
     ];
     let mut args = vec![
         "--set",
-        "capacity={ start_rate = 50, max_rate = 50, warmup = \"500ms\", measure = \"3s\", budget = \"30s\" }",
+        "capacity={ start_rate = 50, max_rate = 50, warmup = \"500ms\", measure = \"3s\", budget = \"30s\", confirm = \"off\" }",
     ];
     args.extend(custom);
     let (o, c) = capacity(dir.path(), &args);
@@ -415,5 +442,134 @@ fn a_capacity_of_a_custom_design_is_cited_as_that_design() {
     assert!(
         other.contains("measured for a different design: variant: custom vs seed"),
         "{other}"
+    );
+}
+
+/// The search's answer must hold on a fresh queue. With evenly spaced arrivals, an
+/// objective of fewer than 310 jobs per window lets the search's 2 s steps pass up to 100 jobs/s, but a 4 s confirmation window
+/// at 100 jobs/s (400 jobs) or 85 (340) breaks it, and 72 (288) holds: the confirmation
+/// steps down twice, each try on a queue of its own, and the answer is the rate that held,
+/// with the search's figure beside it.
+#[test]
+fn a_rate_that_does_not_hold_on_a_fresh_queue_is_stepped_down_until_one_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, c) = capacity(
+        dir.path(),
+        &[
+            "--slo",
+            "jobs.enqueued=<310",
+            "--slo",
+            "end_to_end.p99=<10s",
+            "--set",
+            "producers.late_after=\"2s\"",
+            "--set",
+            "producers.arrival=\"constant\"",
+            "--set",
+            "capacity.confirm_tries=3",
+            "--confirm",
+            "4s",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "stderr: {err}\n{c}");
+    assert_eq!(c["between_vacuums_per_s"], 100.0, "{c}");
+    let tries = c["confirmation"]["tries"].as_array().unwrap();
+    let tried: Vec<(f64, bool)> = tries
+        .iter()
+        .map(|t| (t["rate"].as_f64().unwrap(), t["held"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(tried, [(100.0, false), (85.0, false), (72.0, true)], "{c}");
+    assert_eq!(c["max_sustainable_per_s"], 72.0, "{c}");
+    assert_eq!(c["confirmed"], true);
+    let broken = tries[0]["windows"][0]["why"][0].as_str().unwrap();
+    assert!(broken.contains("jobs.enqueued <310"), "{broken}");
+    let summary = c["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("sustains 72 jobs/s") && summary.contains("held for 4s on a fresh queue"),
+        "{summary}"
+    );
+    // Each try ran on a queue of its own, not the search's.
+    let schema = |d: &str| -> Value {
+        let s: Value = serde_json::from_str(
+            &std::fs::read_to_string(Path::new(d).join("summary.json")).unwrap(),
+        )
+        .unwrap();
+        s["database"]["schema"].clone()
+    };
+    let mut schemas: Vec<Value> = tries
+        .iter()
+        .map(|t| schema(t["dir"].as_str().unwrap()))
+        .collect();
+    schemas.push(schema(c["steps"][0]["dir"].as_str().unwrap()));
+    schemas.sort_by_key(|v| v.to_string());
+    schemas.dedup();
+    assert_eq!(schemas.len(), 4, "{schemas:?}");
+    let md = std::fs::read_to_string(dir.path().join("capacity.md")).unwrap();
+    assert!(
+        md.contains("## Confirmation 3: 72 jobs/s on a fresh queue"),
+        "{md}"
+    );
+}
+
+/// With a held horizon the confirmation goes on after its clean windows: the horizon held
+/// (an idle transaction with an XID, the fault's own record in the try's summary), judged as
+/// the clean windows are, then recovery windows measured after the release.
+#[test]
+fn a_held_horizon_is_judged_and_its_recovery_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, c) = capacity(
+        dir.path(),
+        &[
+            "--set",
+            "capacity.confirm_tries=1",
+            "--confirm",
+            "3s",
+            "--hold-horizon",
+            "4s",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "stderr: {err}\n{c}");
+    assert_eq!(c["confirmation"]["hold_horizon_s"], 4.0, "{c}");
+    let t = &c["confirmation"]["tries"][0];
+    let hold = &t["hold"];
+    assert_eq!(t["held"], true, "{c}");
+    assert_eq!(hold["windows"].as_array().unwrap().len(), 1, "{hold}");
+    // Recovery is measured for 10 s at least, in one window.
+    assert_eq!(hold["recovery"].as_array().unwrap().len(), 1, "{hold}");
+    assert_eq!(hold["recovery_s"], 10.0, "{hold}");
+    let held_s = hold["held_s"].as_f64().unwrap();
+    assert!((3.9..4.6).contains(&held_s), "{hold}");
+    // Every completion left a dead row version vacuum could not remove.
+    assert!(
+        hold["dead_tuples_per_min"].as_f64().unwrap() > 0.0,
+        "{hold}"
+    );
+    assert!(
+        hold["recovery_detail"]["baseline_queue_depth"].is_number(),
+        "{hold}"
+    );
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(t["dir"].as_str().unwrap()).join("summary.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let events = summary["faults"]["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["kind"], "idle_in_transaction");
+    assert_eq!(events[0]["phase"], "held-1");
+    let answer = c["summary"].as_str().unwrap();
+    assert!(
+        answer.contains("and then with the xmin horizon held") && answer.contains("Horizon held"),
+        "{answer}"
+    );
+    let md = std::fs::read_to_string(dir.path().join("capacity.md")).unwrap();
+    assert!(
+        md.contains("## Confirmation 1, xmin horizon held for 4 s"),
+        "{md}"
+    );
+    assert!(
+        md.contains("## Confirmation 1, after the release (measured, not judged)"),
+        "{md}"
     );
 }

@@ -785,6 +785,10 @@ fn the_bad_input_corpus_is_refused_in_one_line() {
             "phases[0].faults[0]: kill_workers needs worker processes",
         ),
         (
+            "phases=[{name=\"a\",duration=\"10s\",faults=[{kind=\"idle_in_transaction\",for=\"20s\"}]}]",
+            "phases[0].faults[0]: for must be more than 0s and end with the load at the latest (10s after the phase starts)",
+        ),
+        (
             "thresholds={\"end_to_end.p99\"=\"<< 1s\"}",
             "thresholds[\"end_to_end.p99\"]:",
         ),

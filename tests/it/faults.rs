@@ -581,3 +581,21 @@ async fn a_session_ended_by_the_idle_in_transaction_timeout_is_a_lost_connection
         queue.drop_namespace().await.unwrap();
     }
 }
+
+/// `for` holds the horizon past the end of the phase it starts in, through the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_horizon_held_for_a_time_outlasts_its_phase() {
+    let p = plan(
+        SMALL,
+        &[
+            "phases=[{ name = \"a\", duration = \"1s\", faults = [{ kind = \"idle_in_transaction\", for = \"2500ms\" }] }, { name = \"b\", duration = \"2s\" }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    let held = events(s, "idle_in_transaction");
+    assert_eq!((held.len(), held[0].phase.as_str()), (1, "a"), "{held:?}");
+    let length = held[0].until_s - held[0].at_s;
+    assert!((2.4..3.0).contains(&length), "held {length} s: {held:?}");
+    assert_nothing_lost(s);
+}

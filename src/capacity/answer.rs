@@ -1,0 +1,235 @@
+//! The answer from the steps and the confirmation: the figures of `capacity.json` and the
+//! one sentence every format gives, which says over what time horizon the answer holds.
+
+use super::confirm::Confirmation;
+use super::{Capacity, CapacityRequest, End, Step, best_rate, objective_text};
+use crate::report::design::DesignRecord;
+use crate::report::{article, capitalised};
+use crate::scenario::{HumanDuration, Plan};
+
+/// The answer from the search's steps and, when it ran, the confirmation.
+pub(super) fn conclude(
+    request: &CapacityRequest,
+    plan: &Plan,
+    design: Option<DesignRecord>,
+    steps: Vec<Step>,
+    end: End,
+    confirmation: Option<Confirmation>,
+) -> Capacity {
+    let between_vacuums = best_rate(&steps);
+    let first_failing = steps
+        .iter()
+        .filter(|s| !s.passed)
+        .map(|s| s.offered_per_s)
+        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))));
+    let limited = steps.iter().any(|s| s.load_generator_limited);
+    let variant = plan.queue.variant.name.as_str().to_string();
+    let named = design
+        .as_ref()
+        .map_or_else(|| format!("the {variant} design"), DesignRecord::phrase);
+    let objective = objective_text(&request.search);
+    let min_consumers = request
+        .search
+        .consumers_for_rate
+        .and_then(|_| steps.iter().filter(|s| s.passed).map(|s| s.consumers).min());
+    let answer = Answer {
+        design: named,
+        objective,
+        between_vacuums,
+        first_failing,
+        limited,
+        measure: request.search.measure,
+    };
+    let summary = match request.search.consumers_for_rate {
+        Some(rate) => consumers_sentence(&answer, rate, min_consumers, &steps),
+        None => match &confirmation {
+            Some(c) => answer.confirmed(c),
+            None => answer.unconfirmed(request.search.start_per_s),
+        },
+    };
+    let max_sustainable = match &confirmation {
+        Some(c) => c.confirmed_per_s(),
+        None => between_vacuums,
+    };
+    Capacity {
+        schema_version: 1,
+        scenario: request.plan.source.clone(),
+        variant,
+        design,
+        max_sustainable_per_s: max_sustainable,
+        confirmed: confirmation
+            .as_ref()
+            .is_some_and(|c| c.confirmed_per_s().is_some()),
+        between_vacuums_per_s: between_vacuums,
+        first_failing_per_s: first_failing,
+        knee_per_s: knee(&steps),
+        load_generator_limited: limited,
+        budget_spent: end == End::BudgetSpent,
+        interrupted: end == End::Interrupted,
+        backlog_left: end == End::BacklogLeft,
+        min_consumers,
+        search: request.search.clone(),
+        steps,
+        confirmation,
+        summary,
+    }
+}
+
+/// The rate at which p99 starts climbing: the first step whose p99 is more than twice the
+/// lowest step's.
+fn knee(steps: &[Step]) -> Option<f64> {
+    let mut by_rate: Vec<&Step> = steps.iter().filter(|s| s.e2e_p99_ms.is_finite()).collect();
+    by_rate.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
+    let low = by_rate.first()?;
+    by_rate
+        .iter()
+        .find(|s| s.e2e_p99_ms > 2.0 * low.e2e_p99_ms.max(1.0))
+        .map(|s| s.offered_per_s)
+}
+
+/// What a rate search's sentence is made of.
+struct Answer {
+    design: String,
+    objective: String,
+    between_vacuums: Option<f64>,
+    first_failing: Option<f64>,
+    limited: bool,
+    measure: std::time::Duration,
+}
+
+impl Answer {
+    /// The search's figure and what it is: short steps on one aged queue.
+    fn searched(&self, m: f64) -> String {
+        format!(
+            "{m:.0} jobs/s in {} steps on one queue between vacuums{}",
+            HumanDuration(self.measure),
+            self.first_failing
+                .map_or(String::new(), |f| format!(", {f:.0} jobs/s broke it"))
+        )
+    }
+
+    /// The answer of a search whose figure was confirmed on a fresh queue (or was not).
+    fn confirmed(&self, c: &Confirmation) -> String {
+        let design = capitalised(&self.design);
+        let objective = &self.objective;
+        let held = HumanDuration(std::time::Duration::from_secs_f64(c.held_for_s));
+        let searched = self
+            .between_vacuums
+            .map_or(String::new(), |m| self.searched(m));
+        let last = c.tries.last();
+        match c.confirmed_per_s() {
+            Some(r) => format!(
+                "{design} sustains {r:.0} jobs/s with {objective} on this server, held for {held} on a fresh queue ({}){}: {}. The search found {searched}{}.{}",
+                c.basis,
+                if c.hold_horizon_s.is_some() {
+                    " and then with the xmin horizon held"
+                } else {
+                    ""
+                },
+                article::multiple(r),
+                self.stepped_down(c, r),
+                c.tries
+                    .iter()
+                    .find(|t| t.held)
+                    .and_then(|t| t.hold.as_ref())
+                    .map_or(String::new(), |h| format!(" {}", h.sentence()))
+            ),
+            None => match last {
+                Some(t) => format!(
+                    "{design} met {objective} at {searched}, but no rate held for {held} on a fresh queue ({}): at {:.0} jobs/s {}. From a fresh table its capacity is below {:.0} jobs/s.",
+                    c.basis,
+                    t.rate,
+                    first_broken(t),
+                    t.rate
+                ),
+                None => format!(
+                    "{design} met {objective} at {searched}; the confirmation on a fresh queue was interrupted (unconfirmed)."
+                ),
+            },
+        }
+    }
+
+    /// Why the confirmed rate is below the search's: the tries that did not hold.
+    fn stepped_down(&self, c: &Confirmation, confirmed: f64) -> String {
+        let broken: Vec<String> = c
+            .tries
+            .iter()
+            .filter(|t| !t.held)
+            .map(|t| format!("{:.0} jobs/s did not hold ({})", t.rate, first_broken(t)))
+            .collect();
+        match (broken.is_empty(), self.between_vacuums) {
+            (false, Some(_)) => format!(
+                "; on a fresh queue {}, so it stepped down to {confirmed:.0}",
+                broken.join("; ")
+            ),
+            _ => String::new(),
+        }
+    }
+
+    /// The answer of a search that was not confirmed (`--quick`, or `capacity.confirm = "off"`).
+    fn unconfirmed(&self, start: f64) -> String {
+        let design = capitalised(&self.design);
+        let objective = &self.objective;
+        match self.between_vacuums {
+            Some(m) if self.limited => format!(
+                "{design} sustained {m:.0} jobs/s ({objective}) before the load generator fell behind its schedule: the harness, not the queue, was the limit, so the queue's capacity is at least that ({}; unconfirmed: {} steps on one queue between vacuums).",
+                article::multiple(m),
+                HumanDuration(self.measure)
+            ),
+            Some(m) => format!(
+                "{design} sustains {m:.0} jobs/s with {objective} on this server, {}{}. Unconfirmed: a capacity between vacuums ({} steps on one queue); without --quick the rate is held on a fresh queue through autovacuum cycles.",
+                article::multiple(m),
+                self.first_failing.map_or(String::new(), |f| format!(
+                    "; {f:.0} jobs/s broke the objective"
+                )),
+                HumanDuration(self.measure)
+            ),
+            None => format!(
+                "{design} did not meet the objective ({objective}) even at {start:.0} jobs/s."
+            ),
+        }
+    }
+}
+
+/// The first window of a try that broke the objective, and why.
+fn first_broken(t: &super::confirm::Try) -> String {
+    let held = t.hold.as_ref().map_or(&[][..], |h| &h.windows[..]);
+    match (
+        t.windows.iter().position(|w| !w.passed),
+        held.iter().position(|w| !w.passed),
+    ) {
+        (Some(i), _) => format!(
+            "window {} ({:.0}–{:.0} s): {}",
+            i + 1,
+            t.window_s * i as f64,
+            t.window_s * (i + 1) as f64,
+            t.windows[i].why.join("; ")
+        ),
+        (None, Some(i)) => format!(
+            "with the xmin horizon held, window {}: {}",
+            i + 1,
+            held[i].why.join("; ")
+        ),
+        (None, None) => "its accounting proof failed".into(),
+    }
+}
+
+/// The answer of a consumer-count search.
+fn consumers_sentence(a: &Answer, rate: f64, min: Option<u32>, steps: &[Step]) -> String {
+    let (design, objective) = (&a.design, &a.objective);
+    let most_failing = steps
+        .iter()
+        .filter(|s| !s.passed)
+        .map(|s| s.consumers)
+        .max();
+    match min {
+        Some(n) => format!(
+            "At {rate:.0} jobs/s {design} needs {n} consumer(s) for {objective}{}.",
+            most_failing.map_or(String::new(), |f| format!("; {f} did not meet it"))
+        ),
+        None => format!(
+            "At {rate:.0} jobs/s {design} did not meet {objective} with up to {} consumer(s).",
+            most_failing.unwrap_or(0)
+        ),
+    }
+}
