@@ -18,7 +18,8 @@ use super::job::{
     ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob, TableMismatch,
 };
 use super::seam::{
-    Attachment, Backend, Connection, DesignInfo, Disrupt, Enqueue, Inspect, Link, WakeUp, Work,
+    Attachment, Backend, Bystand, Connection, DesignInfo, Disrupt, Enqueue, Inspect, Link, WakeUp,
+    Work,
 };
 use crate::scenario::{BackoffPlan, ClaimMode, Finish, QueuePlan};
 use async_trait::async_trait;
@@ -63,6 +64,8 @@ struct Table {
     /// Jobs backing off, claimable once their time has come.
     waiting: Vec<JobId>,
     mishaps: Mishaps,
+    /// The bystander's rows: each one's counter.
+    bystander: Vec<i64>,
 }
 
 impl Table {
@@ -592,6 +595,34 @@ impl Inspect for MemoryLink {
 
     async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError> {
         Err(unsupported("the outbox"))
+    }
+}
+
+#[async_trait]
+impl Bystand for MemoryLink {
+    async fn install_bystander(&mut self, rows: u32) -> Result<(), BackendError> {
+        self.table().bystander = vec![0; rows as usize];
+        Ok(())
+    }
+
+    async fn bystander_read(&mut self, id: i64) -> Result<(), BackendError> {
+        let found = self.table().bystander.get((id - 1) as usize).is_some();
+        found
+            .then_some(())
+            .ok_or_else(|| BackendError::new(ErrorClass::Permanent, "no such bystander row"))
+    }
+
+    async fn bystander_update(&mut self, id: i64) -> Result<(), BackendError> {
+        match self.table().bystander.get_mut((id - 1) as usize) {
+            Some(counter) => {
+                *counter += 1;
+                Ok(())
+            }
+            None => Err(BackendError::new(
+                ErrorClass::Permanent,
+                "no such bystander row",
+            )),
+        }
     }
 }
 

@@ -198,9 +198,21 @@ pub trait Backend: Send + Sync {
 }
 
 /// One connection to an installed queue.
-pub trait Link: Connection + Enqueue + Work + Inspect + Disrupt {}
+pub trait Link: Connection + Enqueue + Work + Inspect + Disrupt + Bystand {}
 
-impl<T: Connection + Enqueue + Work + Inspect + Disrupt> Link for T {}
+impl<T: Connection + Enqueue + Work + Inspect + Disrupt + Bystand> Link for T {}
+
+/// What a bystander does: statements on a small table of its own in the run's namespace,
+/// unrelated to the queue, each in its own transaction.
+#[async_trait]
+pub trait Bystand: Send {
+    /// Creates its table with `rows` rows (ids 1 to `rows`).
+    async fn install_bystander(&mut self, rows: u32) -> Result<(), BackendError>;
+    /// Reads one row by primary key.
+    async fn bystander_read(&mut self, id: i64) -> Result<(), BackendError>;
+    /// Updates one row by primary key.
+    async fn bystander_update(&mut self, id: i64) -> Result<(), BackendError>;
+}
 
 /// The connection itself.
 #[async_trait]

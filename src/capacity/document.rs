@@ -23,6 +23,8 @@ fn steps_table(steps: &[Step], first: &str) -> Table {
         "claim p50 ms",
         "autovacuums",
         "dead tuples (max)",
+        "bystander p99 ms",
+        "WAL bytes/job",
         "objective",
     ]
     .map(String::from)
@@ -43,6 +45,12 @@ fn steps_table(steps: &[Step], first: &str) -> Table {
                 format!("{:.2}", s.upkeep.claim_p50_ms),
                 s.upkeep.autovacuums.to_string(),
                 s.upkeep.dead_tuples_max.to_string(),
+                s.upkeep
+                    .bystander_p99_ms
+                    .map_or("–".into(), |v| format!("{v:.2}")),
+                s.upkeep
+                    .wal_bytes_per_job
+                    .map_or("–".into(), |v| format!("{v:.0}")),
                 if s.passed {
                     "met".to_string()
                 } else {

@@ -273,6 +273,12 @@ pub struct Upkeep {
     pub dead_tuples_max: i64,
     /// Jobs waiting at the window's last sample.
     pub pending_end: i64,
+    /// The bystander's p99 in the window, ms (`None` without one).
+    #[serde(default)]
+    pub bystander_p99_ms: Option<f64>,
+    /// Write-ahead log written per completed job in the window, bytes.
+    #[serde(default)]
+    pub wal_bytes_per_job: Option<f64>,
 }
 
 impl Step {
@@ -727,6 +733,13 @@ impl Upkeep {
             vacuums: db.map_or(0, |d| d.vacuums),
             dead_tuples_max: db.map_or(0, |d| d.dead_tuples_max),
             pending_end: db.map_or(0, |d| d.pending_end),
+            bystander_p99_ms: (p.latency_ms.bystander.count > 0)
+                .then_some(p.latency_ms.bystander.p99),
+            wal_bytes_per_job: crate::report::cost::JobCost::of(
+                &s.db_stats,
+                &[(&p.name, p.jobs.completed + p.jobs.dead_lettered)],
+            )
+            .wal_bytes_per_job,
         }
     }
 }

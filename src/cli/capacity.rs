@@ -6,7 +6,7 @@ use clap::Args;
 use dbq_bench::capacity::{self, CapacityRequest, Search};
 use dbq_bench::error::ExitStatus;
 use dbq_bench::report::artifact::Document;
-use dbq_bench::scenario::{Confirm, EnvDefaults, HumanDuration, load_plan};
+use dbq_bench::scenario::{Confirm, EnvDefaults, HumanDuration, PlanChange, load_plan};
 use dbq_bench::status;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -62,6 +62,10 @@ fn request(args: &CapacityArgs) -> Result<CapacityRequest, String> {
         &EnvDefaults::from_env(),
     )
     .map_err(|e| e.to_string())?;
+    // The queue's cost to the rest of the database is part of every capacity answer.
+    let plan = plan
+        .changed([PlanChange::BystanderUnlessSet])
+        .map_err(|e| e.to_string())?;
     let mut search = Search::from_section(
         plan.resolved.capacity.as_ref(),
         &args.slo,

@@ -3,6 +3,7 @@
 //! as an [`Event`] to the recorder; they never compute figures or format output. They reach
 //! the queue only through the backend seam (`backend::Backend`, `backend::Link`).
 
+pub mod bystander;
 pub mod consumer;
 pub mod handler;
 pub mod jobs;

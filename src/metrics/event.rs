@@ -47,6 +47,12 @@ pub enum Event {
         connections: u32,
         in_flight: u32,
     },
+    /// A bystander's statement answered (`ok`) or failed.
+    Bystander {
+        intended_us: u64,
+        done_us: u64,
+        ok: bool,
+    },
     /// Jobs a producer's schedule still held when their phase ended (the first due at
     /// `intended_us`): never sent, as k6 counts dropped iterations.
     Dropped { intended_us: u64, count: u64 },

@@ -24,16 +24,20 @@ pub enum Metric {
     Handler,
     /// Intended enqueue time → `done` committed.
     EndToEnd,
+    /// A bystander's statement (a point read or a single-row update of an unrelated
+    /// table): intended time → answered.
+    Bystander,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 6] = [
+    pub const ALL: [Metric; 7] = [
         Metric::Enqueue,
         Metric::ScheduleLag,
         Metric::Claim,
         Metric::QueueWait,
         Metric::Handler,
         Metric::EndToEnd,
+        Metric::Bystander,
     ];
 
     pub fn name(self) -> &'static str {
@@ -44,6 +48,7 @@ impl Metric {
             Metric::QueueWait => "queue_wait",
             Metric::Handler => "handler",
             Metric::EndToEnd => "end_to_end",
+            Metric::Bystander => "bystander",
         }
     }
 
@@ -52,14 +57,14 @@ impl Metric {
     }
 }
 
-fn empty() -> Histogram<u64> {
+pub fn empty() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_US, 3).expect("static histogram bounds are valid")
 }
 
 /// One histogram per metric.
 #[derive(Debug, Clone)]
 pub struct MetricSet {
-    hists: [Histogram<u64>; 6],
+    hists: [Histogram<u64>; 7],
 }
 
 impl Default for MetricSet {
@@ -134,6 +139,9 @@ pub struct LatencyReport {
     pub queue_wait: LatencySummary,
     pub handler: LatencySummary,
     pub end_to_end: LatencySummary,
+    /// The bystander's statements (`[bystander]`); empty without one.
+    #[serde(default)]
+    pub bystander: LatencySummary,
 }
 
 impl LatencyReport {
@@ -146,19 +154,24 @@ impl LatencyReport {
             queue_wait: s(Metric::QueueWait),
             handler: s(Metric::Handler),
             end_to_end: s(Metric::EndToEnd),
+            bystander: s(Metric::Bystander),
         }
     }
 
-    /// (name, summary) pairs in a fixed order, for tables.
-    pub fn rows(&self) -> [(&'static str, &LatencySummary); 6] {
-        [
+    /// (name, summary) pairs in a fixed order, for tables; the bystander only when a run
+    /// had one.
+    pub fn rows(&self) -> Vec<(&'static str, &LatencySummary)> {
+        let all = [
             ("enqueue", &self.enqueue),
             ("schedule_lag", &self.schedule_lag),
             ("claim", &self.claim),
             ("queue_wait", &self.queue_wait),
             ("handler", &self.handler),
             ("end_to_end", &self.end_to_end),
-        ]
+            ("bystander", &self.bystander),
+        ];
+        let had = |(name, l): &(&str, &LatencySummary)| *name != "bystander" || l.count > 0;
+        all.into_iter().filter(had).collect()
     }
 }
 

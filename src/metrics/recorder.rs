@@ -105,6 +105,9 @@ pub struct PhaseCounts {
     /// Poison jobs (always fail) and crashing jobs (always crash their worker) enqueued.
     pub poison_enqueued: u64,
     pub crash_enqueued: u64,
+    /// A bystander's statements that failed.
+    #[serde(default)]
+    pub bystander_errors: u64,
 }
 
 impl PhaseCounts {
@@ -129,6 +132,7 @@ impl PhaseCounts {
         self.worker_crashes += o.worker_crashes;
         self.poison_enqueued += o.poison_enqueued;
         self.crash_enqueued += o.crash_enqueued;
+        self.bystander_errors += o.bystander_errors;
     }
 }
 
@@ -154,6 +158,9 @@ pub struct TimelineRow {
     /// Median claim statement latency of claims returned in this second.
     #[serde(default)]
     pub claim_p50_ms: Option<f64>,
+    /// The bystander's p99 in this second (statements answered in it).
+    #[serde(default)]
+    pub bystander_p99_ms: Option<f64>,
 }
 
 /// Everything the recorder measured, handed over when the event stream ends.
@@ -639,9 +646,24 @@ impl Recorder {
         None
     }
 
-    /// Samples and probes: stored for the report.
+    /// Samples, probes and the bystander's statements: stored for the report.
     fn observation(&mut self, event: Event) {
         match event {
+            Event::Bystander {
+                intended_us,
+                done_us,
+                ok,
+            } => {
+                let w = self.window_of(intended_us);
+                if !ok {
+                    self.counts[w].bystander_errors += 1;
+                    return;
+                }
+                let us = done_us.saturating_sub(intended_us).max(1);
+                self.metrics[w].record(Metric::Bystander, us);
+                self.bucket(done_us).metrics.record(Metric::Bystander, us);
+            }
+
             Event::HarnessSample(sample) => self.harness.push(sample),
             Event::DbSample { at_us, sample } => {
                 self.live.set_queue_depth(sample.pending);
@@ -765,6 +787,7 @@ impl Recorder {
             e2e_max_ms: (!e2e.is_empty()).then(|| e2e.max().min(MAX_US) as f64 / 1000.0),
             schedule_lag_max_ms: (!lag.is_empty()).then(|| lag.max() as f64 / 1000.0),
             claim_p50_ms: pct(b.metrics.get(Metric::Claim), 0.5),
+            bystander_p99_ms: pct(b.metrics.get(Metric::Bystander), 0.99),
         });
     }
 

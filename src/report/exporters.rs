@@ -195,6 +195,10 @@ fn md_figures(s: &Summary) -> String {
         md.push_str(&latency_row(name, l));
     }
     md.push_str("\n`enqueue`, `schedule_lag`, `queue_wait` and `end_to_end` start at each job's intended enqueue time (open loop), so stalls show as latency, not as missing samples.\n\n");
+    if let Some(b) = &s.bystander {
+        md.push_str(&format!("{}\n\n", b.sentence()));
+    }
+    md.push_str(&format!("{}\n\n", s.cost.line()));
     md
 }
 

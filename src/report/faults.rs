@@ -177,6 +177,32 @@ impl FaultSummary {
     }
 }
 
+impl FaultEvent {
+    /// The fault and how the queue came back after it, in one line.
+    pub fn recovery_line(&self) -> String {
+        let after = |what: &str, v: Option<f64>| match v {
+            Some(s) => format!("{what} back after {s:.0} s"),
+            None => format!("{what} not back before the run ended"),
+        };
+        let r = &self.recovery;
+        let mut parts = vec![
+            after("completions", r.rate_recovered_after_s),
+            after("backlog", r.backlog_recovered_after_s),
+        ];
+        if r.baseline_claim_p50_ms.is_some() {
+            parts.push(after("claim p50", r.claim_recovered_after_s));
+        }
+        format!(
+            "{} in {} ({:.0}–{:.0} s): {}",
+            self.kind,
+            self.phase,
+            self.at_s,
+            self.until_s,
+            parts.join(", ")
+        )
+    }
+}
+
 impl FaultSummary {
     /// Whether anything happened worth a line: a fault injected, or a crash, a reap, a
     /// handler error, an insert in doubt or rolled back.
@@ -284,6 +310,7 @@ mod tests {
             e2e_max_ms: None,
             schedule_lag_max_ms: None,
             claim_p50_ms: Some(1.0),
+            bystander_p99_ms: None,
         }
     }
 

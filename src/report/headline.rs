@@ -17,7 +17,7 @@ pub struct Figure {
 }
 
 /// The figures compared, in column order.
-pub const FIGURES: [Figure; 9] = [
+pub const FIGURES: [Figure; 12] = [
     Figure {
         key: "throughput_per_s",
         higher_is_better: true,
@@ -80,6 +80,31 @@ pub const FIGURES: [Figure; 9] = [
                 .find(|p| p.total_bytes_end > 0)
                 .map_or(0.0, |p| p.total_bytes_end as f64 / 1e6)
         },
+    },
+    Figure {
+        key: "bystander_p99_ms",
+        higher_is_better: false,
+        gated: false,
+        heading: "bystander p99 ms",
+        read: |s| {
+            s.bystander
+                .as_ref()
+                .map_or(f64::NAN, |b| measured(&b.under_load, |l| l.p99))
+        },
+    },
+    Figure {
+        key: "wal_bytes_per_job",
+        higher_is_better: false,
+        gated: false,
+        heading: "WAL bytes/job",
+        read: |s| s.cost.wal_bytes_per_job.unwrap_or(f64::NAN),
+    },
+    Figure {
+        key: "bytes_per_1k_jobs",
+        higher_is_better: false,
+        gated: false,
+        heading: "table+index bytes/1k jobs",
+        read: |s| s.cost.bytes_per_1k_jobs.unwrap_or(f64::NAN),
     },
     Figure {
         key: "sent_late_pct",

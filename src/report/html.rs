@@ -193,6 +193,22 @@ impl<'a> TimeAxis<'a> {
         }
     }
 
+    /// The log written per second between consecutive samples, KB/s.
+    fn wal_rate(&self) -> Series {
+        let rows = &self.r.db_stats;
+        Series {
+            name: "WAL / redo log".into(),
+            points: rows
+                .windows(2)
+                .filter(|w| w[1].t_s > w[0].t_s)
+                .map(|w| {
+                    let bytes = (w[1].sample.wal_bytes - w[0].sample.wal_bytes).max(0) as f64;
+                    (w[1].t_s, bytes / 1024.0 / (w[1].t_s - w[0].t_s))
+                })
+                .collect(),
+        }
+    }
+
     fn chart(&self, title: &str, y: &str, series: Vec<Series>) -> String {
         TimeChart {
             title,
@@ -238,14 +254,31 @@ fn charts(r: &RunResults) -> Vec<Section> {
             t.line("max", &|r| r.e2e_max_ms),
         ],
     );
-    vec![
+    let mut sections = vec![
         Section::new("Throughput", throughput),
         Section::new("Queue depth", depth),
         Section::new("End-to-end latency over time", latency),
+    ];
+    if let Some(b) = &r.summary.bystander {
+        let chart = t.chart(
+            "Bystander p99: statements on an unrelated table answered in each second",
+            "ms",
+            vec![
+                t.line("bystander p99", &|r| r.bystander_p99_ms),
+                t.line("claim p50", &|r| r.claim_p50_ms),
+            ],
+        );
+        sections.push(Section::new(
+            "The queue's cost to a bystander",
+            chart + &super::page::note(&b.sentence()),
+        ));
+    }
+    sections.extend([
         spectrum(&r.summary),
         table_growth(&t, &r.summary),
         wait_events(&r.summary),
-    ]
+    ]);
+    sections
 }
 
 /// Dead row versions (or undo history) and the table's size over time.
@@ -269,9 +302,14 @@ fn table_growth(t: &TimeAxis, s: &Summary) -> Section {
             t.db("table", &|d| Some(d.table_bytes as f64 / 1_048_576.0)),
         ],
     );
+    let wal = t.chart(
+        "Log written per second (the server's, from one sample to the next)",
+        "KB/s",
+        vec![t.wal_rate()],
+    );
     Section::new(
-        format!("{} and table size", capitalised(words.dead_tuples)),
-        tuples + &size,
+        format!("{}, table size and log", capitalised(words.dead_tuples)),
+        tuples + &size + &wal,
     )
 }
 
@@ -435,12 +473,12 @@ fn faults(s: &Summary) -> Option<Section> {
     }
     let mut h = format!("<p>{}.</p>", escape(&f.counts_line()));
     if !f.events.is_empty() {
-        h.push_str("<table><tr><th class=\"l\">fault</th><th class=\"l\">phase</th><th>from s</th><th>to s</th><th>hit</th><th>rate back after s</th><th>backlog back after s</th><th class=\"l\">detail</th></tr>");
+        h.push_str("<table><tr><th class=\"l\">fault</th><th class=\"l\">phase</th><th>from s</th><th>to s</th><th>hit</th><th>rate back after s</th><th>backlog back after s</th><th>claim p50 back after s</th><th class=\"l\">detail</th></tr>");
         let opt = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.1}"));
         for e in &f.events {
             let _ = write!(
                 h,
-                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
                 escape(&e.kind),
                 escape(&e.phase),
                 e.at_s,
@@ -448,10 +486,11 @@ fn faults(s: &Summary) -> Option<Section> {
                 e.count,
                 opt(e.recovery.rate_recovered_after_s),
                 opt(e.recovery.backlog_recovered_after_s),
+                opt(e.recovery.claim_recovered_after_s),
                 escape(&e.detail)
             );
         }
-        h.push_str("</table><p class=\"note\">Recovery is read off the per-second timeline: the time from the end of the fault until completions reach 90% of their rate in the five seconds before it, and until the backlog is back to its size then. – means not before the run ended.</p>");
+        h.push_str("</table><p class=\"note\">Recovery is read off the per-second timeline: the time from the end of the fault until completions reach 90% of their rate in the five seconds before it, until the backlog is back to its size then, and until the per-second claim p50 is back within 10% of its slowest second then. – means not before the run ended.</p>");
     }
     for p in &f.table_probes {
         let _ = write!(

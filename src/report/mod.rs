@@ -5,6 +5,8 @@
 
 pub mod article;
 pub mod artifact;
+pub mod bystander;
+pub mod cost;
 pub mod dbstats;
 pub mod design;
 pub mod exporters;

@@ -36,6 +36,12 @@ pub struct Summary {
     pub throughput: Throughput,
     /// Over the measured phases; see README "How to read the report" for each metric.
     pub latency_ms: LatencyReport,
+    /// What the queue's load cost an unrelated workload on the same server (`[bystander]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bystander: Option<super::bystander::BystanderSummary>,
+    /// What each job cost the database over the measured phases.
+    #[serde(default)]
+    pub cost: super::cost::JobCost,
     pub phases: Vec<PhaseSummary>,
     pub accounting: AccountingProof,
     pub queue: QueueInfo,
@@ -317,6 +323,8 @@ pub struct RunFacts {
     pub claim_plan_end: Vec<String>,
     pub server_settings: BTreeMap<String, String>,
     pub aborted_by_threshold: Option<String>,
+    /// The bystander measured alone before the load, when the run had one.
+    pub bystander_quiet: Option<crate::metrics::LatencySummary>,
 }
 
 fn secs(us: u64) -> f64 {
@@ -396,6 +404,13 @@ impl Summary {
         let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
         let claim_probes = claim_probe_summaries(m);
         let meta = Metadata::of(plan, &facts);
+        let db_stats = dbstats::summarize(&rows, &phase_names);
+        let finished: Vec<(&str, u64)> = phases
+            .iter()
+            .filter(|p| p.measured)
+            .map(|p| (p.name.as_str(), p.jobs.completed + p.jobs.dead_lettered))
+            .collect();
+        let cost = super::cost::JobCost::of(&db_stats, &finished);
         Summary {
             schema_version: SCHEMA_VERSION,
             complete: !facts.interrupted
@@ -414,7 +429,14 @@ impl Summary {
             jobs,
             producers,
             throughput,
+            bystander: super::bystander::BystanderSummary::of(
+                plan,
+                facts.bystander_quiet,
+                &latency_ms,
+                &measured_counts,
+            ),
             latency_ms,
+            cost,
             phases,
             accounting: proof,
             design: DesignRecord::of(plan, &facts.design),
@@ -422,7 +444,7 @@ impl Summary {
             verdict,
             harness,
             faults,
-            db_stats: dbstats::summarize(&rows, &phase_names),
+            db_stats,
             claim_probes,
             latency_spectrum_ms: spectrum(&measured_metrics),
             thresholds: Vec::new(),

@@ -29,8 +29,15 @@ pub fn render(s: &Summary) -> String {
             s.faults.events.len(),
             s.faults.counts_line()
         ));
+        for e in &s.faults.events {
+            t.push_str(&format!("  {}\n", e.recovery_line()));
+        }
     }
     t.push_str(&latency(s));
+    if let Some(b) = &s.bystander {
+        t.push_str(&format!("{}\n", b.sentence()));
+    }
+    t.push_str(&format!("{}\n", s.cost.line()));
     t.push_str(&thresholds(s));
     if let Some(a) = &s.aborted_by_threshold {
         t.push_str(&format!("aborted    {a}\n"));

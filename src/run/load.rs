@@ -7,6 +7,7 @@ use crate::accounting;
 use crate::backend::Backend;
 use crate::clock::RunClock;
 use crate::faults::{self, FaultContext, PhaseFaults};
+use crate::fleet::bystander::Bystander;
 use crate::fleet::jobs::JobFactory;
 use crate::fleet::pacer::{ProducerFleet, ScheduledPhase};
 use crate::fleet::process::{self, WorkerConfig};
@@ -125,6 +126,7 @@ pub(super) struct Load {
     stop_consumers: CancellationToken,
     reaper: Option<JoinHandle<()>>,
     producers: JoinSet<()>,
+    bystander: Option<JoinHandle<()>>,
     fault_tasks: JoinSet<()>,
     watcher: Option<JoinHandle<Option<String>>>,
     /// Cancelled by Ctrl-C, or by `--abort-on-fail`.
@@ -180,6 +182,7 @@ impl Load {
         });
         drop(snapshot_requests);
         let producers = start_producers(plan, &target, timeline, &ctx, &stop_load);
+        let bystander = start_bystander(plan, &target, timeline, &ctx, &stop_load);
         let fault_ctx = FaultContext {
             clock,
             events: ctx.events.clone(),
@@ -209,6 +212,7 @@ impl Load {
             stop_consumers,
             reaper,
             producers,
+            bystander,
             fault_tasks,
             watcher,
             stop_load,
@@ -224,6 +228,9 @@ impl Load {
     ) -> anyhow::Result<Ended> {
         let say = |msg: String| self.progress.println(&msg);
         while self.producers.join_next().await.is_some() {}
+        if let Some(b) = self.bystander.take() {
+            b.await.ok();
+        }
         while self.fault_tasks.join_next().await.is_some() {}
         let aborted_by_threshold = match self.watcher.take() {
             Some(w) => {
@@ -343,6 +350,29 @@ fn start_producers(
         },
     }
     .spawn(ctx, stop)
+}
+
+/// The bystander, when the plan has one: from the start of the load to the end of its last
+/// phase (or until the load stops).
+fn start_bystander(
+    plan: &Plan,
+    target: &LoadTarget,
+    timeline: &Timeline,
+    ctx: &FleetContext,
+    stop: &CancellationToken,
+) -> Option<JoinHandle<()>> {
+    let bystander = Bystander {
+        plan: plan.bystander?,
+        seed: plan.seed ^ 0xb1 ^ target.step as u64,
+    };
+    let end_us = timeline
+        .windows
+        .iter()
+        .filter(|w| w.kind == WindowKind::Phase)
+        .map(|w| w.end_us)
+        .max()?;
+    let span = (timeline.load_start_us, end_us);
+    Some(tokio::spawn(bystander.run(ctx.clone(), span, stop.clone())))
 }
 
 /// The stale-job reaper, when the plan has one; it stops with the consumers.

@@ -8,8 +8,9 @@ use crate::accounting::{self, EarlierSteps, ProofOptions};
 use crate::backend::{self, Backend, InstallError, Link};
 use crate::clock::RunClock;
 use crate::error::{Failure, InputError};
+use crate::fleet::bystander::Bystander;
 use crate::fleet::jobs::JobFactory;
-use crate::metrics::Event;
+use crate::metrics::{Event, LatencySummary};
 use crate::provider::Server;
 use crate::report::{self, RunFacts, RunResults, Summary};
 use crate::scenario::Plan;
@@ -48,6 +49,8 @@ pub struct Session {
     steps: usize,
     /// A step ended with jobs still queued: a later step would inherit them.
     backlog_left: bool,
+    /// The bystander measured alone, before any load.
+    bystander_quiet: Option<LatencySummary>,
 }
 
 impl Session {
@@ -117,6 +120,7 @@ impl Session {
             earlier: EarlierSteps::default(),
             steps: 0,
             backlog_left: false,
+            bystander_quiet: None,
         }
     }
 
@@ -138,6 +142,13 @@ impl Session {
             result
         }
         .await;
+        let prepared = match prepared {
+            Ok(prefilled) => self
+                .quiet_bystander(plan, opts, shutdown)
+                .await
+                .map(|()| prefilled),
+            Err(e) => Err(e),
+        };
         match prepared {
             Ok(prefilled) if !shutdown.is_cancelled() => {
                 self.prefilled = Some(prefilled);
@@ -148,6 +159,32 @@ impl Session {
                 Err(other.err().unwrap_or(Failure::Interrupted))
             }
         }
+    }
+
+    /// The bystander measured alone, with nothing else of the run under way, when the plan
+    /// has one.
+    async fn quiet_bystander(
+        &mut self,
+        plan: &Plan,
+        opts: &RunOptions,
+        shutdown: &CancellationToken,
+    ) -> Result<(), Failure> {
+        let Some(b) = plan.bystander.filter(|b| !b.quiet.is_zero()) else {
+            return Ok(());
+        };
+        opts.status.line(&format!(
+            "bystander: measuring {:.0} statements/s alone for {}",
+            b.rate,
+            humantime::format_duration(b.quiet)
+        ));
+        let bystander = Bystander {
+            plan: b,
+            seed: plan.seed ^ 0xb0,
+        };
+        self.bystander_quiet = bystander
+            .quiet(self.backend.clone(), self.clock, b.quiet, shutdown)
+            .await;
+        Ok(())
     }
 
     async fn fill(
@@ -162,6 +199,12 @@ impl Session {
                 .install_outbox(outbox.orders)
                 .await
                 .context("creating the outbox's orders")?;
+        }
+        if let Some(b) = plan.bystander {
+            admin
+                .install_bystander(b.rows)
+                .await
+                .context("creating the bystander's table")?;
         }
         let prefilled =
             prefill(plan, admin, self.clock, &self.key_prefix, shutdown, status).await?;
@@ -271,6 +314,7 @@ impl Session {
             claim_plan_end,
             server_settings: self.record.settings.clone(),
             aborted_by_threshold: ended.aborted_by_threshold.clone(),
+            bystander_quiet: self.bystander_quiet,
         };
         self.conclude(plan, opts, ended, facts).await
     }

@@ -23,6 +23,8 @@ pub enum PlanChange {
     /// The design, without the options of the one it replaces.
     Variant(VariantName),
     Handler(HandlerSection),
+    /// The bystander on, unless the scenario says whether it is.
+    BystanderUnlessSet,
 }
 
 impl Plan {
@@ -39,6 +41,9 @@ impl Plan {
                 PlanChange::Prefill(n) => s.producers.prefill = n,
                 PlanChange::DrainTimeout(d) => s.drain.timeout = HumanDuration(d),
                 PlanChange::RunThresholds(t) => s.thresholds = t,
+                PlanChange::BystanderUnlessSet => {
+                    s.bystander.enabled = s.bystander.enabled.or(Some(true));
+                }
                 PlanChange::Variant(v) => {
                     s.queue.variant = v;
                     s.queue.claim_batch = None;

@@ -14,12 +14,13 @@ pub use change::PlanChange;
 pub use faults::{BackendTarget, CrashPoint, FaultSpec, Repeat};
 pub use load::{Assignment, Overrides, ScenarioFile};
 pub use model::{
-    Arrival, CUSTOM_REQUIRED_FILES, CapacitySection, ClaimMode, Finish, HandlerSection, Jitter,
-    MatrixOption, MatrixSection, PhaseSection, ProviderKind, Scenario, VariantName,
+    Arrival, BystanderSection, CUSTOM_REQUIRED_FILES, CapacitySection, ClaimMode, Finish,
+    HandlerSection, Jitter, MatrixOption, MatrixSection, PhaseSection, ProviderKind, Scenario,
+    VariantName,
 };
 pub use plan::{
-    BackoffPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan, PhasePlan, Plan,
-    ProducerPlan, QueuePlan, ReaperPlan, VariantPlan,
+    BackoffPlan, BystanderPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan,
+    PhasePlan, Plan, ProducerPlan, QueuePlan, ReaperPlan, VariantPlan,
 };
 pub use thresholds::Threshold;
 pub use values::{Confirm, DurationDist, HumanDuration, Rate};

@@ -36,6 +36,8 @@ pub struct Scenario {
     pub verify: VerifySection,
     #[serde(default)]
     pub sampler: SamplerSection,
+    #[serde(default)]
+    pub bystander: BystanderSection,
     /// Pass/fail conditions on the whole run's figures: `"metric" = "condition"`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub thresholds: BTreeMap<String, String>,
@@ -579,6 +581,39 @@ impl Default for VerifySection {
     }
 }
 
+/// A bystander: a small table unrelated to the queue, in the run's schema, read and updated
+/// by key at a fixed rate from a connection of its own. Its latency is what the queue costs
+/// the rest of the database that shares the server (see `fleet::bystander`).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BystanderSection {
+    /// On or off; unset: off in `run` and `matrix`, on in `capacity`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Statements per second, on a fixed schedule: point reads and single-row updates by
+    /// primary key, alternately.
+    #[serde(default = "defaults::bystander_rate")]
+    pub rate: f64,
+    /// Rows in its table.
+    #[serde(default = "defaults::bystander_rows")]
+    pub rows: u32,
+    /// How long it is measured alone, with no queue load, before the load starts: the
+    /// reference for "the queue added X ms" ("0s": not measured).
+    #[serde(default = "defaults::bystander_quiet")]
+    pub quiet: HumanDuration,
+}
+
+impl Default for BystanderSection {
+    fn default() -> Self {
+        BystanderSection {
+            enabled: None,
+            rate: defaults::bystander_rate(),
+            rows: defaults::bystander_rows(),
+            quiet: defaults::bystander_quiet(),
+        }
+    }
+}
+
 /// The database sampler (see `metrics::sampler`).
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -659,6 +694,15 @@ mod defaults {
     }
     pub fn stale_after() -> HumanDuration {
         HumanDuration::from_secs(600)
+    }
+    pub fn bystander_rate() -> f64 {
+        50.0
+    }
+    pub fn bystander_rows() -> u32 {
+        10_000
+    }
+    pub fn bystander_quiet() -> HumanDuration {
+        HumanDuration::from_secs(5)
     }
     pub fn sampler_interval() -> HumanDuration {
         HumanDuration::from_secs(1)

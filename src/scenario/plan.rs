@@ -3,8 +3,8 @@
 
 use super::faults::{FaultSpec, Repeat};
 use super::model::{
-    Arrival, CUSTOM_REQUIRED_FILES, ClaimMode, ConsumersSection, DatabaseSection, Finish, Jitter,
-    PhaseSection, ProducersSection, ProviderKind, Scenario, VariantName,
+    Arrival, BystanderSection, CUSTOM_REQUIRED_FILES, ClaimMode, ConsumersSection, DatabaseSection,
+    Finish, Jitter, PhaseSection, ProducersSection, ProviderKind, Scenario, VariantName,
 };
 use super::thresholds::{self, Threshold};
 use super::values::{DurationDist, Rate};
@@ -32,8 +32,19 @@ pub struct Plan {
     pub sampler_interval: Duration,
     /// Thresholds on the whole run and on phases.
     pub thresholds: Vec<Threshold>,
+    /// The bystander's load, when it is on.
+    pub bystander: Option<BystanderPlan>,
     /// The scenario with all defaults filled in, as saved to `scenario.resolved.toml`.
     pub resolved: Scenario,
+}
+
+/// A bystander's load (`[bystander]`): statements per second on `rows` rows, measured alone
+/// for `quiet` first.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BystanderPlan {
+    pub rate: f64,
+    pub rows: u32,
+    pub quiet: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -219,6 +230,8 @@ impl Plan {
         if scenario.drain.timeout.0.is_zero() {
             return Err(err("drain.timeout", "must be more than 0s".into()));
         }
+        let bystander = bystander_plan(&scenario.bystander)
+            .map_err(|(key, reason)| err(&format!("bystander.{key}"), reason))?;
         Ok(Plan {
             name,
             description: scenario.description.clone(),
@@ -233,6 +246,7 @@ impl Plan {
             drain_timeout: scenario.drain.timeout.0,
             sampler_interval: scenario.sampler.interval.0,
             thresholds,
+            bystander,
             completion_audit: scenario.verify.completion_audit,
             resolved: scenario,
         })
@@ -291,6 +305,26 @@ fn check_repeat(repeat: Option<Repeat>, both: bool, phase: Duration) -> Result<(
         None if both => Err("give every or rate, not both".into()),
         None => Err("give every (e.g. \"2s\") or rate (per second)".into()),
     }
+}
+
+/// The bystander's load (`None` unless `enabled`), checked; an error names its key.
+fn bystander_plan(b: &BystanderSection) -> Result<Option<BystanderPlan>, (&'static str, String)> {
+    if !(b.rate.is_finite() && (1.0..=10_000.0).contains(&b.rate)) {
+        let reason = format!("must be between 1 and 10000 statements/s, got {}", b.rate);
+        return Err(("rate", reason));
+    }
+    if !(1..=10_000_000).contains(&b.rows) {
+        let reason = format!("must be between 1 and 10000000, got {}", b.rows);
+        return Err(("rows", reason));
+    }
+    if b.quiet.0 > Duration::from_secs(600) {
+        return Err(("quiet", "must be at most 10m".into()));
+    }
+    Ok((b.enabled == Some(true)).then_some(BystanderPlan {
+        rate: b.rate,
+        rows: b.rows,
+        quiet: b.quiet.0,
+    }))
 }
 
 /// Validates one fault of a phase lasting `phase`, `to_the_end` from its start to the end

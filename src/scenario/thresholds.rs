@@ -16,13 +16,14 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-pub const LATENCY_METRICS: [&str; 6] = [
+pub const LATENCY_METRICS: [&str; 7] = [
     "enqueue",
     "schedule_lag",
     "claim",
     "queue_wait",
     "handler",
     "end_to_end",
+    "bystander",
 ];
 pub const LATENCY_STATS: [&str; 7] = ["count", "p50", "p90", "p99", "p999", "max", "mean"];
 pub const THROUGHPUT: [&str; 2] = ["enqueued_per_s", "completed_per_s"];

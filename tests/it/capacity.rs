@@ -26,6 +26,8 @@ fn capacity(out: &Path, extra: &[&str]) -> (Output, Value) {
         out.to_str().unwrap(),
         "--set",
         "capacity={ start_rate = 50, max_rate = 100, warmup = \"500ms\", measure = \"2s\", budget = \"60s\", confirm = \"off\" }",
+        "--set",
+        "bystander.quiet=\"500ms\"",
     ];
     args.extend_from_slice(extra);
     let o = dbq(&args);

@@ -79,6 +79,31 @@ async fn the_seed_runs_on_mariadb_with_every_job_accounted_for() {
     queue.drop_namespace().await.unwrap();
 }
 
+/// The bystander on MariaDB: its InnoDB table in the run's database, measured alone and
+/// beside the queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bystander_runs_on_mariadb() {
+    let p = mariadb_plan(
+        SMALL,
+        &["bystander={ enabled = true, rate = 100, rows = 500, quiet = \"1s\" }"],
+    );
+    let (outcome, _dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    assert_nothing_lost(s);
+    crate::support::assert_bystander(s, 100.0, 1.0);
+    let queue = outcome.kept_queue.as_ref().expect("kept");
+    let mut conn = maria_sql(&**queue).await;
+    let (rows, updates): (i64, i64) =
+        sqlx::query_as("SELECT COUNT(*), CAST(SUM(counter) AS SIGNED) FROM bystander")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    conn.close().await.ok();
+    queue.drop_namespace().await.unwrap();
+    assert_eq!(rows, 500);
+    assert!(updates > 0, "{updates} updates");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_claims_on_mariadb_take_several_jobs_per_statement() {
     let p = mariadb_plan(

@@ -104,6 +104,7 @@ async fn the_html_report_has_its_charts_and_links_to_nothing() {
         "Latency by percentile",
         "Row versions in the queue table",
         "Size of the queue table",
+        "Log written per second",
         "What the run&#39;s busy sessions were waiting on",
     ] {
         let title = title.replace("&#39;", "'");
@@ -112,7 +113,7 @@ async fn the_html_report_has_its_charts_and_links_to_nothing() {
             "no chart \"{title}\""
         );
     }
-    assert_eq!(html.matches("<svg").count(), 7);
+    assert_eq!(html.matches("<svg").count(), 8);
     // Fault markers are drawn on the time charts.
     assert!(html.contains(">kill_backends</text>"));
     for external in ["http:", "https:", "<script", "src=", "<link", "@import"] {

@@ -403,3 +403,49 @@ async fn the_completion_travels_with_the_commit_and_stops_at_its_error() {
         queue.drop_namespace().await.unwrap();
     }
 }
+
+/// A bystander reads and updates a table of its own in the run's schema at its rate, alone
+/// before the load and then beside it; summary.json compares the two, per phase too, and
+/// the table shows its updates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bystander_is_measured_alone_and_beside_the_queue() {
+    let p = plan(
+        SMALL,
+        &[
+            "bystander={ enabled = true, rate = 100, rows = 500, quiet = \"1s\" }",
+            "phases=[{ name = \"steady\", duration = \"2s\" }]",
+        ],
+    );
+    let (outcome, dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    crate::support::assert_bystander(s, 100.0, 1.0);
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(
+        html.contains("aria-label=\"Bystander p99"),
+        "no bystander chart"
+    );
+    assert!(
+        s.cost.wal_bytes_per_job.is_some_and(|w| w > 0.0),
+        "{:?}",
+        s.cost
+    );
+    let seconds = outcome
+        .results
+        .timeline
+        .iter()
+        .filter(|r| r.bystander_p99_ms.is_some())
+        .count();
+    assert!(seconds >= 2, "{:?}", outcome.results.timeline);
+    let queue = outcome.kept_queue.expect("kept");
+    let mut conn = sql(&*queue).await;
+    let (rows, updates): (i64, i64) =
+        sqlx::query_as("SELECT count(*), sum(counter)::bigint FROM bystander")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    conn.close().await.ok();
+    queue.drop_namespace().await.unwrap();
+    assert_eq!(rows, 500);
+    // Every other statement was an update, alone (1 s) and beside the load (2 s).
+    assert!((100..=160).contains(&updates), "{updates} updates");
+}

@@ -404,3 +404,27 @@ pub async fn prove_again(
     link.close().await;
     proof
 }
+
+/// A run's bystander at `rate` statements/s, measured alone for `quiet_s`: both
+/// measurements took about the statements the schedule set, none failed, and each phase
+/// has its own percentiles.
+pub fn assert_bystander(s: &dbq_bench::report::Summary, rate: f64, quiet_s: f64) {
+    let b = s.bystander.as_ref().expect("a bystander section");
+    let quiet = b.quiet.expect("measured alone");
+    let expected = rate * quiet_s;
+    assert!(
+        (0.8 * expected..=1.05 * expected).contains(&(quiet.count as f64)),
+        "{b:?}"
+    );
+    let expected = rate * s.throughput.window_s;
+    assert!(
+        (0.8 * expected..=1.05 * expected).contains(&(b.under_load.count as f64)),
+        "{b:?}, window {} s",
+        s.throughput.window_s
+    );
+    assert_eq!(b.errors, 0, "{b:?}");
+    assert!(b.added_p99_ms.is_some(), "{b:?}");
+    for p in s.phases.iter().filter(|p| p.measured) {
+        assert!(p.latency_ms.bystander.count > 0, "{p:?}");
+    }
+}

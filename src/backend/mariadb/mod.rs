@@ -4,6 +4,7 @@
 //! default: under InnoDB's default REPEATABLE READ the claim's locking reads also lock the
 //! gaps between index entries, and producers' inserts would wait on workers' claims.
 
+mod bystand;
 mod designs;
 mod disrupt;
 mod inspect;

@@ -3,6 +3,7 @@
 //! `dbq-bench/<schema>/<role>`, so the run's sessions can be told apart in
 //! `pg_stat_activity` (and targeted by `kill_backends`) even on a shared server.
 
+mod bystand;
 mod designs;
 mod disrupt;
 mod inspect;

@@ -1,0 +1,2 @@
+-- A point read by primary key.
+SELECT counter, note FROM bystander WHERE id = ?
