@@ -181,6 +181,25 @@ const MARIADB: EngineFacts = EngineFacts {
 impl Engine {
     pub const ALL: [Engine; 2] = [Engine::Postgres, Engine::Mariadb];
 
+    /// Why a server setting belongs to the other engine (its vacuum or purge levers), so
+    /// the plan refuses it before a server refuses to start; `None` for any other name.
+    pub fn foreign_setting(self, name: &str) -> Option<&'static str> {
+        let vacuum = name.starts_with("autovacuum") || name.starts_with("vacuum_");
+        match self {
+            Engine::Mariadb if vacuum => Some(
+                "a PostgreSQL vacuum setting; MariaDB has no vacuum (InnoDB purges old row \
+                 versions in the background): its levers are innodb_purge_threads, \
+                 innodb_max_purge_lag and innodb_purge_batch_size",
+            ),
+            Engine::Postgres if name.starts_with("innodb_") => Some(
+                "a MariaDB (InnoDB) setting; on PostgreSQL vacuum's levers are \
+                 autovacuum_naptime, autovacuum_vacuum_scale_factor and \
+                 autovacuum_vacuum_cost_limit",
+            ),
+            _ => None,
+        }
+    }
+
     /// The engine's row of the table.
     pub fn facts(self) -> &'static EngineFacts {
         match self {

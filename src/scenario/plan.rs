@@ -412,6 +412,9 @@ fn database_plan(
                 "not a PostgreSQL setting name (letters, digits, _ and .)".into(),
             ));
         }
+        if let Some(reason) = db.engine.foreign_setting(key) {
+            return Err(err(&k, reason.into()));
+        }
         let v = match value {
             toml::Value::String(s) => s.clone(),
             toml::Value::Integer(i) => i.to_string(),

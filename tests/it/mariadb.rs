@@ -242,6 +242,23 @@ fn mariadb_refuses_what_only_postgres_has_in_one_line() {
     crate::support::assert_bad_input(&out, "notify on mariadb", "queue.variant");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("seed or batch"), "{err}");
+    // Vacuum settings are PostgreSQL's: refused before a server would refuse to start.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args([
+            "validate",
+            "scenarios/smoke.toml",
+            "--set",
+            "database.engine=\"mariadb\"",
+            "--set",
+            "database.settings.autovacuum_naptime=\"1s\"",
+        ])
+        .output()
+        .unwrap();
+    crate::support::assert_bad_input(
+        &out,
+        "autovacuum_naptime on mariadb",
+        "database.settings.autovacuum_naptime: a PostgreSQL vacuum setting; MariaDB has no vacuum",
+    );
 }
 
 fn mariadb_db_plan(provider: ProviderKind, image: String) -> DatabasePlan {

@@ -263,3 +263,45 @@ axes = [[
         assert!(s["jobs"]["completed"].as_u64().unwrap() > 0);
     }
 }
+
+/// A server setting as an axis: each cell gets a local server of its own started with its
+/// value (vacuum settings need a restart), and the cell's summary records what the server
+/// reported.
+#[test]
+fn a_server_setting_varies_by_cell_on_servers_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let o = matrix(&[
+        "scenarios/smoke.toml",
+        "--db",
+        "local",
+        "--set",
+        "phases.0.duration=1s",
+        "--set",
+        "phases.1.duration=1s",
+        "--out",
+        out,
+        "--quiet",
+        "--vary",
+        "database.settings.autovacuum_naptime=1s,60s",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let c = comparison(dir.path());
+    let naptimes: Vec<String> = c["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| {
+            let run = Path::new(cell["runs"][0]["dir"].as_str().unwrap());
+            let text = std::fs::read_to_string(run.join("summary.json")).unwrap();
+            let s: Value = serde_json::from_str(&text).unwrap();
+            s["meta"]["postgres_settings"]["autovacuum_naptime"].to_string()
+        })
+        .collect();
+    assert_eq!(naptimes, ["\"1s\"", "\"60s\""], "{c}");
+}
