@@ -74,6 +74,15 @@ pub struct Row {
     /// costlier), and its lowest and highest repeat.
     pub cpu_ratio: f64,
     pub cpu_ratio_range: [f64; 2],
+    /// The harness without its instrumentation in the database (no completion audit, the
+    /// sampler only at phase boundaries), jobs/s, and what the instrumentation cost: 1 −
+    /// instrumented / bare, median of the repeats, and its lowest and highest repeat.
+    #[serde(default)]
+    pub bare_per_s: f64,
+    #[serde(default)]
+    pub instrumentation_cost: f64,
+    #[serde(default)]
+    pub instrumentation_cost_range: [f64; 2],
 }
 
 impl Row {
@@ -87,6 +96,7 @@ impl Row {
         let pick = |f: fn(&Sample) -> f64| samples.iter().map(f).collect::<Vec<f64>>();
         let ratios = pick(|s| s.harness_per_s / s.pgbench_per_s.max(1e-9));
         let cpu_ratios = pick(|s| s.harness_cpu_us / s.pgbench_cpu_us.max(1e-9));
+        let costs = pick(|s| 1.0 - s.harness_per_s / s.bare_per_s.max(1e-9));
         Row {
             connections,
             pgbench_per_s: median(pick(|s| s.pgbench_per_s)),
@@ -97,6 +107,9 @@ impl Row {
             harness_cpu_us_per_job: median(pick(|s| s.harness_cpu_us)),
             cpu_ratio_range: range(&cpu_ratios),
             cpu_ratio: median(cpu_ratios),
+            bare_per_s: median(pick(|s| s.bare_per_s)),
+            instrumentation_cost_range: range(&costs),
+            instrumentation_cost: median(costs),
         }
     }
 }
@@ -105,6 +118,7 @@ impl Row {
 struct Sample {
     pgbench_per_s: f64,
     harness_per_s: f64,
+    bare_per_s: f64,
     pgbench_cpu_us: f64,
     harness_cpu_us: f64,
 }
@@ -257,22 +271,11 @@ async fn measure_once(
         return Err(Failure::Interrupted);
     }
     say("dbq-bench");
-    let mut session = Session::set_up(&plan, &quiet, server, shutdown).await?;
-    let opts = RunOptions {
-        out_dir: Some(request.out_dir.join(format!("harness-{c}-{repeat}"))),
-        ..Default::default()
-    };
-    let outcome = session.step(&plan, &opts, shutdown).await;
-    session.tear_down(false, &request.status).await;
-    let s = outcome?.results.summary;
-    let load = s.phases.iter().find(|p| p.measured);
-    // A claim that found nothing: the backlog ran out (a pause of the harness on a busy
-    // machine is not one).
-    if load.is_some_and(|p| p.jobs.empty_polls > 0) {
-        return Err(Failure::Run(anyhow::anyhow!(
-            "the queue ran dry during dbq-bench's run at {c} connection(s): raise --prefill"
-        )));
-    }
+    let tag = format!("{c}-{repeat}");
+    let s = harness_run(request, server, shutdown, &plan, &format!("harness-{tag}")).await?;
+    say("dbq-bench without its instrumentation");
+    let bare = request.plan(c)?.changed([PlanChange::Uninstrumented])?;
+    let b = harness_run(request, server, shutdown, &bare, &format!("bare-{tag}")).await?;
     // The harness's CPU over its measured phase (from its own monitor), per job finished
     // in it: the drain, the proof and the report after the load are not load generation.
     let cores = s
@@ -284,9 +287,38 @@ async fn measure_once(
     Ok(Sample {
         pgbench_per_s: pg_jobs as f64 / request.duration.as_secs_f64(),
         harness_per_s: s.throughput.completed_per_s,
+        bare_per_s: b.throughput.completed_per_s,
         pgbench_cpu_us: pg_cpu / pg_jobs.max(1) as f64 * 1e6,
         harness_cpu_us: cores * s.throughput.window_s / finished.max(1.0) * 1e6,
     })
+}
+
+/// One harness run of `plan` on a freshly prefilled table, its results in `name`.
+async fn harness_run(
+    request: &CalibrateRequest,
+    server: &Arc<Server>,
+    shutdown: &CancellationToken,
+    plan: &Plan,
+    name: &str,
+) -> Result<crate::report::Summary, Failure> {
+    let quiet = RunOptions::default();
+    let mut session = Session::set_up(plan, &quiet, server, shutdown).await?;
+    let opts = RunOptions {
+        out_dir: Some(request.out_dir.join(name)),
+        ..Default::default()
+    };
+    let outcome = session.step(plan, &opts, shutdown).await;
+    session.tear_down(false, &request.status).await;
+    let s = outcome?.results.summary;
+    let load = s.phases.iter().find(|p| p.measured);
+    // A claim that found nothing: the backlog ran out (a pause of the harness on a busy
+    // machine is not one).
+    if load.is_some_and(|p| p.jobs.empty_polls > 0) {
+        return Err(Failure::Run(anyhow::anyhow!(
+            "the queue ran dry during dbq-bench's run ({name}): raise --prefill"
+        )));
+    }
+    Ok(s)
 }
 
 fn cpu_seconds(who: UsageWho) -> f64 {
@@ -387,6 +419,8 @@ impl Calibration {
             "dbq-bench CPU µs/job",
             "CPU ratio",
             "CPU ratio range",
+            "bare dbq-bench jobs/s",
+            "instrumentation cost",
         ]
         .map(String::from)
         .to_vec();
@@ -404,6 +438,13 @@ impl Calibration {
                     format!("{:.0}", r.harness_cpu_us_per_job),
                     format!("{:.2}×", r.cpu_ratio),
                     format!("{:.2}–{:.2}×", r.cpu_ratio_range[0], r.cpu_ratio_range[1]),
+                    format!("{:.0}", r.bare_per_s),
+                    format!(
+                        "{:.1}% ({:.1}–{:.1}%)",
+                        100.0 * r.instrumentation_cost,
+                        100.0 * r.instrumentation_cost_range[0],
+                        100.0 * r.instrumentation_cost_range[1]
+                    ),
                 ]
             })
             .collect();
@@ -413,7 +454,7 @@ impl Calibration {
     /// What was run, in one paragraph.
     fn method(&self) -> String {
         format!(
-            "The seed's claim + complete transaction on a table prefilled with {} jobs, 0 ms handler, {:.0} s per tool and connection count ({} server); pgbench `-M prepared` first, then `dbq-bench` draining the same way, {} time(s) in turn. Medians of the runs; the ranges are the lowest and highest run.",
+            "The seed's claim + complete transaction on a table prefilled with {} jobs, 0 ms handler, {:.0} s per tool and connection count ({} server); pgbench `-M prepared` first, then `dbq-bench` draining the same way, then `dbq-bench` without its instrumentation in the database (no completion audit, the sampler only at phase boundaries), {} time(s) in turn. Medians of the runs; the ranges are the lowest and highest run.",
             self.prefill, self.duration_s, self.server, self.repeats
         )
     }
@@ -427,6 +468,9 @@ impl Document for Calibration {
         md.push_str(&page::markdown_table(&header, &rows));
         md.push('\n');
         md.push_str(&conclusion(self));
+        md.push('\n');
+        md.push('\n');
+        md.push_str(&instrumentation(self));
         md.push('\n');
         if let Some(alone) = &self.ceiling {
             md.push('\n');
@@ -444,6 +488,11 @@ impl Document for Calibration {
             label: "Against pgbench.".into(),
             text: conclusion(self),
         }];
+        callouts.push(Callout {
+            tone: Tone::Ok,
+            label: "Instrumentation.".into(),
+            text: instrumentation(self),
+        });
         if let Some(alone) = &self.ceiling {
             callouts.push(Callout {
                 tone: Tone::of(alone.proof_ok),
@@ -490,6 +539,29 @@ pub fn conclusion(c: &Calibration) -> String {
     }
 }
 
+/// What the harness's own instrumentation (the completion audit's insert in every
+/// completing transaction, the sampler's per-second scan) cost its drain rate.
+pub fn instrumentation(c: &Calibration) -> String {
+    let each: Vec<String> = c
+        .rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{:.1}% at {} connection(s) ({:.0} against {:.0} jobs/s bare, {} pgbench's)",
+                100.0 * r.instrumentation_cost,
+                r.connections,
+                r.harness_per_s,
+                r.bare_per_s,
+                times(r.bare_per_s / r.pgbench_per_s.max(1e-9))
+            )
+        })
+        .collect();
+    format!(
+        "The harness's instrumentation in the database (completion audit and sampler) cost {}. A capacity measured with the defaults is the queue's plus that cost; `verify.completion_audit = false` leaves the audit out (duplicates are then counted by the ledger alone).",
+        each.join("; ")
+    )
+}
+
 /// A ratio as `0.95×`; with a third decimal where two would read `1.00×` for a ratio that
 /// is not 1 (a row short of parity by 0.3 % must not read as at parity).
 fn times(ratio: f64) -> String {
@@ -527,6 +599,8 @@ mod tests {
         Sample {
             pgbench_per_s,
             harness_per_s,
+            // The instrumentation costs a tenth of the bare rate.
+            bare_per_s: harness_per_s / 0.9,
             pgbench_cpu_us: cpu.0,
             harness_cpu_us: cpu.1,
         }
@@ -545,6 +619,7 @@ mod tests {
         assert_eq!((four.ratio, four.ratio_range), (0.95, [0.9, 1.1]));
         assert_eq!((four.cpu_ratio, four.cpu_ratio_range), (1.1, [0.75, 1.25]));
         assert_eq!(four.harness_per_s, 950.0);
+        assert!((four.instrumentation_cost - 0.1).abs() < 1e-9, "{four:?}");
         assert!(!four.at_parity());
         let one = Row::of(
             1,
@@ -571,7 +646,14 @@ mod tests {
         );
         assert!(
             c.markdown()
-                .contains("| 4 | 1000 | 950 | 0.95× | 0.90–1.10× | 40 | 44 | 1.10× | 0.75–1.25× |")
+                .contains("| 4 | 1000 | 950 | 0.95× | 0.90–1.10× | 40 | 44 | 1.10× | 0.75–1.25× | 1056 | 10.0% (10.0–10.0%) |")
+        );
+        assert!(
+            instrumentation(&c).starts_with(
+                "The harness's instrumentation in the database (completion audit and sampler) cost 10.0% at 1 connection(s) (110 against 122 jobs/s bare, 1.22× pgbench's)"
+            ),
+            "{}",
+            instrumentation(&c)
         );
     }
 

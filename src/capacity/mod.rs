@@ -286,13 +286,15 @@ impl Step {
     pub fn line(&self) -> String {
         let u = &self.upkeep;
         format!(
-            "{:.0} completed/s, e2e p50 {:.1} ms, p99 {:.1} ms, claim p50 {:.2} ms, {} autovacuum(s), dead tuples up to {}: {}",
+            "{:.0} completed/s, e2e p50 {:.1} ms, p99 {:.1} ms, claim p50 {:.2} ms, {} autovacuum(s), dead tuples up to {}{}: {}",
             self.completed_per_s,
             self.e2e_p50_ms,
             self.e2e_p99_ms,
             u.claim_p50_ms,
             u.autovacuums,
             u.dead_tuples_max,
+            u.bystander_p99_ms
+                .map_or(String::new(), |b| format!(", bystander p99 {b:.1} ms")),
             if self.passed {
                 "met the objective".to_string()
             } else {

@@ -63,6 +63,8 @@ pub struct CellRun {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub design: Option<DesignRecord>,
     pub complete: bool,
+    /// The proof found nothing wrong: jobs a drain timeout left queued in both views are
+    /// unfinished, not lost (a backlog drained for a fixed window leaves them on purpose).
     pub accounting_ok: bool,
     pub producers_kept_schedule: bool,
     #[serde(deserialize_with = "nulls_as_nan")]
@@ -428,7 +430,7 @@ fn read_runs(cell_dir: &Path) -> Result<Vec<CellRun>> {
             Ok(CellRun {
                 design: Some(s.design.clone()),
                 complete: s.complete,
-                accounting_ok: s.accounting.ok,
+                accounting_ok: s.accounting.sound,
                 producers_kept_schedule: s.verdict.producers_kept_schedule,
                 figures: FIGURES
                     .iter()

@@ -25,6 +25,9 @@ pub enum PlanChange {
     Handler(HandlerSection),
     /// The bystander on, unless the scenario says whether it is.
     BystanderUnlessSet,
+    /// Without the harness's own instrumentation in the database: no completion audit, and
+    /// the sampler only at phase boundaries (its interval an hour).
+    Uninstrumented,
 }
 
 impl Plan {
@@ -41,6 +44,10 @@ impl Plan {
                 PlanChange::Prefill(n) => s.producers.prefill = n,
                 PlanChange::DrainTimeout(d) => s.drain.timeout = HumanDuration(d),
                 PlanChange::RunThresholds(t) => s.thresholds = t,
+                PlanChange::Uninstrumented => {
+                    s.verify.completion_audit = false;
+                    s.sampler.interval = HumanDuration(Duration::from_secs(3600));
+                }
                 PlanChange::BystanderUnlessSet => {
                     s.bystander.enabled = s.bystander.enabled.or(Some(true));
                 }

@@ -390,18 +390,29 @@ fn calibrate_runs_pgbench_and_the_harness_side_by_side() {
             "harness_per_s",
             "pgbench_cpu_us_per_job",
             "harness_cpu_us_per_job",
+            "bare_per_s",
         ] {
             assert!(r[k].as_f64().unwrap() > 0.0, "{k}: {r}");
         }
+        // The instrumentation's cost is a share of the bare rate (noise may make it negative).
+        let cost = r["instrumentation_cost"].as_f64().unwrap();
+        assert!((-1.0..1.0).contains(&cost), "{r}");
         for k in ["ratio", "cpu_ratio"] {
             let (mid, range) = (r[k].as_f64().unwrap(), &r[format!("{k}_range")]);
             let (lo, hi) = (range[0].as_f64().unwrap(), range[1].as_f64().unwrap());
             assert!(lo <= mid && mid <= hi, "{k}: {r}");
         }
     }
-    for run in ["harness-2-1", "harness-2-2"] {
+    for run in ["harness-2-1", "harness-2-2", "bare-2-1", "bare-2-2"] {
         assert!(dir.path().join(run).join("summary.json").exists(), "{run}");
     }
+    // The bare runs had no completion audit.
+    let bare = std::fs::read_to_string(dir.path().join("bare-2-1/scenario.resolved.toml")).unwrap();
+    assert!(bare.contains("completion_audit = false"), "{bare}");
+    assert!(
+        stdout.contains("The harness's instrumentation in the database"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("At every connection count") || stdout.contains("Short of pgbench at"),
         "{stdout}"

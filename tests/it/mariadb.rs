@@ -85,7 +85,7 @@ async fn the_seed_runs_on_mariadb_with_every_job_accounted_for() {
 async fn a_bystander_runs_on_mariadb() {
     let p = mariadb_plan(
         SMALL,
-        &["bystander={ enabled = true, rate = 100, rows = 500, quiet = \"1s\" }"],
+        &["bystander={ enabled = true, rate = 100, rows = 5000, quiet = \"1s\" }"],
     );
     let (outcome, _dir) = run_plan(&p, true).await;
     let s = &outcome.results.summary;
@@ -100,7 +100,8 @@ async fn a_bystander_runs_on_mariadb() {
             .unwrap();
     conn.close().await.ok();
     queue.drop_namespace().await.unwrap();
-    assert_eq!(rows, 500);
+    // More rows than MariaDB's default max_recursive_iterations (1,000).
+    assert_eq!(rows, 5000);
     assert!(updates > 0, "{updates} updates");
 }
 
@@ -226,34 +227,23 @@ async fn a_held_snapshot_keeps_innodb_from_purging_undo() {
     assert_nothing_lost(s);
 }
 
+/// `validate` of the smoke scenario on MariaDB with `set` on top.
+fn validate_on_mariadb(set: &str) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["validate", "scenarios/smoke.toml", "--set"])
+        .args(["database.engine=\"mariadb\"", "--set", set])
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn mariadb_refuses_what_only_postgres_has_in_one_line() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
-        .args([
-            "validate",
-            "scenarios/smoke.toml",
-            "--set",
-            "database.engine=\"mariadb\"",
-            "--set",
-            "queue.variant=\"notify\"",
-        ])
-        .output()
-        .unwrap();
+    let out = validate_on_mariadb("queue.variant=\"notify\"");
     crate::support::assert_bad_input(&out, "notify on mariadb", "queue.variant");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("seed or batch"), "{err}");
     // Vacuum settings are PostgreSQL's: refused before a server would refuse to start.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
-        .args([
-            "validate",
-            "scenarios/smoke.toml",
-            "--set",
-            "database.engine=\"mariadb\"",
-            "--set",
-            "database.settings.autovacuum_naptime=\"1s\"",
-        ])
-        .output()
-        .unwrap();
+    let out = validate_on_mariadb("database.settings.autovacuum_naptime=\"1s\"");
     crate::support::assert_bad_input(
         &out,
         "autovacuum_naptime on mariadb",

@@ -16,12 +16,15 @@ fn matrix(args: &[&str]) -> Output {
 
 /// smoke.toml shortened, on the shared server.
 fn base_args<'a>(url: &'a str, out: &'a str) -> Vec<&'a str> {
+    let mut args = short_smoke(out);
+    args.extend(["--db", "url", "--database-url", url]);
+    args
+}
+
+/// smoke.toml shortened, its results in `out`.
+fn short_smoke(out: &str) -> Vec<&str> {
     vec![
         "scenarios/smoke.toml",
-        "--db",
-        "url",
-        "--database-url",
-        url,
         "--set",
         "phases.0.duration=1s",
         "--set",
@@ -271,20 +274,14 @@ axes = [[
 fn a_server_setting_varies_by_cell_on_servers_of_their_own() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let o = matrix(&[
-        "scenarios/smoke.toml",
+    let mut args = short_smoke(out);
+    args.extend([
         "--db",
         "local",
-        "--set",
-        "phases.0.duration=1s",
-        "--set",
-        "phases.1.duration=1s",
-        "--out",
-        out,
-        "--quiet",
         "--vary",
         "database.settings.autovacuum_naptime=1s,60s",
     ]);
+    let o = matrix(&args);
     assert_eq!(
         o.status.code(),
         Some(0),

@@ -14,6 +14,10 @@ const UPDATE: &str = include_str!("bystander/update.sql");
 impl Bystand for MariaLink {
     async fn install_bystander(&mut self, rows: u32) -> Result<(), BackendError> {
         self.execute(TABLE).await?;
+        // The fill's recursive CTE takes one iteration per row (the server allows 1,000
+        // by default).
+        self.execute(&format!("SET SESSION max_recursive_iterations = {rows}"))
+            .await?;
         sqlx::query(FILL)
             .bind(i64::from(rows))
             .execute(&mut self.conn)
