@@ -407,6 +407,39 @@ impl Recorder {
         self.live.set_outstanding(self.ledger.outstanding());
     }
 
+    /// A committed insert: its latency from the intended time, its counts, and whether it
+    /// was sent late (and with every producer connection busy).
+    fn enqueued(
+        &mut self,
+        job: JobId,
+        (intended_us, sent_us, committed_us): (u64, u64, u64),
+        open_loop: bool,
+        (poison, crash, behind): (bool, bool, bool),
+    ) {
+        self.ledger.enqueued(job);
+        self.live.add_enqueued();
+        let latency = committed_us.saturating_sub(intended_us);
+        let lag = sent_us.saturating_sub(intended_us);
+        let late = open_loop && lag > self.late_after_us;
+        let (wi, wc) = (self.window_of(intended_us), self.window_of(committed_us));
+        self.metrics[wi].record(Metric::Enqueue, latency);
+        let c = &mut self.counts[wc];
+        c.enqueued += 1;
+        c.poison_enqueued += poison as u64;
+        c.crash_enqueued += crash as u64;
+        if open_loop {
+            self.metrics[wi].record(Metric::ScheduleLag, lag);
+            self.counts[wi].sent_late += late as u64;
+            self.counts[wi].sent_late_behind += (late && behind) as u64;
+        }
+        let b = self.bucket(committed_us);
+        b.counts.enqueued += 1;
+        b.metrics.record(Metric::Enqueue, latency);
+        if open_loop {
+            b.metrics.record(Metric::ScheduleLag, lag);
+        }
+    }
+
     /// What producers report: inserts, their errors and doubts, dropped jobs. Other events
     /// are handed back.
     fn producer_event(&mut self, event: Event) -> Option<Event> {
@@ -420,30 +453,12 @@ impl Recorder {
                 poison,
                 crash,
                 behind,
-            } => {
-                self.ledger.enqueued(job);
-                self.live.add_enqueued();
-                let latency = committed_us.saturating_sub(intended_us);
-                let lag = sent_us.saturating_sub(intended_us);
-                let late = open_loop && lag > self.late_after_us;
-                let (wi, wc) = (self.window_of(intended_us), self.window_of(committed_us));
-                self.metrics[wi].record(Metric::Enqueue, latency);
-                let c = &mut self.counts[wc];
-                c.enqueued += 1;
-                c.poison_enqueued += poison as u64;
-                c.crash_enqueued += crash as u64;
-                if open_loop {
-                    self.metrics[wi].record(Metric::ScheduleLag, lag);
-                    self.counts[wi].sent_late += late as u64;
-                    self.counts[wi].sent_late_behind += (late && behind) as u64;
-                }
-                let b = self.bucket(committed_us);
-                b.counts.enqueued += 1;
-                b.metrics.record(Metric::Enqueue, latency);
-                if open_loop {
-                    b.metrics.record(Metric::ScheduleLag, lag);
-                }
-            }
+            } => self.enqueued(
+                job,
+                (intended_us, sent_us, committed_us),
+                open_loop,
+                (poison, crash, behind),
+            ),
             Event::Fatal { role, error, .. } => self.fatal(&role, &error),
             Event::ProducerPool {
                 at_us,

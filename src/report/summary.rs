@@ -378,10 +378,7 @@ impl Summary {
             throughput,
         } = Phases::of(plan, m, &facts);
         let window_s = throughput.window_s;
-        let all = m.counts.iter().fold(PhaseCounts::default(), |mut a, c| {
-            a.add(c);
-            a
-        });
+        let all = all_counts(m);
         let jobs = JobCounts::of(&all, &proof, ledger, facts.prefilled);
         let faults = FaultSummary::build(m, &all, ledger, &proof, plan.consumers.claim_mode);
         let scheduled = measured_metrics.get(Metric::ScheduleLag).len();
@@ -400,23 +397,14 @@ impl Summary {
             &pace,
         );
         name_the_first_phase_behind(&mut verdict, &phases);
-        let rows = dbstats::rows(m);
         let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
         let claim_probes = claim_probe_summaries(m);
         let meta = Metadata::of(plan, &facts);
-        let db_stats = dbstats::summarize(&rows, &phase_names);
-        let finished: Vec<(&str, u64)> = phases
-            .iter()
-            .filter(|p| p.measured)
-            .map(|p| (p.name.as_str(), p.jobs.completed + p.jobs.dead_lettered))
-            .collect();
-        let cost = super::cost::JobCost::of(&db_stats, &finished);
+        let db_stats = dbstats::summarize(&dbstats::rows(m), &phase_names);
+        let cost = measured_cost(&db_stats, &phases);
         Summary {
             schema_version: SCHEMA_VERSION,
-            complete: !facts.interrupted
-                && !facts.drain_timed_out
-                && facts.aborted_by_threshold.is_none()
-                && m.fatal.is_none(),
+            complete: complete(&facts, m),
             fatal_error: m.fatal.clone(),
             interrupted: facts.interrupted,
             tool: ToolInfo {
@@ -462,6 +450,32 @@ impl Summary {
         self.thresholds_passed =
             self.thresholds.iter().all(|t| t.passed) && self.aborted_by_threshold.is_none();
     }
+}
+
+/// Every window's counts together.
+fn all_counts(m: &Measurements) -> PhaseCounts {
+    m.counts.iter().fold(PhaseCounts::default(), |mut a, c| {
+        a.add(c);
+        a
+    })
+}
+
+/// The run ended as planned: not interrupted, drained, not aborted, no fatal error.
+fn complete(facts: &RunFacts, m: &Measurements) -> bool {
+    !facts.interrupted
+        && !facts.drain_timed_out
+        && facts.aborted_by_threshold.is_none()
+        && m.fatal.is_none()
+}
+
+/// What each job cost the database over the measured phases.
+fn measured_cost(db: &DbStatsSummary, phases: &[PhaseSummary]) -> super::cost::JobCost {
+    let finished: Vec<(&str, u64)> = phases
+        .iter()
+        .filter(|p| p.measured)
+        .map(|p| (p.name.as_str(), p.jobs.completed + p.jobs.dead_lettered))
+        .collect();
+    super::cost::JobCost::of(db, &finished)
 }
 
 impl ScenarioInfo {
