@@ -17,7 +17,8 @@ pub struct DbStatsRow {
     pub sample: DbSample,
 }
 
-/// What changed in one phase, from its first sample to its last.
+/// What changed in one phase: counters from the sample before its first to its last,
+/// levels (dead tuples, bytes) from its first sample to its last.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PhaseDbStats {
     pub phase: String,
@@ -86,7 +87,14 @@ pub fn summarize(rows: &[DbStatsRow], phases: &[String]) -> DbStatsSummary {
                 .filter(|r| &r.phase == phase)
                 .map(|r| &r.sample)
                 .collect();
-            let (first, last) = (in_phase.first()?, in_phase.last()?);
+            let (start, last) = (in_phase.first()?, in_phase.last()?);
+            // Counters count from the sample before the phase's first, so what happened
+            // between two phases' samples (an autovacuum, commits, WAL) is not lost.
+            let first = rows
+                .iter()
+                .position(|r| &r.phase == phase)
+                .and_then(|i| i.checked_sub(1))
+                .map_or(*start, |i| &rows[i].sample);
             let mut waits = BTreeMap::new();
             for s in &in_phase {
                 for (k, v) in &s.wait_events {
@@ -103,11 +111,11 @@ pub fn summarize(rows: &[DbStatsRow], phases: &[String]) -> DbStatsSummary {
                 autovacuums: last.autovacuums - first.autovacuums,
                 autoanalyzes: last.autoanalyzes - first.autoanalyzes,
                 vacuums: last.vacuums - first.vacuums,
-                dead_tuples_start: first.dead_tuples,
+                dead_tuples_start: start.dead_tuples,
                 dead_tuples_end: last.dead_tuples,
                 dead_tuples_max: in_phase.iter().map(|s| s.dead_tuples).max().unwrap_or(0),
                 pending_end: last.pending,
-                total_bytes_start: first.total_bytes,
+                total_bytes_start: start.total_bytes,
                 total_bytes_end: last.total_bytes,
                 max_xmin_age_xids: in_phase.iter().map(|s| s.xmin_age_xids).max().unwrap_or(0),
                 wait_events: waits,
@@ -269,4 +277,38 @@ pub fn read_csv(input: impl Read) -> Result<Vec<DbStatsRow>> {
         });
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(t_s: f64, phase: &str, autovacuums: i64, dead_tuples: i64) -> DbStatsRow {
+        DbStatsRow {
+            t_s,
+            phase: phase.into(),
+            sample: DbSample {
+                autovacuums,
+                dead_tuples,
+                ..DbSample::default()
+            },
+        }
+    }
+
+    /// An autovacuum that ran between the last sample of one phase and the first of the
+    /// next is the next phase's; the phases' counts add up to the run's.
+    #[test]
+    fn counters_between_two_phases_samples_are_not_lost() {
+        let rows = [
+            row(1.0, "a", 0, 100),
+            row(2.0, "a", 0, 200),
+            row(3.0, "b", 1, 10),
+            row(4.0, "b", 2, 50),
+        ];
+        let s = summarize(&rows, &["a".into(), "b".into()]);
+        let counts: Vec<_> = s.per_phase.iter().map(|p| p.autovacuums).collect();
+        assert_eq!(counts, [0, 2]);
+        let b = &s.per_phase[1];
+        assert_eq!((b.dead_tuples_start, b.dead_tuples_end), (10, 50));
+    }
 }
