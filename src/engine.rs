@@ -98,6 +98,7 @@ const ALL_FAULTS: &[&str] = &[
     "kill_backends",
     "restart_server",
     "idle_in_transaction",
+    "delay_vacuum",
     "active_readers",
     "pool_exhaustion",
 ];

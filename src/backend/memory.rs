@@ -653,6 +653,14 @@ impl Disrupt for MemoryLink {
         Ok(())
     }
 
+    async fn hold_autovacuum(&mut self, _off: bool) -> Result<(), BackendError> {
+        Err(unsupported("delay_vacuum"))
+    }
+
+    async fn vacuum_as_autovacuum(&mut self) -> Result<(), BackendError> {
+        Err(unsupported("delay_vacuum"))
+    }
+
     async fn begin_snapshot(&mut self) -> Result<(), BackendError> {
         Err(unsupported("active_readers"))
     }

@@ -332,6 +332,11 @@ pub trait Disrupt: Send {
     ) -> Option<u64>;
     /// Cleans the table up now where the engine does that on demand (VACUUM).
     async fn clean_up(&mut self) -> Result<(), BackendError>;
+    /// Keeps the background cleanup off the queue table (`off`), or lets it run again.
+    /// Unsupported where cleanup is not per table (InnoDB's purge).
+    async fn hold_autovacuum(&mut self, off: bool) -> Result<(), BackendError>;
+    /// One cleanup of the queue table now, paced as the background cleanup paces its own.
+    async fn vacuum_as_autovacuum(&mut self) -> Result<(), BackendError>;
     /// Opens a long REPEATABLE READ snapshot; [`Disrupt::scan`] reads the table in it.
     async fn begin_snapshot(&mut self) -> Result<(), BackendError>;
     async fn scan(&mut self) -> Result<(), BackendError>;

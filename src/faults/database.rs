@@ -128,6 +128,48 @@ pub(super) async fn hold_xmin(job: &Job, stop: &CancellationToken) {
     job.record(at, released, held.is_ok() as u64, detail);
 }
 
+/// Keeps autovacuum off the queue table until the fault ends, then runs the VACUUM
+/// autovacuum would have run (paced as it paces its own) and lets autovacuum back on. On
+/// Ctrl-C autovacuum is let back on without the VACUUM.
+pub(super) async fn delay_vacuum(job: &Job, stop: &CancellationToken) {
+    let at = job.now();
+    let Some(mut conn) = connect(job, "fault-vacuum").await else {
+        return;
+    };
+    let table = job.ctx.backend.design().table.clone();
+    if let Err(e) = conn.hold_autovacuum(true).await {
+        job.record(
+            at,
+            at,
+            0,
+            format!("could not keep autovacuum off {table}: {e}"),
+        );
+        conn.close().await;
+        return;
+    }
+    sleep_or_stop(job.ctx.clock.until(job.end_us), stop).await;
+    let released = job.now();
+    let mut detail = format!(
+        "autovacuum kept off {table} for {:.0} s",
+        released.saturating_sub(at) as f64 / 1e6
+    );
+    if !stop.is_cancelled() {
+        detail += &match conn.vacuum_as_autovacuum().await {
+            Ok(()) => format!(
+                "; then one VACUUM (ANALYZE) paced as autovacuum's took {:.1} s",
+                job.now().saturating_sub(released) as f64 / 1e6
+            ),
+            Err(e) => format!("; then the VACUUM failed: {e}"),
+        };
+    }
+    detail += &match conn.hold_autovacuum(false).await {
+        Ok(()) => "; autovacuum back on".to_string(),
+        Err(e) => format!("; autovacuum could not be let back on: {e}"),
+    };
+    conn.close().await;
+    job.record(at, released, 1, detail);
+}
+
 /// `count` REPEATABLE READ transactions, each scanning the queue table every 100 ms for the
 /// whole phase on one snapshot.
 pub(super) async fn active_readers(job: &Job, count: u32, stop: &CancellationToken) {

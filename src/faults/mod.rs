@@ -202,6 +202,14 @@ async fn drive(mut job: Job, stop: CancellationToken) {
                 database::hold_xmin(&job, &stop).await;
             }
         }
+        FaultSpec::DelayVacuum { hold } => {
+            if let Some(d) = hold {
+                job.end_us = job.start_us + d.0.as_micros() as u64;
+            }
+            if job.wait_until(job.start_us, &stop).await {
+                database::delay_vacuum(&job, &stop).await;
+            }
+        }
         FaultSpec::ActiveReaders { count } => {
             if job.wait_until(job.start_us, &stop).await {
                 database::active_readers(&job, count, &stop).await;

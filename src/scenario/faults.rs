@@ -71,6 +71,14 @@ pub enum FaultSpec {
         #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
         hold: Option<HumanDuration>,
     },
+    /// Autovacuum kept off the queue table from the phase's start, for the whole phase or
+    /// `for` this long (which may run past the phase's end), then one VACUUM paced as
+    /// autovacuum paces its own and autovacuum back on: a fresh table whose first vacuum
+    /// comes as late as the server lets it (one `autovacuum_naptime`). PostgreSQL only.
+    DelayVacuum {
+        #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+        hold: Option<HumanDuration>,
+    },
     /// REPEATABLE READ transactions scanning the queue table for the whole phase.
     ActiveReaders {
         #[serde(default = "one")]
@@ -89,6 +97,7 @@ impl FaultSpec {
             FaultSpec::KillBackends { .. } => "kill_backends",
             FaultSpec::RestartServer { .. } => "restart_server",
             FaultSpec::IdleInTransaction { .. } => "idle_in_transaction",
+            FaultSpec::DelayVacuum { .. } => "delay_vacuum",
             FaultSpec::ActiveReaders { .. } => "active_readers",
             FaultSpec::PoolExhaustion { .. } => "pool_exhaustion",
         }

@@ -365,7 +365,10 @@ fn check_fault(
                 return Err("down_for must be at most 1h".into());
             }
         }
-        FaultSpec::IdleInTransaction { hold: Some(d) } if d.0.is_zero() || d.0 > to_the_end => {
+        FaultSpec::IdleInTransaction { hold: Some(d) }
+        | FaultSpec::DelayVacuum { hold: Some(d) }
+            if d.0.is_zero() || d.0 > to_the_end =>
+        {
             return Err(format!(
                 "for must be more than 0s and end with the load at the latest ({} after the phase starts)",
                 humantime::format_duration(to_the_end)

@@ -599,3 +599,63 @@ async fn a_horizon_held_for_a_time_outlasts_its_phase() {
     assert!((2.4..3.0).contains(&length), "held {length} s: {held:?}");
     assert_nothing_lost(s);
 }
+
+/// `delay_vacuum` keeps autovacuum off the queue table (its reloptions say so while it
+/// holds, as another session sees them), then runs one VACUUM and lets autovacuum back on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delayed_vacuum_keeps_autovacuum_off_then_vacuums_once() {
+    let p = plan(
+        SMALL,
+        &[
+            "phases=[{ name = \"a\", duration = \"1s\", faults = [{ kind = \"delay_vacuum\", for = \"2s\" }] }, { name = \"b\", duration = \"2s\" }]",
+        ],
+    );
+    // Every queue table of the shared server with autovacuum off, by schema, while it runs.
+    let stop = CancellationToken::new();
+    let watch = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            let mut conn = sqlx::PgConnection::connect(shared_url()).await.unwrap();
+            let mut seen = std::collections::BTreeSet::new();
+            while !stop.is_cancelled() {
+                let off: Vec<String> = sqlx::query_scalar(
+                    "SELECT relnamespace::regnamespace::text FROM pg_class
+                     WHERE relname = 'job_queue' AND 'autovacuum_enabled=off' = ANY(reloptions)",
+                )
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+                seen.extend(off);
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            seen
+        }
+    });
+    let (outcome, _dir) = run_plan(&p, false).await;
+    stop.cancel();
+    let seen = watch.await.unwrap();
+    let s = &outcome.results.summary;
+    let schema = s.database.schema.clone();
+    assert!(
+        seen.contains(&schema),
+        "{schema} not seen with autovacuum off: {seen:?}"
+    );
+    let delayed = events(s, "delay_vacuum");
+    assert_eq!(
+        (delayed.len(), delayed[0].phase.as_str()),
+        (1, "a"),
+        "{delayed:?}"
+    );
+    let detail = &delayed[0].detail;
+    assert!(
+        detail.starts_with("autovacuum kept off job_queue for 2 s; then one VACUUM (ANALYZE)")
+            && detail.ends_with("; autovacuum back on"),
+        "{detail}"
+    );
+    let length = delayed[0].until_s - delayed[0].at_s;
+    assert!(
+        (1.9..2.6).contains(&length),
+        "kept off {length} s: {delayed:?}"
+    );
+    assert_nothing_lost(s);
+}

@@ -84,6 +84,15 @@ impl Disrupt for MariaLink {
         Ok(())
     }
 
+    /// InnoDB's purge is the server's, not the table's.
+    async fn hold_autovacuum(&mut self, _off: bool) -> Result<(), BackendError> {
+        Err(BackendError::unsupported("delay_vacuum", "MariaDB"))
+    }
+
+    async fn vacuum_as_autovacuum(&mut self) -> Result<(), BackendError> {
+        Err(BackendError::unsupported("delay_vacuum", "MariaDB"))
+    }
+
     async fn begin_snapshot(&mut self) -> Result<(), BackendError> {
         Err(BackendError::unsupported("active_readers", "MariaDB"))
     }

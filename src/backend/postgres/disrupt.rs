@@ -42,6 +42,18 @@ FROM   pg_stat_activity
 WHERE  datname = current_database()
   AND  application_name = $1";
 
+/// Paces this session's VACUUM as autovacuum paces its own (its cost delay and limit, where
+/// they are set; otherwise VACUUM's, as autovacuum then uses).
+const PACE_AS_AUTOVACUUM: &str = "
+SELECT set_config('vacuum_cost_delay',
+                  CASE current_setting('autovacuum_vacuum_cost_delay')
+                       WHEN '-1' THEN current_setting('vacuum_cost_delay')
+                       ELSE current_setting('autovacuum_vacuum_cost_delay') END, false),
+       set_config('vacuum_cost_limit',
+                  CASE current_setting('autovacuum_vacuum_cost_limit')
+                       WHEN '-1' THEN current_setting('vacuum_cost_limit')
+                       ELSE current_setting('autovacuum_vacuum_cost_limit') END, false)";
+
 impl PgLink {
     fn application_name(&self, role: &str) -> String {
         format!("dbq-bench/{}/{role}", self.shared.namespace)
@@ -105,6 +117,27 @@ impl Disrupt for PgLink {
     async fn clean_up(&mut self) -> Result<(), BackendError> {
         // The table name is the design's constant, not user input.
         let vacuum = format!("VACUUM {}", self.shared.design.table);
+        Ok(self.execute(&vacuum).await?)
+    }
+
+    async fn hold_autovacuum(&mut self, off: bool) -> Result<(), BackendError> {
+        // The table name is the design's constant, not user input.
+        let table = &self.shared.design.table;
+        let alter = if off {
+            format!("ALTER TABLE {table} SET (autovacuum_enabled = off)")
+        } else {
+            format!("ALTER TABLE {table} RESET (autovacuum_enabled)")
+        };
+        Ok(self.execute(&alter).await?)
+    }
+
+    /// Autovacuum analyzes a table whose changes pass its threshold too, as a fresh queue's
+    /// have by the time its first vacuum comes.
+    async fn vacuum_as_autovacuum(&mut self) -> Result<(), BackendError> {
+        sqlx::query(PACE_AS_AUTOVACUUM)
+            .execute(&mut self.conn)
+            .await?;
+        let vacuum = format!("VACUUM (ANALYZE) {}", self.shared.design.table);
         Ok(self.execute(&vacuum).await?)
     }
 
