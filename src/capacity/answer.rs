@@ -136,9 +136,9 @@ impl Answer {
             ),
             None => match last {
                 Some(t) => format!(
-                    "{design} met {objective} at {searched}, but no rate held for {held} on a fresh queue ({}): at {:.0} jobs/s {}. From a fresh table its capacity is below {:.0} jobs/s.",
+                    "{design} met {objective} at {searched}, but no rate held for {held} on a fresh queue ({}): {} did not hold, {}. From a fresh table its capacity is below {:.0} jobs/s.",
                     c.basis,
-                    t.rate,
+                    offered(c, t),
                     first_broken(t),
                     t.rate
                 ),
@@ -155,7 +155,7 @@ impl Answer {
             .tries
             .iter()
             .filter(|t| !t.held)
-            .map(|t| format!("{:.0} jobs/s did not hold ({})", t.rate, first_broken(t)))
+            .map(|t| format!("{} did not hold ({})", offered(c, t), first_broken(t)))
             .collect();
         match (broken.is_empty(), self.between_vacuums) {
             (false, Some(_)) => format!(
@@ -188,6 +188,14 @@ impl Answer {
                 "{design} did not meet the objective ({objective}) even at {start:.0} jobs/s."
             ),
         }
+    }
+}
+
+/// What a try offered: "612 jobs/s", or for a screen "612 jobs/s for the first 60 s".
+fn offered(c: &Confirmation, t: &super::confirm::Try) -> String {
+    match t.screen {
+        true => format!("{:.0} jobs/s for the first {:.0} s", t.rate, c.screen_s),
+        false => format!("{:.0} jobs/s", t.rate),
     }
 }
 

@@ -1,9 +1,16 @@
 //! The search's answer, confirmed. The search measures short steps on one queue that has
 //! already been through a vacuum cycle, so its figure is a capacity *between vacuums*: on a
 //! fresh table autovacuum may not wake before dead tuples pile up. The confirmation offers
-//! the found rate on a fresh queue (a new schema on the same server) for long enough to span
-//! at least two autovacuum cycles, judged window by window; a rate that does not hold is
-//! stepped down (× [`STEP_DOWN`]) and tried again, a bounded number of times.
+//! a rate on a fresh queue (a new schema on the same server) for long enough to span at
+//! least two autovacuum cycles, judged window by window; a window that breaks the objective
+//! ends the try.
+//!
+//! By default (`first_vacuum = "late"`) autovacuum is kept off each fresh table for one
+//! `autovacuum_naptime` and then one VACUUM runs, paced as autovacuum's: the latest a fresh
+//! table's first vacuum comes, so the answer does not depend on when the launcher happens to
+//! visit. Where a whole confirmation is longer than that first naptime, *screens* of just the
+//! first naptime find the rate to confirm ([`Ladder`]); then the whole confirmation runs, and
+//! a whole confirmation that does not hold is stepped down (× [`STEP_DOWN`]).
 
 use super::hold::{self, HoldEffect};
 use super::{CapacityRequest, Step, judge_phase};
@@ -11,7 +18,9 @@ use crate::error::{Failure, InputError};
 use crate::provider::Server;
 use crate::report::Summary;
 use crate::run::{RunOptions, Session};
-use crate::scenario::{Confirm, HumanDuration, PhaseSection, Plan, PlanChange, Rate};
+use crate::scenario::{
+    Confirm, FaultSpec, FirstVacuum, HumanDuration, PhaseSection, Plan, PlanChange, Rate,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,10 +28,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Each try after the first offers this share of the last.
+/// A whole confirmation that did not hold is tried again at this share of its rate.
 pub const STEP_DOWN: f64 = 0.85;
+/// A screen that did not hold, with none held yet, is tried again at this share.
+pub const SCREEN_DOWN: f64 = 0.6;
+/// Screens bisect until the lowest rate that broke is within this factor of the highest
+/// that held. Finer is not worth its minutes: near the limit, rates 10% apart held and broke
+/// by turns in measurements here (a tail stall decides a window's p99).
+pub const SCREEN_PRECISION: f64 = 1.15;
 /// The shortest confirmation `auto` chooses.
 const AT_LEAST: Duration = Duration::from_secs(180);
+/// A fresh table's first stretch without a vacuum when the server names no naptime.
+const NAPTIME_UNKNOWN: Duration = Duration::from_secs(60);
 /// How long a confirmation's queue may drain after its last window.
 const DRAIN: Duration = Duration::from_secs(10);
 /// About how long each judged window of a confirmation is.
@@ -31,10 +48,16 @@ const WINDOW: Duration = Duration::from_secs(30);
 /// How a confirmation went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Confirmation {
-    /// How long each try held its rate (the judged windows together), seconds.
+    /// How long a whole try held its rate (the judged windows together), seconds.
     pub held_for_s: f64,
     /// Why that long: `3 × autovacuum_naptime (60s)`, or the scenario's setting.
     pub basis: String,
+    /// When each fresh table got its first vacuum (absent in results of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_vacuum: Option<FirstVacuum>,
+    /// How long a screen's judged windows last: the fresh table's first naptime, seconds.
+    #[serde(default)]
+    pub screen_s: f64,
     /// With `capacity.hold_horizon`: how long the horizon was to be held after the clean
     /// windows, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,9 +66,12 @@ pub struct Confirmation {
 }
 
 impl Confirmation {
-    /// The rate that held, if one did.
+    /// The rate that held through a whole confirmation, if one did.
     pub fn confirmed_per_s(&self) -> Option<f64> {
-        self.tries.iter().find(|t| t.held).map(|t| t.rate)
+        self.tries
+            .iter()
+            .find(|t| t.held && !t.screen)
+            .map(|t| t.rate)
     }
 }
 
@@ -53,6 +79,9 @@ impl Confirmation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Try {
     pub rate: f64,
+    /// A screen: only the fresh table's first naptime, to find the rate to confirm.
+    #[serde(default)]
+    pub screen: bool,
     /// Every window met the objective.
     pub held: bool,
     /// How long each window is, seconds.
@@ -65,20 +94,58 @@ pub struct Try {
     pub dir: PathBuf,
 }
 
-/// How long a confirmation holds its rate, and why: `None` when it is off.
-pub fn duration(setting: Confirm, server: &BTreeMap<String, String>) -> Option<(Duration, String)> {
-    match setting {
-        Confirm::Off => None,
-        Confirm::For(d) => Some((d.0, format!("capacity.confirm = \"{d}\""))),
-        Confirm::Auto => Some(auto(server)),
+/// How a confirmation runs on this server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedule {
+    /// How long a whole try holds its rate.
+    pub held: Duration,
+    /// Why that long, and when the first vacuum comes.
+    pub basis: String,
+    /// A fresh table's first stretch without a vacuum: one `autovacuum_naptime`, at most
+    /// `held`. A screen lasts this long.
+    pub first_naptime: Duration,
+    pub first_vacuum: FirstVacuum,
+}
+
+impl Schedule {
+    /// Screens pay off where a whole try is longer than one.
+    fn screens(&self) -> bool {
+        self.held > self.first_naptime
     }
 }
 
-/// The larger of [`AT_LEAST`] and 3 × the server's autovacuum_naptime.
-fn auto(server: &BTreeMap<String, String>) -> (Duration, String) {
+/// How a confirmation runs: `None` when it is off.
+pub fn schedule(
+    setting: Confirm,
+    first_vacuum: FirstVacuum,
+    server: &BTreeMap<String, String>,
+) -> Option<Schedule> {
     let naptime = server
         .get("autovacuum_naptime")
         .and_then(|v| humantime::parse_duration(v).ok());
+    let (held, basis) = match setting {
+        Confirm::Off => return None,
+        Confirm::For(d) => (d.0, format!("capacity.confirm = \"{d}\"")),
+        Confirm::Auto => auto(naptime),
+    };
+    let first_naptime = naptime.unwrap_or(NAPTIME_UNKNOWN).min(held);
+    let basis = match first_vacuum {
+        FirstVacuum::Late => format!(
+            "{basis}; its first vacuum after {}, as late as autovacuum comes",
+            HumanDuration(first_naptime)
+        ),
+        FirstVacuum::Whenever => format!("{basis}; its first vacuum whenever autovacuum came"),
+    };
+    Some(Schedule {
+        held,
+        basis,
+        first_naptime,
+        first_vacuum,
+    })
+}
+
+/// The larger of [`AT_LEAST`] and 3 × the server's autovacuum_naptime.
+fn auto(naptime: Option<Duration>) -> (Duration, String) {
     match naptime {
         Some(n) if 3 * n > AT_LEAST => (3 * n, format!("3 × autovacuum_naptime ({n:?})")),
         Some(n) => (
@@ -92,6 +159,73 @@ fn auto(server: &BTreeMap<String, String>) -> (Duration, String) {
     }
 }
 
+/// What a confirmation tries next.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Next {
+    /// A screen of the first naptime at this rate.
+    Screen(f64),
+    /// A whole confirmation at this rate.
+    Whole(f64),
+}
+
+/// The rates a confirmation tries: screens from the search's figure down (× [`SCREEN_DOWN`])
+/// until one holds, bisected until within [`SCREEN_PRECISION`] of the lowest that broke; a
+/// whole confirmation at the highest that held, stepped down (× [`STEP_DOWN`]) while whole
+/// confirmations break. Without screens, whole confirmations from the search's figure down.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Ladder {
+    held: Option<f64>,
+    broke: Option<f64>,
+}
+
+impl Ladder {
+    /// The first try at the search's figure.
+    pub fn first(found: f64, screens: bool) -> Next {
+        if screens {
+            Next::Screen(found)
+        } else {
+            Next::Whole(found)
+        }
+    }
+
+    /// The try after `tried`, which `held` or not; `None` once a whole confirmation held or
+    /// no lower rate of at least 1 job/s is left.
+    pub fn after(&mut self, tried: Next, held: bool) -> Option<Next> {
+        // A step down must offer less, and at least 1 job/s.
+        let down = |r: f64, share: f64| Some((r * share).round()).filter(|d| *d >= 1.0 && *d < r);
+        match (tried, held) {
+            (Next::Whole(_), true) => None,
+            (Next::Whole(r), false) => down(r, STEP_DOWN).map(Next::Whole),
+            (Next::Screen(r), true) => {
+                self.held = Some(r);
+                Some(self.between())
+            }
+            (Next::Screen(r), false) => {
+                self.broke = Some(r);
+                match self.held {
+                    None => down(r, SCREEN_DOWN).map(Next::Screen),
+                    Some(_) => Some(self.between()),
+                }
+            }
+        }
+    }
+
+    /// After a screen held: the whole confirmation at the highest rate that held, or a screen
+    /// between it and the lowest that broke.
+    fn between(&self) -> Next {
+        let held = self.held.expect("a screen held");
+        let Some(broke) = self.broke else {
+            return Next::Whole(held);
+        };
+        let mid = (held * broke).sqrt().round();
+        if broke / held <= SCREEN_PRECISION || mid <= held || mid >= broke {
+            Next::Whole(held)
+        } else {
+            Next::Screen(mid)
+        }
+    }
+}
+
 /// `total` cut into windows of about [`WINDOW`], named `{prefix}1`, `{prefix}2`, …
 fn windows(prefix: &str, total: Duration) -> Vec<(String, Duration)> {
     let count = (total.as_secs_f64() / WINDOW.as_secs_f64()).ceil() as u32;
@@ -102,12 +236,15 @@ fn windows(prefix: &str, total: Duration) -> Vec<(String, Duration)> {
 }
 
 impl CapacityRequest {
-    /// The plan of a confirmation at `rate`: a warm-up, then windows of about [`WINDOW`]
-    /// filling `held`, each measured and carrying the objective; with a held horizon, its
-    /// windows (also judged) and the recovery windows (measured only) after them. The drain
-    /// is short: a rate that held leaves little to drain, and one that did not leaves a
-    /// backlog on a queue that is dropped anyway (its jobs are proved unfinished, not lost).
-    pub fn confirm_plan(&self, rate: f64, held: Duration) -> Result<Plan, InputError> {
+    /// The plan of a try at `rate`: a warm-up, then windows of about [`WINDOW`] filling the
+    /// try (a screen: the first naptime; a whole try: `schedule.held`), each measured and
+    /// carrying the objective. With `first_vacuum = "late"` the warm-up carries the fault that
+    /// keeps autovacuum off the table until the first naptime has passed. A whole try with a
+    /// held horizon goes on with its windows (also judged) and the recovery windows
+    /// (measured only). The drain is short: a rate that held leaves little to drain, and one
+    /// that did not leaves a backlog on a queue that is dropped anyway (its jobs are proved
+    /// unfinished, not lost).
+    pub fn confirm_plan(&self, rate: f64, s: &Schedule, screen: bool) -> Result<Plan, InputError> {
         let rate = Some(Rate::PerSecond(rate));
         let phase = |(name, duration): (String, Duration), measured, slo: bool| PhaseSection {
             name,
@@ -122,12 +259,19 @@ impl CapacityRequest {
             },
         };
         let mut phases = vec![phase(("warmup".into(), self.search.warmup), false, false)];
+        if s.first_vacuum == FirstVacuum::Late {
+            let until = HumanDuration(self.search.warmup + s.first_naptime);
+            phases[0]
+                .faults
+                .push(FaultSpec::DelayVacuum { hold: Some(until) });
+        }
+        let length = if screen { s.first_naptime } else { s.held };
         phases.extend(
-            windows("window-", held)
+            windows("window-", length)
                 .into_iter()
                 .map(|w| phase(w, true, true)),
         );
-        if let Some(hold) = self.search.hold_horizon {
+        if let (Some(hold), false) = (self.search.hold_horizon, screen) {
             let first = phases.len();
             phases.extend(
                 windows(hold::HELD, hold)
@@ -138,55 +282,47 @@ impl CapacityRequest {
             let after = windows(hold::RECOVERY, hold::recovery_length(hold));
             phases.extend(after.into_iter().map(|w| phase(w, true, false)));
         }
-        self.plan.changed(vec![
+        let mut changes = vec![
             PlanChange::Phases(phases),
             PlanChange::Prefill(0),
             PlanChange::RunThresholds(BTreeMap::new()),
             PlanChange::DrainTimeout(DRAIN),
-        ])
+        ];
+        // A screen only finds the rate; the whole confirmation measures the bystander alone.
+        changes.extend(screen.then_some(PlanChange::BystanderNotAlone));
+        self.plan.changed(changes)
     }
 }
 
-/// Offers `found` on a fresh queue for `held`, stepping down until a rate holds or the
-/// tries run out (or Ctrl-C: the tries so far are kept).
+/// Offers rates from `found` down on fresh queues as the [`Ladder`] chooses, until a whole
+/// confirmation holds or the tries run out (or Ctrl-C: the tries so far are kept).
 pub async fn confirm(
     request: &CapacityRequest,
     server: &Arc<Server>,
     found: f64,
-    (held, basis): (Duration, String),
+    schedule: Schedule,
     shutdown: &CancellationToken,
 ) -> Result<Confirmation, Failure> {
     let mut confirmation = Confirmation {
-        held_for_s: held.as_secs_f64(),
-        basis,
+        held_for_s: schedule.held.as_secs_f64(),
+        basis: schedule.basis.clone(),
+        first_vacuum: Some(schedule.first_vacuum),
+        screen_s: schedule.first_naptime.as_secs_f64(),
         hold_horizon_s: request.search.hold_horizon.map(|h| h.as_secs_f64()),
         tries: Vec::new(),
     };
-    let mut rate = found;
+    let mut ladder = Ladder::default();
+    let mut next = Some(Ladder::first(found, schedule.screens()));
     for index in 0..request.search.confirm_tries {
-        if shutdown.is_cancelled() {
+        let Some(tried) = next.filter(|_| !shutdown.is_cancelled()) else {
             break;
-        }
-        let t = match one_try(
-            request,
-            server,
-            index,
-            rate,
-            held,
-            &confirmation.basis,
-            shutdown,
-        )
-        .await
-        {
+        };
+        let t = match one_try(request, server, index, tried, &schedule, shutdown).await {
             Err(Failure::Interrupted) => break,
             other => other?,
         };
-        let held = t.held;
+        next = ladder.after(tried, t.held);
         confirmation.tries.push(t);
-        if held || shutdown.is_cancelled() {
-            break;
-        }
-        rate = (rate * STEP_DOWN).round();
     }
     Ok(confirmation)
 }
@@ -195,21 +331,33 @@ async fn one_try(
     request: &CapacityRequest,
     server: &Arc<Server>,
     index: u32,
-    rate: f64,
-    held: Duration,
-    basis: &str,
+    tried: Next,
+    schedule: &Schedule,
     shutdown: &CancellationToken,
 ) -> Result<Try, Failure> {
-    let plan = request.confirm_plan(rate, held)?;
-    let dir =
-        request
-            .out_dir
-            .join("confirm")
-            .join(format!("{:02}-{}-per-s", index + 1, rate.round()));
-    request.status.line(&format!(
-        "confirming {rate:.0} jobs/s on a fresh queue for {} ({basis})",
-        HumanDuration(held)
+    let (rate, screen) = match tried {
+        Next::Screen(r) => (r, true),
+        Next::Whole(r) => (r, false),
+    };
+    let plan = request.confirm_plan(rate, schedule, screen)?;
+    let kind = if screen { "screen" } else { "confirm" };
+    let dir = request.out_dir.join("confirm").join(format!(
+        "{:02}-{kind}-{}-per-s",
+        index + 1,
+        rate.round()
     ));
+    request.status.line(&match screen {
+        true => format!(
+            "screening {rate:.0} jobs/s on a fresh queue for its first {} ({})",
+            HumanDuration(schedule.first_naptime),
+            schedule.basis
+        ),
+        false => format!(
+            "confirming {rate:.0} jobs/s on a fresh queue for {} ({})",
+            HumanDuration(schedule.held),
+            schedule.basis
+        ),
+    });
     // A window that breaks the objective ends the try: the rate cannot hold any more.
     let opts = RunOptions {
         out_dir: Some(dir.clone()),
@@ -222,7 +370,18 @@ async fn one_try(
     let outcome = session.step(&plan, &opts, shutdown).await;
     session.tear_down(false, &request.status).await;
     let results = outcome?.results;
-    let whole = whole_windows(&plan, &results.summary, rate, &dir);
+    Ok(judge_try(request, &plan, &results, (rate, screen), dir))
+}
+
+/// A try's windows judged, its hold's effect read, and each window's line shown.
+fn judge_try(
+    request: &CapacityRequest,
+    plan: &Plan,
+    results: &crate::report::RunResults,
+    (rate, screen): (f64, bool),
+    dir: PathBuf,
+) -> Try {
+    let whole = whole_windows(plan, &results.summary, rate, &dir);
     let of = |prefix: &str| -> Vec<Step> {
         let named = whole.iter().filter(|(name, _)| name.starts_with(prefix));
         named.map(|(_, step)| step.clone()).collect()
@@ -240,18 +399,15 @@ async fn one_try(
         request.status.line(&format!("  {name}: {}", w.line()));
     }
     let recovery_s = request.search.hold_horizon.map(hold::recovery_length);
-    let hold = recovery_s.and_then(|r| {
-        HoldEffect::of(
-            &results,
-            held_windows,
-            (of(hold::RECOVERY), r.as_secs_f64()),
-        )
-    });
+    let hold = recovery_s
+        .filter(|_| !screen)
+        .and_then(|r| HoldEffect::of(results, held_windows, (of(hold::RECOVERY), r.as_secs_f64())));
     if let Some(h) = &hold {
         request.status.line(&format!("  {}", h.sentence()));
     }
-    Ok(Try {
+    Try {
         rate,
+        screen,
         held,
         window_s: plan
             .phases
@@ -261,7 +417,7 @@ async fn one_try(
         windows,
         hold,
         dir,
-    })
+    }
 }
 
 /// The measured windows the try ran whole, by name, each judged: the one under way when a
@@ -287,23 +443,113 @@ fn whole_windows(plan: &Plan, summary: &Summary, rate: f64, dir: &Path) -> Vec<(
 mod tests {
     use super::*;
 
+    fn settings(v: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([("autovacuum_naptime".into(), v.into())])
+    }
+
     #[test]
     fn auto_spans_three_naptimes_and_at_least_three_minutes() {
-        let settings = |v: &str| BTreeMap::from([("autovacuum_naptime".into(), v.into())]);
-        let (d, why) = duration(Confirm::Auto, &settings("60s")).unwrap();
-        assert_eq!(d, Duration::from_secs(180));
-        assert!(why.contains("autovacuum_naptime (60s)"), "{why}");
-        let (d, why) = duration(Confirm::Auto, &settings("2min")).unwrap();
-        assert_eq!(d, Duration::from_secs(360));
-        assert_eq!(why, "3 × autovacuum_naptime (120s)");
-        let (d, why) = duration(Confirm::Auto, &BTreeMap::new()).unwrap();
-        assert_eq!(d, Duration::from_secs(180));
-        assert!(why.contains("no autovacuum_naptime"), "{why}");
-        assert_eq!(duration(Confirm::Off, &settings("60s")), None);
+        let late = FirstVacuum::Late;
+        let s = schedule(Confirm::Auto, late, &settings("60s")).unwrap();
+        assert_eq!(s.held, Duration::from_secs(180));
+        assert_eq!(s.first_naptime, Duration::from_secs(60));
+        assert!(s.basis.contains("autovacuum_naptime (60s)"), "{}", s.basis);
+        assert!(s.basis.contains("first vacuum after 1m"), "{}", s.basis);
+        let s = schedule(Confirm::Auto, late, &settings("2min")).unwrap();
+        assert_eq!(s.held, Duration::from_secs(360));
+        assert!(s.basis.starts_with("3 × autovacuum_naptime (120s)"));
+        let s = schedule(Confirm::Auto, FirstVacuum::Whenever, &BTreeMap::new()).unwrap();
+        assert_eq!(s.held, Duration::from_secs(180));
+        assert_eq!(s.first_naptime, NAPTIME_UNKNOWN);
+        assert!(s.basis.contains("no autovacuum_naptime"), "{}", s.basis);
+        assert!(s.basis.contains("whenever autovacuum came"), "{}", s.basis);
+        assert_eq!(schedule(Confirm::Off, late, &settings("60s")), None);
+        // A confirmation shorter than a naptime is its own screen.
         let set = Confirm::For(HumanDuration::from_secs(20));
+        let s = schedule(set, late, &settings("60s")).unwrap();
         assert_eq!(
-            duration(set, &settings("60s")).unwrap().0,
-            Duration::from_secs(20)
+            (s.held, s.first_naptime),
+            (Duration::from_secs(20), Duration::from_secs(20))
+        );
+        assert!(!s.screens());
+    }
+
+    /// Runs the ladder against a queue that holds every rate up to `capacity` (screens) and
+    /// `whole` (whole confirmations); the tries made.
+    fn climb(found: f64, capacity: f64, whole: f64, screens: bool) -> Vec<Next> {
+        let mut ladder = Ladder::default();
+        let mut next = Some(Ladder::first(found, screens));
+        let mut tried = Vec::new();
+        while let Some(t) = next {
+            tried.push(t);
+            assert!(tried.len() < 30, "{tried:?}");
+            let held = match t {
+                Next::Screen(r) => r <= capacity,
+                Next::Whole(r) => r <= whole,
+            };
+            next = ladder.after(t, held);
+        }
+        tried
+    }
+
+    #[test]
+    fn screens_step_down_then_bisect_to_within_fifteen_percent() {
+        use Next::{Screen, Whole};
+        let tried = climb(1700.0, 400.0, 400.0, true);
+        assert_eq!(
+            tried,
+            [
+                Screen(1700.0),
+                Screen(1020.0),
+                Screen(612.0),
+                Screen(367.0),
+                Screen(474.0),
+                Screen(417.0),
+                Whole(367.0),
+            ]
+        );
+        // The answer is within SCREEN_PRECISION below the true figure, wherever it lies.
+        for capacity in [150.0, 333.0, 520.0, 999.0, 1650.0] {
+            let tried = climb(1700.0, capacity, capacity, true);
+            let Some(Whole(r)) = tried.last().copied() else {
+                panic!("{tried:?}")
+            };
+            assert!(
+                r <= capacity && r * SCREEN_PRECISION >= capacity,
+                "{capacity}: {tried:?}"
+            );
+            assert!(tried.len() <= 10, "{capacity}: {tried:?}");
+        }
+    }
+
+    #[test]
+    fn a_found_rate_that_holds_is_confirmed_whole_at_once() {
+        assert_eq!(
+            climb(800.0, 900.0, 900.0, true),
+            [Next::Screen(800.0), Next::Whole(800.0)]
+        );
+    }
+
+    #[test]
+    fn whole_confirmations_that_break_step_down_by_fifteen_percent() {
+        use Next::{Screen, Whole};
+        // Screens held 400, but whole confirmations (later vacuum cycles) hold only 300.
+        let tried = climb(400.0, 400.0, 300.0, true);
+        assert_eq!(
+            tried,
+            [Screen(400.0), Whole(400.0), Whole(340.0), Whole(289.0)]
+        );
+        // Without screens: the search's figure, then × 0.85 each time.
+        let tried = climb(100.0, 0.0, 72.0, false);
+        assert_eq!(tried, [Whole(100.0), Whole(85.0), Whole(72.0)]);
+    }
+
+    #[test]
+    fn nothing_below_one_job_per_second_is_tried() {
+        let tried = climb(3.0, 0.0, 0.0, true);
+        assert_eq!(
+            tried,
+            [Next::Screen(3.0), Next::Screen(2.0), Next::Screen(1.0)]
         );
     }
 }

@@ -76,11 +76,14 @@ impl Capacity {
         };
         let mut tables = Vec::new();
         for (i, t) in c.tries.iter().enumerate() {
+            let (kind, length) = match t.screen {
+                true => ("Screen", c.screen_s),
+                false => ("Confirmation", c.held_for_s),
+            };
             let heading = format!(
-                "Confirmation {}: {:.0} jobs/s on a fresh queue for {:.0} s ({}): {}",
+                "{kind} {}: {:.0} jobs/s on a fresh queue for {length:.0} s ({}): {}",
                 i + 1,
                 t.rate,
-                c.held_for_s,
                 c.basis,
                 if t.held { "held" } else { "did not hold" }
             );

@@ -15,8 +15,9 @@ mod answer;
 pub mod confirm;
 mod document;
 pub mod hold;
+use crate::engine::Engine;
 use crate::run::{self, RunOptions, Session};
-use crate::scenario::{Confirm, HumanDuration, PhaseSection, Plan, PlanChange, Rate};
+use crate::scenario::{Confirm, FirstVacuum, HumanDuration, PhaseSection, Plan, PlanChange, Rate};
 use crate::status::Status;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -51,9 +52,13 @@ pub struct Search {
     /// How long the rate found must then hold on a fresh queue (`off`: not confirmed).
     #[serde(default)]
     pub confirm: Confirm,
-    /// Confirmation tries at most (each after the first at 0.85 × the last rate).
+    /// Confirmation tries at most, screens and whole confirmations together.
     #[serde(default = "default_confirm_tries")]
     pub confirm_tries: u32,
+    /// When the confirmation's fresh table gets its first vacuum (resolved for the engine
+    /// by [`Search::resolve_first_vacuum`]; absent in results of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_vacuum: Option<FirstVacuum>,
     /// After the confirmation's windows, the xmin horizon held this long at the same rate
     /// (judged), then recovery windows (measured, not judged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,7 +66,7 @@ pub struct Search {
 }
 
 fn default_confirm_tries() -> u32 {
-    6
+    10
 }
 
 fn default_max_consumers() -> u32 {
@@ -116,6 +121,31 @@ impl Search {
         self.check().map_err(|(_, reason)| reason)
     }
 
+    /// When the confirmation's fresh table gets its first vacuum: `flag` (`--first-vacuum`),
+    /// else the scenario's, else `late` where the engine can keep autovacuum off a table and
+    /// `whenever` where it cannot; `late` on such an engine is refused (the reason).
+    pub fn resolve_first_vacuum(
+        &mut self,
+        engine: Engine,
+        flag: Option<FirstVacuum>,
+    ) -> Result<(), String> {
+        let can_delay = engine.supports().faults.contains(&"delay_vacuum");
+        let chosen = flag.or(self.first_vacuum);
+        self.first_vacuum = Some(match chosen {
+            Some(FirstVacuum::Late) if !can_delay => {
+                return Err(format!(
+                    "\"late\" keeps autovacuum off the queue table, which {} has not (its \
+                     cleanup is the server's); write \"whenever\"",
+                    engine.label()
+                ));
+            }
+            Some(v) => v,
+            None if can_delay => FirstVacuum::Late,
+            None => FirstVacuum::Whenever,
+        });
+        Ok(())
+    }
+
     /// Sets the held horizon (`capacity --hold-horizon`), checked.
     pub fn set_hold_horizon(&mut self, hold: Duration) -> Result<(), String> {
         self.hold_horizon = Some(hold);
@@ -134,6 +164,7 @@ impl Search {
         self.max_consumers = c.max_consumers.unwrap_or(self.max_consumers);
         self.confirm = c.confirm.unwrap_or(self.confirm);
         self.confirm_tries = c.confirm_tries.unwrap_or(self.confirm_tries);
+        self.first_vacuum = c.first_vacuum.or(self.first_vacuum);
         self.hold_horizon = c.hold_horizon.map(|d| d.0).or(self.hold_horizon);
         if !c.slo.is_empty() {
             for (k, v) in &c.slo {
@@ -154,8 +185,8 @@ impl Search {
             let reason = format!("must be between 1 and 1000000 jobs/s, got {rate}");
             return Err(("consumers_for_rate", reason));
         }
-        if !(1..=10).contains(&s.confirm_tries) {
-            let reason = format!("must be between 1 and 10, got {}", s.confirm_tries);
+        if !(1..=20).contains(&s.confirm_tries) {
+            let reason = format!("must be between 1 and 20, got {}", s.confirm_tries);
             return Err(("confirm_tries", reason));
         }
         if let Confirm::For(d) = s.confirm
@@ -232,6 +263,7 @@ impl Default for Search {
             max_consumers: default_max_consumers(),
             confirm: Confirm::Auto,
             confirm_tries: default_confirm_tries(),
+            first_vacuum: None,
             hold_horizon: None,
         }
     }
@@ -485,10 +517,11 @@ async fn confirm_the_answer(
 ) -> Result<Option<confirm::Confirmation>, Failure> {
     let found = best_rate(&s.steps);
     let rate_search = request.search.consumers_for_rate.is_none();
-    let held = confirm::duration(request.search.confirm, &s.server_settings);
-    match (found, held) {
-        (Some(rate), Some(held)) if rate_search && s.end != End::Interrupted => {
-            let c = confirm::confirm(request, server, rate, held, shutdown).await?;
+    let first_vacuum = request.search.first_vacuum.unwrap_or(FirstVacuum::Whenever);
+    let schedule = confirm::schedule(request.search.confirm, first_vacuum, &s.server_settings);
+    match (found, schedule) {
+        (Some(rate), Some(schedule)) if rate_search && s.end != End::Interrupted => {
+            let c = confirm::confirm(request, server, rate, schedule, shutdown).await?;
             Ok(Some(c))
         }
         _ => Ok(None),

@@ -6,7 +6,9 @@ use clap::Args;
 use dbq_bench::capacity::{self, CapacityRequest, Search};
 use dbq_bench::error::ExitStatus;
 use dbq_bench::report::artifact::Document;
-use dbq_bench::scenario::{Confirm, EnvDefaults, HumanDuration, PlanChange, load_plan};
+use dbq_bench::scenario::{
+    Confirm, EnvDefaults, FirstVacuum, HumanDuration, PlanChange, load_plan,
+};
 use dbq_bench::status;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -27,10 +29,19 @@ pub struct CapacityArgs {
     consumers_for: Option<f64>,
     /// How long the rate found must then hold on a fresh queue: auto (the larger of 3 min
     /// and 3 × the server's autovacuum_naptime), a duration such as 10m, or off; overrides
-    /// capacity.confirm. A rate that does not hold is tried again at 0.85 × (up to
-    /// capacity.confirm_tries).
+    /// capacity.confirm. Where that is longer than one naptime, shorter screens of a fresh
+    /// table's first naptime find the rate first (× 0.6 down until one holds, then bisected
+    /// to within 15%); a whole confirmation that does not hold is tried again at 0.85 × (all
+    /// tries together up to capacity.confirm_tries).
     #[arg(long, value_name = "auto|off|DURATION", conflicts_with = "quick")]
     confirm: Option<Confirm>,
+    /// When the confirmation's fresh table gets its first vacuum: late (default on
+    /// PostgreSQL: autovacuum kept off it for one autovacuum_naptime, then one VACUUM paced as
+    /// autovacuum's, so the answer holds however late the first vacuum comes) or whenever
+    /// (the server's autovacuum as it comes; the only choice on MariaDB). Overrides
+    /// capacity.first_vacuum.
+    #[arg(long, value_name = "WHEN", conflicts_with = "quick")]
+    first_vacuum: Option<FirstVacuum>,
     /// The search's answer alone, without the confirmation (as --confirm off): a capacity
     /// between vacuums, labelled unconfirmed.
     #[arg(long)]
@@ -84,6 +95,12 @@ fn request(args: &CapacityArgs) -> Result<CapacityRequest, String> {
             .set_hold_horizon(hold)
             .map_err(|reason| format!("--hold-horizon {}: {reason}", HumanDuration(hold)))?;
     }
+    search
+        .resolve_first_vacuum(plan.database.engine, args.first_vacuum)
+        .map_err(|reason| match args.first_vacuum {
+            Some(v) => format!("--first-vacuum {v}: {reason}"),
+            None => format!("{}: capacity.first_vacuum: {reason}", plan.source),
+        })?;
     check_out(args.out.as_deref())?;
     let out_dir = args
         .out

@@ -25,6 +25,9 @@ pub enum PlanChange {
     Handler(HandlerSection),
     /// The bystander on, unless the scenario says whether it is.
     BystanderUnlessSet,
+    /// The bystander runs with the load but is not measured alone first (a short study run
+    /// that reports no "added" figure of its own).
+    BystanderNotAlone,
     /// Without the harness's own instrumentation in the database: no completion audit, and
     /// the sampler only at phase boundaries (its interval an hour).
     Uninstrumented,
@@ -50,6 +53,9 @@ impl Plan {
                 }
                 PlanChange::BystanderUnlessSet => {
                     s.bystander.enabled = s.bystander.enabled.or(Some(true));
+                }
+                PlanChange::BystanderNotAlone => {
+                    s.bystander.quiet = HumanDuration(Duration::ZERO);
                 }
                 PlanChange::Variant(v) => {
                     s.queue.variant = v;

@@ -23,7 +23,7 @@ pub use plan::{
     PhasePlan, Plan, ProducerPlan, QueuePlan, ReaperPlan, VariantPlan,
 };
 pub use thresholds::Threshold;
-pub use values::{Confirm, DurationDist, HumanDuration, Rate};
+pub use values::{Confirm, DurationDist, FirstVacuum, HumanDuration, Rate};
 
 use crate::error::InputError;
 use std::path::Path;

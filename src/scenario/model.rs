@@ -4,7 +4,7 @@
 //! which each run saves as `scenario.resolved.toml`.
 
 use super::faults::FaultSpec;
-use super::values::{Confirm, DurationDist, HumanDuration, Rate};
+use super::values::{Confirm, DurationDist, FirstVacuum, HumanDuration, Rate};
 use crate::engine::Engine;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -92,10 +92,17 @@ pub struct CapacitySection {
     /// unconfirmed; also `capacity --quick`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<Confirm>,
-    /// Confirmation tries at most: the found rate, then 0.85 × the last each time; a try
-    /// ends at the first window that breaks the objective (default 6).
+    /// Confirmation tries at most, screens of a fresh table's first naptime and whole
+    /// confirmations together; a try ends at the first window that breaks the objective
+    /// (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm_tries: Option<u32>,
+    /// When the confirmation's fresh table gets its first vacuum: "late" (default on
+    /// PostgreSQL: autovacuum kept off it for one autovacuum_naptime, then one VACUUM paced
+    /// as autovacuum's, the latest a first vacuum comes) or "whenever" (the server's
+    /// autovacuum as it comes; the only choice on MariaDB, whose purge is the server's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_vacuum: Option<FirstVacuum>,
     /// After the confirmation, hold the xmin horizon (an idle transaction with an XID) this
     /// long at the same rate, judged as the confirmation is, then measure how long the queue
     /// takes to recover (also `capacity --hold-horizon`). Off by default.

@@ -87,6 +87,28 @@ impl schemars::JsonSchema for HumanDuration {
     }
 }
 
+/// When a capacity confirmation's fresh table gets its first vacuum.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum FirstVacuum {
+    /// As late as autovacuum can come: autovacuum is kept off the table for one
+    /// `autovacuum_naptime`, then one VACUUM runs, paced as autovacuum's (PostgreSQL).
+    Late,
+    /// Whenever the server's autovacuum comes, somewhere within its first naptime.
+    Whenever,
+}
+
+impl fmt::Display for FirstVacuum {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FirstVacuum::Late => "late",
+            FirstVacuum::Whenever => "whenever",
+        })
+    }
+}
+
 /// How long a capacity answer must hold on a fresh queue: `"auto"` (the larger of 3 minutes
 /// and 3 × the server's autovacuum_naptime), a duration, or `"off"` (the search alone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -349,7 +349,7 @@ fn bad_objectives_and_baseline_names_are_refused_before_anything_runs() {
                 "--set",
                 "capacity.confirm_tries=0",
             ],
-            "capacity.confirm_tries: must be between 1 and 10, got 0",
+            "capacity.confirm_tries: must be between 1 and 20, got 0",
         ),
         (
             vec![
@@ -513,6 +513,101 @@ fn a_rate_that_does_not_hold_on_a_fresh_queue_is_stepped_down_until_one_does() {
     );
 }
 
+/// Where a whole confirmation is longer than the server's autovacuum_naptime, a screen of the
+/// first naptime comes first, with autovacuum kept off the fresh table until it has passed
+/// (`first_vacuum = "late"`, PostgreSQL's default). On a server of its own with a 2 s naptime
+/// and the objective of fewer than 310 jobs per window: the screen's 2 s window at 100
+/// jobs/s (200 jobs) holds, so 100 is confirmed whole; its 4 s window (400 jobs) breaks, and
+/// so does 85 (340), while 72 (288) holds.
+#[test]
+fn a_screen_of_the_first_naptime_comes_before_the_whole_confirmation() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = dbq(&[
+        "capacity",
+        "scenarios/smoke.toml",
+        "--db",
+        "local",
+        "--quiet",
+        "--out",
+        dir.path().to_str().unwrap(),
+        "--set",
+        "database.settings.autovacuum_naptime=\"2s\"",
+        "--set",
+        "capacity={ start_rate = 50, max_rate = 100, warmup = \"500ms\", measure = \"2s\", budget = \"60s\", confirm_tries = 4 }",
+        "--set",
+        "bystander.quiet=\"500ms\"",
+        "--slo",
+        "jobs.enqueued=<310",
+        "--slo",
+        "end_to_end.p99=<10s",
+        "--set",
+        "producers.late_after=\"2s\"",
+        "--set",
+        "producers.arrival=\"constant\"",
+        "--confirm",
+        "4s",
+    ]);
+    let c: Value = std::fs::read_to_string(dir.path().join("capacity.json"))
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap_or(Value::Null);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "stderr: {err}\n{c}");
+    let confirmation = &c["confirmation"];
+    assert_eq!(confirmation["first_vacuum"], "late", "{c}");
+    assert_eq!(confirmation["screen_s"], 2.0, "{c}");
+    let tries = confirmation["tries"].as_array().unwrap();
+    let tried: Vec<(f64, bool, bool)> = tries
+        .iter()
+        .map(|t| {
+            let rate = t["rate"].as_f64().unwrap();
+            (
+                rate,
+                t["screen"].as_bool().unwrap(),
+                t["held"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let expected = [
+        (100.0, true, true),
+        (100.0, false, false),
+        (85.0, false, false),
+        (72.0, false, true),
+    ];
+    assert_eq!(tried, expected, "{c}");
+    assert_eq!(c["max_sustainable_per_s"], 72.0, "{c}");
+    // Each try's fresh table had autovacuum kept off through the warm-up and the first
+    // naptime, then one VACUUM.
+    for t in tries {
+        let s: Value = serde_json::from_str(
+            &std::fs::read_to_string(Path::new(t["dir"].as_str().unwrap()).join("summary.json"))
+                .unwrap(),
+        )
+        .unwrap();
+        let events = s["faults"]["events"].as_array().unwrap();
+        let delayed: Vec<_> = events
+            .iter()
+            .filter(|e| e["kind"] == "delay_vacuum")
+            .collect();
+        assert_eq!(delayed.len(), 1, "{events:?}");
+        let detail = delayed[0]["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("autovacuum kept off job_queue for"),
+            "{detail}"
+        );
+    }
+    let summary = c["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("its first vacuum after 2s, as late as autovacuum comes")
+            && summary.contains("100 jobs/s did not hold"),
+        "{summary}"
+    );
+    let md = std::fs::read_to_string(dir.path().join("capacity.md")).unwrap();
+    assert!(
+        md.contains("## Screen 1: 100 jobs/s on a fresh queue for 2 s"),
+        "{md}"
+    );
+}
+
 /// With a held horizon the confirmation goes on after its clean windows: the horizon held
 /// (an idle transaction with an XID, the fault's own record in the try's summary), judged as
 /// the clean windows are, then recovery windows measured after the release.
@@ -556,10 +651,17 @@ fn a_held_horizon_is_judged_and_its_recovery_measured() {
             .unwrap(),
     )
     .unwrap();
+    // The fresh table's first vacuum held back from the warm-up, then the horizon held.
     let events = summary["faults"]["events"].as_array().unwrap();
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(events[0]["kind"], "idle_in_transaction");
-    assert_eq!(events[0]["phase"], "held-1");
+    let kinds: Vec<_> = events.iter().map(|e| (&e["kind"], &e["phase"])).collect();
+    assert_eq!(
+        kinds,
+        [
+            (&"delay_vacuum".into(), &"warmup".into()),
+            (&"idle_in_transaction".into(), &"held-1".into())
+        ],
+        "{events:?}"
+    );
     let answer = c["summary"].as_str().unwrap();
     assert!(
         answer.contains("and then with the xmin horizon held") && answer.contains("Horizon held"),

@@ -249,6 +249,19 @@ fn mariadb_refuses_what_only_postgres_has_in_one_line() {
         "autovacuum_naptime on mariadb",
         "database.settings.autovacuum_naptime: a PostgreSQL vacuum setting; MariaDB has no vacuum",
     );
+    let out = validate_on_mariadb("phases.0.faults=[{ kind = \"delay_vacuum\" }]");
+    crate::support::assert_bad_input(&out, "delay_vacuum on mariadb", "delay_vacuum");
+    // A capacity answer cannot hold autovacuum back on MariaDB: refused before a server starts.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["capacity", "scenarios/smoke.toml", "--first-vacuum", "late"])
+        .args(["--set", "database.engine=\"mariadb\""])
+        .output()
+        .unwrap();
+    crate::support::assert_bad_input(
+        &out,
+        "--first-vacuum late on mariadb",
+        "--first-vacuum late: \"late\" keeps autovacuum off the queue table, which MariaDB has not",
+    );
 }
 
 fn mariadb_db_plan(provider: ProviderKind, image: String) -> DatabasePlan {
