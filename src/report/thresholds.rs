@@ -1,7 +1,7 @@
 //! Judging thresholds: each one's metric is looked up by name in summary.json (or in its
 //! phase's entry) and compared with its limit.
 
-use crate::metrics::{LatencyReport, MetricSet, PhaseCounts, Snapshot};
+use crate::metrics::{LatencyReport, Metric, MetricSet, PhaseCounts, Snapshot};
 use crate::scenario::Threshold;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -52,12 +52,17 @@ pub fn judge(thresholds: &[Threshold], summary: &Value) -> Vec<ThresholdResult> 
 /// Judges, on the figures so far, the thresholds that can already be judged after
 /// `ended` phases: those of the phases that have ended, and the whole run's latency and
 /// throughput over the measured phases that have ended. Job and fault counts of the whole
-/// run are only known at the end, so they are not judged here.
+/// run are only known at the end, so they are not judged here. The snapshot is taken at
+/// least `waited` after the last ended phase's end (see [`censored`]).
 pub fn judge_so_far(
     thresholds: &[Threshold],
     snapshot: &Snapshot,
     ended: &[String],
+    waited: std::time::Duration,
 ) -> Vec<ThresholdResult> {
+    let metrics: Vec<MetricSet> = (0..snapshot.windows.len())
+        .map(|i| censored(&snapshot.counts[i], &snapshot.metrics[i], waited))
+        .collect();
     let figures = |counts: &PhaseCounts, metrics: &MetricSet, seconds: f64| {
         let per_s = |n: u64| {
             if seconds > 0.0 {
@@ -80,7 +85,7 @@ pub fn judge_so_far(
     for (i, w) in snapshot.windows.iter().enumerate() {
         if w.measured && ended.contains(&w.name) {
             run_counts.add(&snapshot.counts[i]);
-            run_metrics.add(&snapshot.metrics[i]);
+            run_metrics.add(&metrics[i]);
             run_seconds += seconds(i);
         }
     }
@@ -98,16 +103,27 @@ pub fn judge_so_far(
                 let i = snapshot.windows.iter().position(|w| &w.name == name)?;
                 Some(judge_one(
                     t,
-                    Some(&figures(
-                        &snapshot.counts[i],
-                        &snapshot.metrics[i],
-                        seconds(i),
-                    )),
+                    Some(&figures(&snapshot.counts[i], &metrics[i], seconds(i))),
                 ))
             }
             _ => None,
         })
         .collect()
+}
+
+/// A phase's figures as far as they can be known `waited` after its end. Its jobs that have
+/// not finished yet (enqueued, less those completed and dead-lettered) count in
+/// `end_to_end` at the least wait each has had, `waited`: a lower bound, so a phase whose
+/// slowest jobs are still queued cannot pass a latency objective on its fast ones alone,
+/// and one whose jobs all finished is judged on what was measured.
+fn censored(counts: &PhaseCounts, metrics: &MetricSet, waited: std::time::Duration) -> MetricSet {
+    let finished = metrics.get(Metric::EndToEnd).len() + counts.dead_lettered;
+    let unfinished = counts.enqueued.saturating_sub(finished);
+    let mut known = metrics.clone();
+    if unfinished > 0 {
+        known.record_n(Metric::EndToEnd, waited.as_micros() as u64, unfinished);
+    }
+    known
 }
 
 #[cfg(test)]
@@ -136,5 +152,36 @@ mod tests {
         );
         assert_eq!(r[2].actual, Some(290.0));
         assert_eq!(r[3].actual, None);
+    }
+
+    /// Judged a second after its end, a phase whose slowest jobs are still queued fails a
+    /// latency objective that its finished jobs alone would meet; once they finish, it passes.
+    #[test]
+    fn jobs_still_queued_count_against_a_latency_objective_so_far() {
+        use crate::metrics::{PhaseWindow, WindowKind};
+        let window = PhaseWindow::new("w", WindowKind::Phase, 0, 30_000_000, true);
+        let snapshot = |finished: u64| {
+            let mut metrics = MetricSet::default();
+            metrics.record_n(Metric::EndToEnd, 10_000, finished);
+            let counts = PhaseCounts {
+                enqueued: 1000,
+                completed: finished,
+                ..PhaseCounts::default()
+            };
+            Snapshot {
+                windows: vec![window.clone()],
+                counts: vec![counts],
+                metrics: vec![metrics],
+            }
+        };
+        let ts = vec![parse("end_to_end.p99", "< 250ms", Some("w")).unwrap()];
+        let ended = ["w".to_string()];
+        let second = std::time::Duration::from_secs(1);
+        // 980 of 1,000 finished in 10 ms; 20 (2%) still queued: p99 is at least 1 s.
+        let r = judge_so_far(&ts, &snapshot(980), &ended, second);
+        assert!(!r[0].passed && r[0].actual.unwrap() >= 1000.0, "{r:?}");
+        // 995 finished: the 5 still queued are within the 1% the p99 leaves out.
+        let r = judge_so_far(&ts, &snapshot(995), &ended, second);
+        assert!(r[0].passed, "{r:?}");
     }
 }

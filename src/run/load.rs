@@ -500,6 +500,9 @@ async fn drain(
 
 /// `--abort-on-fail`: after each phase (and a second's grace for its last jobs) judges the
 /// thresholds that can be judged so far; the first failure stops the load. Returns it.
+/// How long after a phase's end `--abort-on-fail` judges it: its last jobs may finish.
+const JUDGED_AFTER: Duration = Duration::from_secs(1);
+
 async fn watch_thresholds(
     thresholds: Vec<crate::scenario::Threshold>,
     windows: Vec<PhaseWindow>,
@@ -512,14 +515,16 @@ async fn watch_thresholds(
         .filter(|w| w.kind == WindowKind::Phase)
         .collect();
     for (i, phase) in phases.iter().enumerate() {
-        if !crate::fleet::sleep_or_stop(clock.until(phase.end_us + 1_000_000), &stop_load).await {
+        let judged_at = phase.end_us + JUDGED_AFTER.as_micros() as u64;
+        if !crate::fleet::sleep_or_stop(clock.until(judged_at), &stop_load).await {
             return None;
         }
         let (reply, answer) = tokio::sync::oneshot::channel();
         requests.send(reply).ok()?;
         let snapshot = answer.await.ok()?;
         let ended: Vec<String> = phases[..=i].iter().map(|w| w.name.clone()).collect();
-        let results = report::thresholds::judge_so_far(&thresholds, &snapshot, &ended);
+        let results =
+            report::thresholds::judge_so_far(&thresholds, &snapshot, &ended, JUDGED_AFTER);
         if let Some(failed) = results.iter().find(|r| !r.passed) {
             stop_load.cancel();
             let scope = failed
