@@ -198,13 +198,13 @@ impl Ladder {
             (Next::Whole(r), false) => down(r, STEP_DOWN).map(Next::Whole),
             (Next::Screen(r), true) => {
                 self.held = Some(r);
-                Some(self.between())
+                Some(self.between(r))
             }
             (Next::Screen(r), false) => {
                 self.broke = Some(r);
                 match self.held {
                     None => down(r, SCREEN_DOWN).map(Next::Screen),
-                    Some(_) => Some(self.between()),
+                    Some(held) => Some(self.between(held)),
                 }
             }
         }
@@ -212,8 +212,7 @@ impl Ladder {
 
     /// After a screen held: the whole confirmation at the highest rate that held, or a screen
     /// between it and the lowest that broke.
-    fn between(&self) -> Next {
-        let held = self.held.expect("a screen held");
+    fn between(&self, held: f64) -> Next {
         let Some(broke) = self.broke else {
             return Next::Whole(held);
         };

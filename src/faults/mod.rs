@@ -18,7 +18,7 @@ use crate::fleet::registry::WorkerRegistry;
 use crate::fleet::sleep_or_stop;
 use crate::metrics::{Event, FaultRecord};
 use crate::provider::Server;
-use crate::scenario::{ClaimMode, FaultSpec, Repeat};
+use crate::scenario::{ClaimMode, FaultSpec, HumanDuration, Repeat};
 use rand::SeedableRng;
 use rand::distr::Distribution;
 use rand::rngs::StdRng;
@@ -93,6 +93,14 @@ impl Job {
     }
 
     /// The run-clock times at which a repeated fault fires within its phase.
+    /// A fault held for its own length (`for`) ends then, past the phase's end if need be
+    /// (the end of the load ends it at the latest).
+    fn hold_for(&mut self, hold: Option<HumanDuration>) {
+        if let Some(d) = hold {
+            self.end_us = self.start_us + d.0.as_micros() as u64;
+        }
+    }
+
     fn firings(&mut self, repeat: Repeat) -> Vec<u64> {
         let mut times = Vec::new();
         let mut t = self.start_us as f64;
@@ -134,10 +142,10 @@ pub fn spawn(ctx: &FaultContext, phases: &[PhaseFaults], stop: &CancellationToke
 }
 
 async fn drive(mut job: Job, stop: CancellationToken) {
+    let from_start = job.start_us;
     match job.spec.clone() {
         FaultSpec::CrashWorkers { count, at, .. } => {
-            let repeat = job.spec.repeat().expect("validated");
-            for t in job.firings(repeat) {
+            for t in job.firings(job.spec.repeat().expect("validated")) {
                 if !job.wait_until(t, &stop).await {
                     return;
                 }
@@ -145,17 +153,12 @@ async fn drive(mut job: Job, stop: CancellationToken) {
                     .ctx
                     .registry
                     .arm_crashes(count as usize, at, &mut job.rng);
-                job.record(
-                    t,
-                    t,
-                    armed as u64,
-                    format!("{armed} worker(s) armed to crash {at:?}"),
-                );
+                let detail = format!("{armed} worker(s) armed to crash {at:?}");
+                job.record(t, t, armed as u64, detail);
             }
         }
         FaultSpec::KillWorkers { count, .. } => {
-            let repeat = job.spec.repeat().expect("validated");
-            for t in job.firings(repeat) {
+            for t in job.firings(job.spec.repeat().expect("validated")) {
                 if !job.wait_until(t, &stop).await {
                     return;
                 }
@@ -172,8 +175,7 @@ async fn drive(mut job: Job, stop: CancellationToken) {
             }
         }
         FaultSpec::KillBackends { target, count, .. } => {
-            let repeat = job.spec.repeat().expect("validated");
-            for t in job.firings(repeat) {
+            for t in job.firings(job.spec.repeat().expect("validated")) {
                 if !job.wait_until(t, &stop).await {
                     return;
                 }
@@ -185,38 +187,30 @@ async fn drive(mut job: Job, stop: CancellationToken) {
             down_for,
             mode,
         } => {
-            if job
-                .wait_until(job.start_us + after.0.as_micros() as u64, &stop)
-                .await
-            {
+            let at = job.start_us + after.0.as_micros() as u64;
+            if job.wait_until(at, &stop).await {
                 database::restart_server(&job, mode, down_for.0).await;
             }
         }
         FaultSpec::IdleInTransaction { hold } => {
-            if let Some(d) = hold {
-                // Held for its own length, past the phase's end if need be (the end of
-                // the load releases it at the latest).
-                job.end_us = job.start_us + d.0.as_micros() as u64;
-            }
-            if job.wait_until(job.start_us, &stop).await {
+            job.hold_for(hold);
+            if job.wait_until(from_start, &stop).await {
                 database::hold_xmin(&job, &stop).await;
             }
         }
         FaultSpec::DelayVacuum { hold } => {
-            if let Some(d) = hold {
-                job.end_us = job.start_us + d.0.as_micros() as u64;
-            }
-            if job.wait_until(job.start_us, &stop).await {
+            job.hold_for(hold);
+            if job.wait_until(from_start, &stop).await {
                 database::delay_vacuum(&job, &stop).await;
             }
         }
         FaultSpec::ActiveReaders { count } => {
-            if job.wait_until(job.start_us, &stop).await {
+            if job.wait_until(from_start, &stop).await {
                 database::active_readers(&job, count, &stop).await;
             }
         }
         FaultSpec::PoolExhaustion { connections } => {
-            if job.wait_until(job.start_us, &stop).await {
+            if job.wait_until(from_start, &stop).await {
                 database::hold_connections(&job, connections, &stop).await;
             }
         }
