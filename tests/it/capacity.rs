@@ -447,6 +447,19 @@ fn a_capacity_of_a_custom_design_is_cited_as_that_design() {
     );
 }
 
+/// An objective of fewer than 310 jobs per window, with evenly spaced arrivals: which
+/// windows break it follows from their length and rate alone.
+const FEWER_THAN_310_PER_WINDOW: [&str; 8] = [
+    "--slo",
+    "jobs.enqueued=<310",
+    "--slo",
+    "end_to_end.p99=<10s",
+    "--set",
+    "producers.late_after=\"2s\"",
+    "--set",
+    "producers.arrival=\"constant\"",
+];
+
 /// The search's answer must hold on a fresh queue. With evenly spaced arrivals, an
 /// objective of fewer than 310 jobs per window lets the search's 2 s steps pass up to 100 jobs/s, but a 4 s confirmation window
 /// at 100 jobs/s (400 jobs) or 85 (340) breaks it, and 72 (288) holds: the confirmation
@@ -455,23 +468,9 @@ fn a_capacity_of_a_custom_design_is_cited_as_that_design() {
 #[test]
 fn a_rate_that_does_not_hold_on_a_fresh_queue_is_stepped_down_until_one_does() {
     let dir = tempfile::tempdir().unwrap();
-    let (o, c) = capacity(
-        dir.path(),
-        &[
-            "--slo",
-            "jobs.enqueued=<310",
-            "--slo",
-            "end_to_end.p99=<10s",
-            "--set",
-            "producers.late_after=\"2s\"",
-            "--set",
-            "producers.arrival=\"constant\"",
-            "--set",
-            "capacity.confirm_tries=3",
-            "--confirm",
-            "4s",
-        ],
-    );
+    let mut args = FEWER_THAN_310_PER_WINDOW.to_vec();
+    args.extend(["--set", "capacity.confirm_tries=3", "--confirm", "4s"]);
+    let (o, c) = capacity(dir.path(), &args);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "stderr: {err}\n{c}");
     assert_eq!(c["between_vacuums_per_s"], 100.0, "{c}");
@@ -522,31 +521,26 @@ fn a_rate_that_does_not_hold_on_a_fresh_queue_is_stepped_down_until_one_does() {
 #[test]
 fn a_screen_of_the_first_naptime_comes_before_the_whole_confirmation() {
     let dir = tempfile::tempdir().unwrap();
-    let o = dbq(&[
+    let out = dir.path().to_str().unwrap();
+    let mut args = vec![
         "capacity",
         "scenarios/smoke.toml",
         "--db",
         "local",
         "--quiet",
         "--out",
-        dir.path().to_str().unwrap(),
+        out,
         "--set",
         "database.settings.autovacuum_naptime=\"2s\"",
         "--set",
         "capacity={ start_rate = 50, max_rate = 100, warmup = \"500ms\", measure = \"2s\", budget = \"60s\", confirm_tries = 4 }",
         "--set",
         "bystander.quiet=\"500ms\"",
-        "--slo",
-        "jobs.enqueued=<310",
-        "--slo",
-        "end_to_end.p99=<10s",
-        "--set",
-        "producers.late_after=\"2s\"",
-        "--set",
-        "producers.arrival=\"constant\"",
         "--confirm",
         "4s",
-    ]);
+    ];
+    args.extend(FEWER_THAN_310_PER_WINDOW);
+    let o = dbq(&args);
     let c: Value = std::fs::read_to_string(dir.path().join("capacity.json"))
         .map(|t| serde_json::from_str(&t).unwrap())
         .unwrap_or(Value::Null);
