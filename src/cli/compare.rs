@@ -1,18 +1,20 @@
 //! `dbq-bench compare`: the regression gate between two results.
 
+use super::GateArgs;
 use super::shell::{append_to_step_summary, out};
 use dbq_bench::compare;
 use dbq_bench::error::ExitStatus;
 
-/// Judges the candidate against the baseline; 99 when something regressed.
+/// Judges the candidate against the baseline; 99 when something regressed (or, with
+/// `--inconclusive fail`, could not be told from noise).
 pub fn command(
     baseline: &std::path::Path,
     candidate: &std::path::Path,
-    max_regression: &[String],
+    gate: &GateArgs,
     quiet: bool,
 ) -> ExitStatus {
-    let allowance = match compare::Allowance::parse(max_regression) {
-        Ok(a) => a,
+    let rules = match gate.rules() {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitStatus::BadInput;
@@ -25,8 +27,8 @@ pub fn command(
             return ExitStatus::BadInput;
         }
     };
-    let judgements = compare::judge(&base, &cand, &allowance);
-    if judgements.is_empty() {
+    let outcome = compare::judge(&base, &cand, &rules);
+    if outcome.judgements.is_empty() {
         eprintln!(
             "error: compare: {} and {} share no figures to compare (a run with a run, a matrix with the same matrix)",
             baseline.display(),
@@ -35,7 +37,7 @@ pub fn command(
         return ExitStatus::BadInput;
     }
     let md = compare::markdown(
-        &judgements,
+        &outcome,
         &baseline.display().to_string(),
         &candidate.display().to_string(),
     );
@@ -43,18 +45,26 @@ pub fn command(
         out!("{md}");
     }
     append_to_step_summary(md.as_bytes());
+    report(&outcome, &rules)
+}
+
+/// One stderr line per regression (and inconclusive figure); the gate's exit status.
+fn report(outcome: &compare::Outcome, rules: &compare::GateRules) -> ExitStatus {
     let mut status = ExitStatus::Ok;
-    for j in judgements.iter().filter(|j| j.regressed) {
-        eprintln!(
-            "regression: {}: {} {:.2} -> {:.2} ({:+.1}%): {}",
-            j.scope,
-            j.figure,
-            j.baseline,
-            j.candidate,
-            j.change * 100.0,
-            j.why
-        );
+    for j in outcome.regressions() {
+        eprintln!("regression: {}: {}: {}", j.scope, j.figure, j.why);
         status = ExitStatus::ThresholdFailed;
+    }
+    for j in outcome.inconclusive() {
+        let what = if rules.fail_inconclusive {
+            "inconclusive (fails: --inconclusive fail)"
+        } else {
+            "inconclusive"
+        };
+        eprintln!("{what}: {}: {}: {}", j.scope, j.figure, j.why);
+        if rules.fail_inconclusive {
+            status = ExitStatus::ThresholdFailed;
+        }
     }
     status
 }

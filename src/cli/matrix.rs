@@ -94,6 +94,7 @@ fn request(args: &MatrixArgs, scenario: PathBuf) -> Result<MatrixRequest, String
     Ok(MatrixRequest {
         overrides: args.overrides.overrides(),
         env: EnvDefaults::from_env(),
+        scenario_axes: true,
         extra_axes,
         repeat: args.repeat,
         out_dir: args

@@ -72,21 +72,23 @@ enum Command {
     /// Writes DIR/calibrate.{json,md,html} and each harness run's results in
     /// DIR/harness-<connections>-<run>/.
     Calibrate(calibrate::CalibrateArgs),
-    /// Regression gate: compare two results measured the same way (runs or matrices) and
-    /// exit 99 when a headline figure got worse beyond its allowance and beyond the noise.
+    /// Regression gate: compare two results measured the same way (runs, repeated runs or
+    /// matrices) and exit 99 when a figure got worse beyond its allowance and beyond the noise.
     ///
     /// Gated figures: jobs/s (while busy and over the window), e2e p50/p99, claim p50, lost
-    /// jobs (any lost job is a regression). With repeats on both sides, a change within the
-    /// spread of the repeats is not a regression.
+    /// jobs (any lost job is a regression). Each is judged three ways: regressed (worse than
+    /// its allowance, and unlikely to be noise at the stated false-alarm rate), no regression
+    /// (shown to be within its allowance), or inconclusive (too few or too noisy runs: the
+    /// table says how many would decide). Single runs have no spread, so they are never
+    /// called regressed.
     Compare {
-        /// Results directory of the baseline (a run's, or a matrix's).
+        /// Results directory of the baseline: a run's, a repeated run's, a matrix's, a
+        /// capacity search's, or a directory of run directories.
         baseline: PathBuf,
         /// Results directory of the candidate, measured the same way.
         candidate: PathBuf,
-        /// How much worse a figure may get: `10%` (every figure; the default) or
-        /// `e2e_p99_ms=25%` (one figure). Repeatable.
-        #[arg(long = "max-regression", value_name = "[FIGURE=]PCT")]
-        max_regression: Vec<String>,
+        #[command(flatten)]
+        gate: GateArgs,
         /// Print only the regressions.
         #[arg(long, short)]
         quiet: bool,
@@ -118,9 +120,9 @@ pub fn dispatch(cli: Cli) -> ExitStatus {
         Command::Compare {
             baseline,
             candidate,
-            max_regression,
+            gate,
             quiet,
-        } => compare::command(&baseline, &candidate, &max_regression, quiet),
+        } => compare::command(&baseline, &candidate, &gate, quiet),
         Command::Completions { shell } => files::completions::<Cli>(shell),
         Command::Schema => files::schema(),
     }
@@ -156,6 +158,40 @@ impl OverrideArgs {
     }
 }
 
+/// How the regression gate judges (`compare`, and `--baseline` on the studies).
+#[derive(Args, Clone, Default)]
+pub struct GateArgs {
+    /// How much worse a figure may get: `10%` (every figure; the default) or
+    /// `e2e_p99_ms=25%` (one figure; an ungated figure named here is gated). Repeatable.
+    #[arg(long = "max-regression", value_name = "[FIGURE=]PCT")]
+    max_regression: Vec<String>,
+    /// The chance the gate calls two measurements of the same setting a regression, shared
+    /// over every figure it judges [default: 5%].
+    #[arg(long, value_name = "PCT")]
+    false_alarm_rate: Option<String>,
+    /// What an inconclusive figure (too few or too noisy runs to tell) does: `pass` warns and
+    /// exits 0, `fail` exits 99.
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "pass")]
+    inconclusive: Inconclusive,
+}
+
+#[derive(Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+enum Inconclusive {
+    #[default]
+    Pass,
+    Fail,
+}
+
+impl GateArgs {
+    fn rules(&self) -> Result<dbq_bench::compare::GateRules, String> {
+        dbq_bench::compare::GateRules::parse(
+            &self.max_regression,
+            self.false_alarm_rate.as_deref(),
+            self.inconclusive == Inconclusive::Fail,
+        )
+    }
+}
+
 /// Saving results as a named baseline, and gating them against one.
 #[derive(Args)]
 pub struct BaselineArgs {
@@ -167,22 +203,25 @@ pub struct BaselineArgs {
     /// exit 99 when something regressed.
     #[arg(long, value_name = "NAME")]
     baseline: Option<String>,
-    /// How much worse a figure may get than the baseline (see `compare --max-regression`).
-    #[arg(
-        long = "max-regression",
-        value_name = "[FIGURE=]PCT",
-        requires = "baseline"
-    )]
-    max_regression: Vec<String>,
+    #[command(flatten)]
+    gate: GateArgs,
 }
 
 impl BaselineArgs {
-    /// Checks the names and allowances before anything runs.
+    /// Checks the names and the gate's rules before anything runs.
     fn check(&self) -> Result<(), String> {
         for name in self.save_baseline.iter().chain(self.baseline.iter()) {
             dbq_bench::compare::baseline_dir(name)?;
         }
-        dbq_bench::compare::Allowance::parse(&self.max_regression).map(|_| ())
+        let gating = self.gate.max_regression.len()
+            + usize::from(self.gate.false_alarm_rate.is_some())
+            + usize::from(self.gate.inconclusive == Inconclusive::Fail);
+        if gating > 0 && self.baseline.is_none() {
+            return Err(
+                "--max-regression, --false-alarm-rate and --inconclusive judge against a baseline: add --baseline NAME".into(),
+            );
+        }
+        self.gate.rules().map(|_| ())
     }
 
     /// Saves and/or gates the results in `dir`; the exit status the gate asks for.
@@ -190,9 +229,7 @@ impl BaselineArgs {
         let mut status = ExitStatus::Ok;
         if let Some(name) = &self.baseline {
             status = match dbq_bench::compare::baseline_dir(name) {
-                Ok(base) if base.exists() => {
-                    compare::command(&base, dir, &self.max_regression, false)
-                }
+                Ok(base) if base.exists() => compare::command(&base, dir, &self.gate, false),
                 Ok(base) => {
                     eprintln!(
                         "error: --baseline {name}: no saved baseline at {} (save one with --save-baseline {name})",

@@ -156,6 +156,8 @@ pub struct MatrixRequest {
     /// The user's overrides; each cell adds its own `sets` after them.
     pub overrides: Overrides,
     pub env: EnvDefaults,
+    /// Use the scenario's `[matrix]` axes (false for `run --repeat`: the scenario as it is).
+    pub scenario_axes: bool,
     /// Extra axes from `--vary`, after the scenario's own.
     pub extra_axes: Vec<Vec<MatrixOption>>,
     pub repeat: Option<u32>,
@@ -176,7 +178,11 @@ impl MatrixRequest {
     pub fn plan(&self) -> Result<MatrixPlan, InputError> {
         let file = ScenarioFile::read(&self.scenario)?;
         let base = plan_of(&file, &self.overrides, &[], "", &self.env)?;
-        let mut axes = base.resolved.matrix.axes.clone();
+        let mut axes = if self.scenario_axes {
+            base.resolved.matrix.axes.clone()
+        } else {
+            Vec::new()
+        };
         axes.extend(self.extra_axes.iter().cloned());
         let repeat = self.repeat.or(base.resolved.matrix.repeat).unwrap_or(1);
         if !(1..=100).contains(&repeat) {

@@ -2,7 +2,7 @@
 //! that shapes it. Every comparison of results (`compare`, matrix tables, a capacity cited
 //! by a run) holds two records side by side, so "the same design" means the same record.
 
-use crate::backend::DesignInfo;
+use crate::backend::{DesignInfo, WakeUp};
 use crate::engine::Engine;
 use crate::scenario::{ClaimMode, Plan};
 use serde::{Deserialize, Serialize};
@@ -26,6 +26,11 @@ pub struct DesignRecord {
     pub custom_dir: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_sha256: Option<String>,
+    /// How long an idle consumer sleeps before it looks for a new job (`consumers.poll_interval`),
+    /// when nothing wakes it sooner; `None` when enqueues notify it. The regression gate
+    /// leaves end-to-end latency ungated when this wait is most of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_poll_ms: Option<u64>,
 }
 
 impl DesignRecord {
@@ -41,6 +46,10 @@ impl DesignRecord {
             unlogged: v.unlogged,
             custom_dir: v.dir.as_ref().map(|d| d.display().to_string()),
             custom_sha256: installed.files_sha256.clone(),
+            idle_poll_ms: match installed.wake_up {
+                WakeUp::Poll => Some(plan.consumers.poll_interval.as_millis() as u64),
+                WakeUp::Notify => None,
+            },
         }
     }
 

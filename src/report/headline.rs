@@ -11,8 +11,8 @@ pub struct Figure {
     pub heading: &'static str,
     /// More is better (throughput) or less is (latency, bloat, lost jobs).
     pub higher_is_better: bool,
-    /// `compare` gates on it by default (the others are shown, not judged).
-    pub gated: bool,
+    /// Why `compare` shows it without judging it; `None`: gated.
+    pub ungated_because: Option<&'static str>,
     pub read: fn(&Summary) -> f64,
 }
 
@@ -21,42 +21,42 @@ pub const FIGURES: [Figure; 12] = [
     Figure {
         key: "throughput_per_s",
         higher_is_better: true,
-        gated: true,
+        ungated_because: None,
         heading: "jobs/s while busy",
         read: busy_throughput,
     },
     Figure {
         key: "completed_per_s",
         higher_is_better: true,
-        gated: true,
+        ungated_because: None,
         heading: "jobs/s over the window",
         read: |s| s.throughput.completed_per_s,
     },
     Figure {
         key: "e2e_p50_ms",
         higher_is_better: false,
-        gated: true,
+        ungated_because: None,
         heading: "e2e p50 ms",
         read: |s| measured(&s.latency_ms.end_to_end, |l| l.p50),
     },
     Figure {
         key: "e2e_p99_ms",
         higher_is_better: false,
-        gated: true,
+        ungated_because: None,
         heading: "e2e p99 ms",
         read: |s| measured(&s.latency_ms.end_to_end, |l| l.p99),
     },
     Figure {
         key: "claim_p50_ms",
         higher_is_better: false,
-        gated: true,
+        ungated_because: None,
         heading: "claim p50 ms",
         read: |s| measured(&s.latency_ms.claim, |l| l.p50),
     },
     Figure {
         key: "dead_tuples_max",
         higher_is_better: false,
-        gated: false,
+        ungated_because: Some("follows when autovacuum happened to run, not the change"),
         heading: "dead tuples (max)",
         read: |s| {
             s.db_stats
@@ -70,7 +70,7 @@ pub const FIGURES: [Figure; 12] = [
     Figure {
         key: "table_mb_end",
         higher_is_better: false,
-        gated: false,
+        ungated_because: Some("follows when autovacuum happened to run, not the change"),
         heading: "table MB (end)",
         read: |s| {
             s.db_stats
@@ -84,7 +84,7 @@ pub const FIGURES: [Figure; 12] = [
     Figure {
         key: "bystander_p99_ms",
         higher_is_better: false,
-        gated: false,
+        ungated_because: Some("another workload's tail: too noisy on a shared runner"),
         heading: "bystander p99 ms",
         read: |s| {
             s.bystander
@@ -95,28 +95,28 @@ pub const FIGURES: [Figure; 12] = [
     Figure {
         key: "wal_bytes_per_job",
         higher_is_better: false,
-        gated: false,
+        ungated_because: Some("a cost figure: shown to explain a change, not gated"),
         heading: "WAL bytes/job",
         read: |s| s.cost.wal_bytes_per_job.unwrap_or(f64::NAN),
     },
     Figure {
         key: "bytes_per_1k_jobs",
         higher_is_better: false,
-        gated: false,
+        ungated_because: Some("follows when autovacuum happened to run, not the change"),
         heading: "table+index bytes/1k jobs",
         read: |s| s.cost.bytes_per_1k_jobs.unwrap_or(f64::NAN),
     },
     Figure {
         key: "sent_late_pct",
         higher_is_better: false,
-        gated: false,
+        ungated_because: Some("the load generator's figure, not the queue's"),
         heading: "sent late %",
         read: |s| 100.0 * s.jobs.sent_late as f64 / (s.jobs.enqueued.max(1)) as f64,
     },
     Figure {
         key: "lost",
         higher_is_better: false,
-        gated: true,
+        ungated_because: None,
         heading: "lost",
         read: |s| s.jobs.lost as f64,
     },

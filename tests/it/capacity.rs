@@ -1,5 +1,6 @@
 //! `dbq-bench capacity` on the shared server: an objective no step can meet fails fast, and
-//! a search that reaches its highest rate reports it; `compare` exits by what regressed.
+//! a search that reaches its highest rate reports it; `compare` exits by what regressed, and
+//! `run --repeat` feeds it.
 
 use crate::support::{SMALL, plan, run_plan, shared_url};
 use serde_json::Value;
@@ -130,10 +131,20 @@ fn a_search_that_reaches_its_highest_rate_reports_it_with_every_step() {
     std::fs::write(lower.join("capacity.json"), c2.to_string()).unwrap();
     let here = dir.path().to_str().unwrap();
     assert_eq!(dbq(&["compare", here, here]).status.code(), Some(0));
+    // One search a side has no spread: a lower answer is inconclusive, failing on request.
     let o = dbq(&["compare", here, lower.to_str().unwrap()]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(99), "{out}");
+    assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("max_sustainable_per_s"), "{out}");
+    assert!(out.contains("INCONCLUSIVE"), "{out}");
+    let o = dbq(&[
+        "compare",
+        here,
+        lower.to_str().unwrap(),
+        "--inconclusive",
+        "fail",
+    ]);
+    assert_eq!(o.status.code(), Some(99), "{o:?}");
 
     // A run's verdict cites the capacity result it is given.
     let o = dbq(&[
@@ -232,51 +243,137 @@ fn altered(from: &Path, to: &Path, change: impl Fn(&mut Value)) {
     std::fs::write(to.join("summary.json"), s.to_string()).unwrap();
 }
 
+/// `n` copies of a run as a directory of runs, each with claim p50 scaled by `by` and
+/// varied by ±2% from copy to copy.
+fn repeats(from: &Path, to: &Path, n: usize, by: f64) {
+    for k in 0..n {
+        altered(from, &to.join(format!("r{k}")), |s| {
+            let p50 = s["latency_ms"]["claim"]["p50"].as_f64().unwrap();
+            let wobble = 1.0 + 0.02 * (k as f64 - 1.0);
+            s["latency_ms"]["claim"]["p50"] = (p50.max(0.5) * by * wobble).into();
+        });
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compare_exits_by_what_regressed() {
     let (_, run) = run_plan(&plan(SMALL, &[]), false).await;
-    let base = run.path();
-    let o = dbq(&["compare", base.to_str().unwrap(), base.to_str().unwrap()]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "a run against itself: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let base = run.path().to_str().unwrap();
+    let o = dbq(&["compare", base, base]);
+    assert_eq!(o.status.code(), Some(0), "a run against itself: {o:?}");
     assert!(String::from_utf8_lossy(&o.stdout).contains("no regression"));
 
+    // Single runs have no spread: claim p50 doubled is inconclusive, not a regression,
+    // unless inconclusive is told to fail.
     let dir = tempfile::tempdir().unwrap();
     let slower = dir.path().join("slower");
-    altered(base, &slower, |s| {
-        let p99 = s["latency_ms"]["end_to_end"]["p99"].as_f64().unwrap();
-        s["latency_ms"]["end_to_end"]["p99"] = (p99 * 2.0).into();
+    altered(run.path(), &slower, |s| {
+        let p50 = s["latency_ms"]["claim"]["p50"].as_f64().unwrap();
+        s["latency_ms"]["claim"]["p50"] = (p50.max(0.5) * 2.0).into();
     });
-    let o = dbq(&["compare", base.to_str().unwrap(), slower.to_str().unwrap()]);
+    let slower = slower.to_str().unwrap();
+    let o = dbq(&["compare", base, slower]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(99), "p99 doubled must regress: {err}");
-    let lines: Vec<&str> = err.lines().collect();
-    assert!(
-        lines.len() == 1 && lines[0].starts_with("regression: run: e2e_p99_ms"),
-        "expected one line naming e2e_p99_ms: {err}"
-    );
-    // A larger allowance for that figure lets it pass.
-    let o = dbq(&[
-        "compare",
-        base.to_str().unwrap(),
-        slower.to_str().unwrap(),
-        "--max-regression",
-        "e2e_p99_ms=150%",
-    ]);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.starts_with("inconclusive: run: claim_p50_ms"), "{err}");
+    assert!(err.contains("--repeat 3"), "{err}");
+    let o = dbq(&["compare", base, slower, "--inconclusive", "fail"]);
+    assert_eq!(o.status.code(), Some(99), "{o:?}");
+
+    // Three runs a side: the doubling is beyond the noise, one line names it.
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    repeats(run.path(), &a, 3, 1.0);
+    repeats(run.path(), &b, 3, 2.0);
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let o = dbq(&["compare", a, b]);
+    let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(
         o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+        Some(99),
+        "claim p50 doubled must regress: {err}"
     );
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("regression: run: claim_p50_ms"),
+        "expected one line naming claim_p50_ms: {err}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("| 3 vs 3 |"));
+    // A larger allowance for that figure lets it pass.
+    let o = dbq(&["compare", a, b, "--max-regression", "claim_p50_ms=150%"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
 
-    let o = dbq(&["compare", base.to_str().unwrap(), "/nonexistent"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent holds no summary.json"));
+    let o = dbq(&["compare", base, "/nonexistent"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("/nonexistent holds no summary.json"), "{err}");
+}
+
+/// Two runs of identical settings are never a regression: single runs can only be told
+/// apart from noise by repeats, so a difference beyond the allowance is inconclusive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runs_of_identical_settings_are_never_called_regressed() {
+    let p = plan(SMALL, &[]);
+    let (_, a) = run_plan(&p, false).await;
+    let (_, b) = run_plan(&p, false).await;
+    let o = dbq(&[
+        "compare",
+        a.path().to_str().unwrap(),
+        b.path().to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(!out.contains("REGRESSED"), "{out}");
+}
+
+/// `run --repeat` measures the scenario N times on one server and gates the set against a
+/// baseline saved the same way.
+#[test]
+fn repeated_runs_are_saved_and_gated_as_one_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("it-repeat-{}", std::process::id());
+    let run = |out: &str, baseline: &[&str]| {
+        let out = dir.path().join(out);
+        let mut args = vec![
+            "run",
+            "scenarios/smoke.toml",
+            "--db",
+            "url",
+            "--database-url",
+            shared_url(),
+            "--quiet",
+            "--repeat",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+            "--set",
+            "phases.1.duration=\"1s\"",
+        ];
+        args.extend_from_slice(baseline);
+        (dbq(&args), out)
+    };
+    let (o, first) = run("first", &["--save-baseline", &name]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(first.join("comparison.json")).unwrap())
+            .unwrap();
+    assert_eq!(c["cells"][0]["runs"].as_array().unwrap().len(), 2, "{c}");
+    // A false-alarm rate of 0.1% keeps a chance regression out of the test.
+    let (o, _) = run(
+        "second",
+        &["--baseline", &name, "--false-alarm-rate", "0.1%"],
+    );
+    let saved = compare_baseline_dir(&name);
+    std::fs::remove_dir_all(&saved).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("| run | throughput_per_s | 2 vs 2 |"),
+        "{table}"
+    );
+}
+
+fn compare_baseline_dir(name: &str) -> std::path::PathBuf {
+    Path::new("results").join("baselines").join(name)
 }
 
 /// Ctrl-C keeps the steps that finished: capacity.json is written, marked interrupted, exit 130.

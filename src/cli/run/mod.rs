@@ -11,6 +11,8 @@ use dbq_bench::status;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
+mod repeated;
+
 #[derive(Args)]
 pub struct RunArgs {
     /// Scenario file (TOML); see scenarios/ and the README's scenario reference.
@@ -35,6 +37,11 @@ pub struct RunArgs {
     /// own rate.
     #[arg(long, value_name = "DIR")]
     capacity: Option<PathBuf>,
+    /// Run the scenario N times, each in a fresh schema of one server, for a regression gate
+    /// that can tell a change from noise (--save-baseline, --baseline). Writes each run to
+    /// DIR/cells/0-scenario/r<k>/ and their spread to DIR/comparison.{json,md,html}.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    repeat: Option<u32>,
     #[command(flatten)]
     baselines: BaselineArgs,
     #[command(flatten)]
@@ -63,6 +70,9 @@ fn options(args: &RunArgs) -> Result<RunOptions, String> {
 }
 
 pub async fn command(args: RunArgs) -> ExitStatus {
+    if let Some(n) = args.repeat.filter(|n| *n > 1) {
+        return repeated::command(&args, n).await;
+    }
     let opts = match options(&args) {
         Ok(o) => o,
         Err(e) => {
@@ -125,7 +135,7 @@ pub async fn command(args: RunArgs) -> ExitStatus {
 
 /// 130 interrupted; 99 a threshold failed (or stopped the run early); 1 the run failed
 /// (accounting, drain timeout); 0 otherwise.
-fn exit_status(s: &Summary) -> ExitStatus {
+pub(super) fn exit_status(s: &Summary) -> ExitStatus {
     if s.interrupted {
         ExitStatus::Interrupted
     } else if s.aborted_by_threshold.is_some() {

@@ -1,0 +1,651 @@
+//! The gate's rules: which figures are judged, how much worse each may get, and the three
+//! outcomes.
+//!
+//! A figure **regressed** when it got worse by more than its allowance and the change is
+//! unlikely to be noise: the one-sided bound of its interval at 1 − α/m (α the false-alarm
+//! rate, m the figures judged with repeats, Bonferroni) is on the worse side of no change.
+//! It shows **no regression** when the one-sided bound at 1 − α on the worse side is inside
+//! the allowance (showing every figure inside its allowance needs no correction: each must
+//! pass on its own). Anything between is **inconclusive**, with the repeats that would decide
+//! it. Lost jobs are counted, not sampled: any is a regression.
+
+use super::stats::{LogChange, MAX_REPEATS};
+use super::{Figures, ScopeFigures};
+use crate::report::headline::FIGURES;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// How `compare` judges: the allowances, the false-alarm rate, and what an inconclusive
+/// figure does to the exit status.
+#[derive(Debug, Clone)]
+pub struct GateRules {
+    /// How much worse each figure may get, as a share (0.1 = 10%).
+    pub default_allowance: f64,
+    /// Per-figure allowances; naming an ungated figure gates it.
+    pub per_figure: BTreeMap<String, f64>,
+    /// The chance that two measurements of one setting are called a regression (0.05).
+    pub false_alarm_rate: f64,
+    /// An inconclusive figure fails the gate (exit 99) instead of passing it with a warning.
+    pub fail_inconclusive: bool,
+}
+
+impl Default for GateRules {
+    fn default() -> Self {
+        GateRules {
+            default_allowance: 0.10,
+            per_figure: BTreeMap::new(),
+            false_alarm_rate: 0.05,
+            fail_inconclusive: false,
+        }
+    }
+}
+
+impl GateRules {
+    fn allowance(&self, key: &str) -> f64 {
+        self.per_figure
+            .get(key)
+            .copied()
+            .unwrap_or(self.default_allowance)
+    }
+
+    /// From `--max-regression` values (`10%` for every figure, `e2e_p99_ms=20%` for one),
+    /// `--false-alarm-rate` and `--inconclusive`.
+    pub fn parse(
+        max_regression: &[String],
+        false_alarm_rate: Option<&str>,
+        fail_inconclusive: bool,
+    ) -> Result<GateRules, String> {
+        let mut rules = GateRules {
+            fail_inconclusive,
+            ..GateRules::default()
+        };
+        for flag in max_regression {
+            let (key, pct) = match flag.split_once('=') {
+                Some((k, p)) => (Some(k.trim()), p),
+                None => (None, flag.as_str()),
+            };
+            let share = percentage(pct, 0.0, 1000.0).ok_or_else(|| {
+                format!("--max-regression {flag}: expected a percentage such as 10% (0 to 1000)")
+            })?;
+            match key {
+                None => rules.default_allowance = share,
+                Some(k) if gates().any(|g| g.key == k) => {
+                    rules.per_figure.insert(k.to_string(), share);
+                }
+                Some(k) => {
+                    return Err(format!(
+                        "--max-regression {flag}: unknown figure {k}; figures: {}",
+                        gates().map(|g| g.key).collect::<Vec<_>>().join(", ")
+                    ));
+                }
+            }
+        }
+        if let Some(rate) = false_alarm_rate {
+            rules.false_alarm_rate = percentage(rate, 0.1, 50.0).ok_or_else(|| {
+                format!("--false-alarm-rate {rate}: expected a percentage from 0.1% to 50%")
+            })?;
+        }
+        Ok(rules)
+    }
+}
+
+/// `10%` or `10` as 0.1, when within [lo, hi] percent.
+fn percentage(text: &str, lo: f64, hi: f64) -> Option<f64> {
+    let v = text.trim().trim_end_matches('%').parse::<f64>().ok()?;
+    (v.is_finite() && v >= lo && v <= hi).then_some(v / 100.0)
+}
+
+/// A figure `compare` can judge, which way is better, and why it is not judged by default.
+struct Gate {
+    key: &'static str,
+    higher_is_better: bool,
+    ungated_because: Option<&'static str>,
+    /// A change smaller than this (in the figure's unit) is not a regression.
+    noise_floor: f64,
+}
+
+/// Latency below a tenth of a millisecond is the runner's scheduling, not the queue.
+const LATENCY_FLOOR_MS: f64 = 0.1;
+
+/// The headline figures of runs and matrix cells, and a capacity search's answer.
+fn gates() -> impl Iterator<Item = Gate> {
+    let headline = FIGURES.iter().map(|f| Gate {
+        key: f.key,
+        higher_is_better: f.higher_is_better,
+        ungated_because: f.ungated_because,
+        noise_floor: if f.key.ends_with("_ms") {
+            LATENCY_FLOOR_MS
+        } else {
+            0.0
+        },
+    });
+    let capacity = [("max_sustainable_per_s", true), ("min_consumers", false)].map(
+        |(key, higher_is_better)| Gate {
+            key,
+            higher_is_better,
+            ungated_because: None,
+            noise_floor: 0.0,
+        },
+    );
+    headline.chain(capacity)
+}
+
+/// What the gate concluded of one figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "verdict")]
+pub enum Verdict {
+    Regressed,
+    NoRegression,
+    /// The runs cannot tell a change of the allowed size from noise; `repeats_needed` per
+    /// side would (`None`: more than the gate asks for, or unknown from single runs).
+    Inconclusive {
+        repeats_needed: Option<u32>,
+    },
+    /// Shown, not judged.
+    NotGated,
+}
+
+/// One figure of one scope, judged.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Judgement {
+    pub scope: String,
+    pub figure: &'static str,
+    /// Runs on each side.
+    pub runs: (usize, usize),
+    /// Medians.
+    pub baseline: f64,
+    pub candidate: f64,
+    /// The change: the ratio of geometric means − 1 with repeats, of the values with one run.
+    pub change: f64,
+    /// The change's bounds the verdict used (regression side, no-regression side), when the
+    /// runs had a spread to compute them.
+    pub bounds: Option<(f64, f64)>,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// Why, in a few words.
+    pub why: String,
+}
+
+/// The judgements of every figure two results share, and what they add up to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    pub judgements: Vec<Judgement>,
+    /// The figures judged with repeats: the Bonferroni divisor of the false-alarm rate.
+    pub tests: usize,
+    pub false_alarm_rate: f64,
+}
+
+impl Outcome {
+    pub fn regressions(&self) -> impl Iterator<Item = &Judgement> {
+        self.judgements
+            .iter()
+            .filter(|j| j.verdict == Verdict::Regressed)
+    }
+
+    pub fn inconclusive(&self) -> impl Iterator<Item = &Judgement> {
+        self.judgements
+            .iter()
+            .filter(|j| matches!(j.verdict, Verdict::Inconclusive { .. }))
+    }
+}
+
+/// Compares every figure of every scope the two results share.
+pub fn judge(baseline: &Figures, candidate: &Figures, rules: &GateRules) -> Outcome {
+    let mut pairs = Vec::new();
+    for (scope, base) in baseline {
+        let Some(cand) = candidate.get(scope) else {
+            continue;
+        };
+        for gate in gates() {
+            let (Some(b), Some(c)) = (base.values.get(gate.key), cand.values.get(gate.key)) else {
+                continue;
+            };
+            let (b, c) = (comparable(b), comparable(c));
+            if !b.is_empty() && !c.is_empty() {
+                let why_not = why_not_gated(&gate, base, rules);
+                pairs.push((scope, gate, b, c, why_not));
+            }
+        }
+    }
+    let tests = pairs
+        .iter()
+        .filter(|(_, g, b, c, why_not)| {
+            why_not.is_none() && g.key != "lost" && LogChange::between(b, c).is_some()
+        })
+        .count();
+    let each = rules.false_alarm_rate / tests.max(1) as f64;
+    let judgements = pairs
+        .into_iter()
+        .map(|(scope, gate, b, c, why_not)| {
+            let (verdict, why, change, bounds) = match why_not {
+                Some(why) => (Verdict::NotGated, why, relative(&b, &c), None),
+                None => verdict(&gate, &b, &c, rules, each),
+            };
+            Judgement {
+                scope: scope.clone(),
+                figure: gate.key,
+                runs: (b.len(), c.len()),
+                baseline: median(&b),
+                candidate: median(&c),
+                change,
+                bounds,
+                verdict,
+                why,
+            }
+        })
+        .collect();
+    Outcome {
+        judgements,
+        tests,
+        false_alarm_rate: rules.false_alarm_rate,
+    }
+}
+
+/// Why a figure is shown but not judged: ungated by default (unless given an allowance), or
+/// an end-to-end latency that the idle poll sets: its median is within half a poll interval,
+/// so most jobs were picked up by a consumer waking from its sleep, and the figure moves
+/// with how the sleeps line up with arrivals, not with the queue.
+fn why_not_gated(gate: &Gate, base: &ScopeFigures, rules: &GateRules) -> Option<String> {
+    if rules.per_figure.contains_key(gate.key) {
+        return None;
+    }
+    if let Some(why) = gate.ungated_because {
+        return Some(why.to_string());
+    }
+    let poll = base.idle_poll_ms? as f64;
+    let e2e_p50 = median(&comparable(base.values.get("e2e_p50_ms")?));
+    (gate.key.starts_with("e2e_") && e2e_p50 <= poll / 2.0).then(|| {
+        format!(
+            "set by the idle poll (median {e2e_p50:.1} ms within half of poll_interval {poll:.0} ms): it moves with how sleeps meet arrivals, not with the queue; --max-regression {}=PCT gates it",
+            gate.key
+        )
+    })
+}
+
+/// (verdict, why, change, bounds) of one gated figure.
+fn verdict(
+    gate: &Gate,
+    b: &[f64],
+    c: &[f64],
+    rules: &GateRules,
+    each: f64,
+) -> (Verdict, String, f64, Option<(f64, f64)>) {
+    let change = relative(b, c);
+    let allowed = rules.allowance(gate.key);
+    let (bm, cm) = (median(b), median(c));
+    if gate.key == "lost" {
+        return if cm > 0.0 {
+            (Verdict::Regressed, "jobs were lost".into(), change, None)
+        } else {
+            (Verdict::NoRegression, "none lost".into(), change, None)
+        };
+    }
+    if (cm - bm).abs() <= gate.noise_floor && gate.noise_floor > 0.0 {
+        let why = format!("within the noise floor ({} ms)", gate.noise_floor);
+        return (Verdict::NoRegression, why, change, None);
+    }
+    match LogChange::between(b, c) {
+        Some(ch) => with_spread(gate, &ch, allowed, rules.false_alarm_rate, each),
+        None => without_spread(gate, change, allowed),
+    }
+}
+
+/// The verdict from the change's interval.
+fn with_spread(
+    gate: &Gate,
+    ch: &LogChange,
+    allowed: f64,
+    alpha: f64,
+    each: f64,
+) -> (Verdict, String, f64, Option<(f64, f64)>) {
+    let sign = if gate.higher_is_better { -1.0 } else { 1.0 };
+    let worse = sign * ch.estimate;
+    let margin = |confidence: f64| ch.upper(confidence) - ch.estimate;
+    // On the worse side: the regression test's lower bound, the clearance test's upper bound.
+    let worse_low = worse - margin(1.0 - each);
+    let worse_high = worse + margin(1.0 - alpha);
+    let limit = (1.0 + allowed).ln();
+    let as_change = |w: f64| (sign * w).exp() - 1.0;
+    let bounds = Some((as_change(worse_low), as_change(worse_high)));
+    let change = ch.estimate.exp() - 1.0;
+    let pct = |w: f64| format!("{:.1}%", (w.exp() - 1.0) * 100.0);
+    let allowed_pct = format!("{:.0}%", allowed * 100.0);
+    if worse_low > 0.0 && worse > limit {
+        let why = format!(
+            "worse by {} (> {allowed_pct}), at least {} at {:.1}% confidence",
+            pct(worse),
+            pct(worse_low),
+            (1.0 - each) * 100.0
+        );
+        (Verdict::Regressed, why, change, bounds)
+    } else if worse_high < limit {
+        let why = format!(
+            "{}, at most {} worse at {:.0}% confidence (allowed {allowed_pct})",
+            direction(worse),
+            pct(worse_high),
+            (1.0 - alpha) * 100.0
+        );
+        (Verdict::NoRegression, why, change, bounds)
+    } else {
+        let needed = ch.repeats_to_decide(limit, 1.0 - each, 1.0 - alpha);
+        let why = format!(
+            "{}; runs vary by {} each, too much to tell a {allowed_pct} change from noise: {}",
+            direction(worse),
+            pct(ch.run_sd),
+            match needed {
+                Some(n) => format!("about {n} runs a side would decide"),
+                None => format!("more than {MAX_REPEATS} runs a side would be needed"),
+            }
+        );
+        (
+            Verdict::Inconclusive {
+                repeats_needed: needed,
+            },
+            why,
+            change,
+            bounds,
+        )
+    }
+}
+
+fn direction(worse: f64) -> String {
+    match worse {
+        w if w > 0.0 => format!("worse by {:.1}%", (w.exp() - 1.0) * 100.0),
+        w if w < 0.0 => format!("better by {:.1}%", (1.0 - w.exp()) * 100.0),
+        _ => "unchanged".into(),
+    }
+}
+
+/// Single runs (or values the log scale cannot take): no spread to judge noise by, so a
+/// change beyond the allowance is inconclusive, never a regression.
+fn without_spread(
+    gate: &Gate,
+    change: f64,
+    allowed: f64,
+) -> (Verdict, String, f64, Option<(f64, f64)>) {
+    let worse_by = if gate.higher_is_better {
+        -change
+    } else {
+        change
+    };
+    if worse_by <= 0.0 {
+        let why = if worse_by < 0.0 {
+            "better"
+        } else {
+            "unchanged"
+        };
+        (Verdict::NoRegression, why.into(), change, None)
+    } else if worse_by <= allowed {
+        let why = format!(
+            "worse by {:.1}%, within {:.0}% (no repeats: noise not measured)",
+            worse_by * 100.0,
+            allowed * 100.0
+        );
+        (Verdict::NoRegression, why, change, None)
+    } else {
+        let why = format!(
+            "worse by {:.1}% (> {:.0}%), but without repeats there is no spread to tell it from noise: repeat at least 3 runs a side (--repeat 3)",
+            worse_by * 100.0,
+            allowed * 100.0
+        );
+        (
+            Verdict::Inconclusive {
+                repeats_needed: None,
+            },
+            why,
+            change,
+            None,
+        )
+    }
+}
+
+/// (candidate − baseline) / baseline of the medians; 0 when equal or the baseline is 0.
+fn relative(b: &[f64], c: &[f64]) -> f64 {
+    let (bm, cm) = (median(b), median(c));
+    if bm == cm || bm == 0.0 {
+        0.0
+    } else {
+        (cm - bm) / bm
+    }
+}
+
+/// The values that were measured (NaN: no data). Infinity stays: a consumer search that
+/// found no count is worse than any count.
+fn comparable(v: &[f64]) -> Vec<f64> {
+    v.iter().copied().filter(|x| !x.is_nan()).collect()
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// The outcome as a Markdown table (for the terminal and `GITHUB_STEP_SUMMARY`).
+pub fn markdown(outcome: &Outcome, baseline: &str, candidate: &str) -> String {
+    let regressions = outcome.regressions().count();
+    let inconclusive = outcome.inconclusive().count();
+    let headline = match (regressions, inconclusive) {
+        (0, 0) => "no regression".to_string(),
+        (0, n) => format!("**inconclusive** on {n} figure(s), no regression shown"),
+        (r, _) => format!("**{r} regression(s)**"),
+    };
+    let mut md = format!(
+        "# dbq-bench compare\n\nBaseline `{baseline}`, candidate `{candidate}`: {headline}. \
+         False-alarm rate {:.0}% over {} figure(s) judged with repeats.\n\n\
+         | scope | figure | runs | baseline | candidate | change [bounds] | verdict |\n|---|---|---|---|---|---|---|\n",
+        outcome.false_alarm_rate * 100.0,
+        outcome.tests
+    );
+    for j in &outcome.judgements {
+        let bounds = j.bounds.map_or(String::new(), |(lo, hi)| {
+            let (a, b) = if lo <= hi { (lo, hi) } else { (hi, lo) };
+            format!(" [{:+.1}%, {:+.1}%]", a * 100.0, b * 100.0)
+        });
+        md.push_str(&format!(
+            "| {} | {} | {} vs {} | {:.2} | {:.2} | {:+.1}%{bounds} | {}: {} |\n",
+            j.scope,
+            j.figure,
+            j.runs.0,
+            j.runs.1,
+            j.baseline,
+            j.candidate,
+            j.change * 100.0,
+            verdict_word(&j.verdict),
+            j.why
+        ));
+    }
+    md
+}
+
+fn verdict_word(v: &Verdict) -> &'static str {
+    match v {
+        Verdict::Regressed => "REGRESSED",
+        Verdict::NoRegression => "ok",
+        Verdict::Inconclusive { .. } => "INCONCLUSIVE",
+        Verdict::NotGated => "not gated",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{SeedableRng, rngs::StdRng};
+    use rand_distr::{Distribution, LogNormal};
+
+    fn figures(scope: &str, pairs: &[(&'static str, &[f64])]) -> Figures {
+        let values = pairs.iter().map(|(k, v)| (*k, v.to_vec())).collect();
+        Figures::from([(
+            scope.to_string(),
+            ScopeFigures {
+                values,
+                idle_poll_ms: None,
+            },
+        )])
+    }
+
+    fn only(outcome: &Outcome) -> &Judgement {
+        assert_eq!(outcome.judgements.len(), 1, "{outcome:?}");
+        &outcome.judgements[0]
+    }
+
+    #[test]
+    fn a_drop_beyond_the_allowance_and_the_noise_regresses() {
+        let rules = GateRules::default();
+        let base = figures("run", &[("throughput_per_s", &[1000.0, 1050.0, 980.0])]);
+        let slower = figures("run", &[("throughput_per_s", &[700.0, 720.0, 690.0])]);
+        assert_eq!(
+            only(&judge(&base, &slower, &rules)).verdict,
+            Verdict::Regressed
+        );
+        // As noisy as the change: inconclusive, with the repeats that would decide.
+        let noisy = figures("run", &[("throughput_per_s", &[700.0, 990.0, 850.0])]);
+        let j = only(&judge(&base, &noisy, &rules)).clone();
+        assert!(matches!(j.verdict, Verdict::Inconclusive { .. }), "{j:?}");
+        assert!(j.why.contains("runs a side"), "{}", j.why);
+        // Quiet and unchanged: shown to be within the allowance.
+        let same = figures("run", &[("throughput_per_s", &[1010.0, 1020.0, 1000.0])]);
+        assert_eq!(
+            only(&judge(&base, &same, &rules)).verdict,
+            Verdict::NoRegression
+        );
+    }
+
+    #[test]
+    fn single_runs_are_never_a_regression_and_lost_jobs_always_are() {
+        let rules = GateRules::default();
+        let base = figures("run", &[("e2e_p99_ms", &[10.0])]);
+        let j = only(&judge(
+            &base,
+            &figures("run", &[("e2e_p99_ms", &[13.0])]),
+            &rules,
+        ))
+        .clone();
+        assert_eq!(
+            j.verdict,
+            Verdict::Inconclusive {
+                repeats_needed: None
+            }
+        );
+        assert!(j.why.contains("--repeat 3"), "{}", j.why);
+        let within = figures("run", &[("e2e_p99_ms", &[10.5])]);
+        assert_eq!(
+            only(&judge(&base, &within, &rules)).verdict,
+            Verdict::NoRegression
+        );
+        let lost = judge(
+            &figures("run", &[("lost", &[0.0])]),
+            &figures("run", &[("lost", &[1.0])]),
+            &rules,
+        );
+        assert_eq!(only(&lost).verdict, Verdict::Regressed);
+    }
+
+    #[test]
+    fn floors_and_ungated_figures_are_shown_not_judged() {
+        let rules = GateRules::default();
+        // +28% of a quarter millisecond is below the latency floor.
+        let base = figures("run", &[("claim_p50_ms", &[0.25, 0.25, 0.26])]);
+        let cand = figures("run", &[("claim_p50_ms", &[0.32, 0.32, 0.33])]);
+        let j = only(&judge(&base, &cand, &rules)).clone();
+        assert_eq!(j.verdict, Verdict::NoRegression);
+        assert!(j.why.contains("noise floor"));
+        let base = figures("run", &[("dead_tuples_max", &[100.0, 110.0, 90.0])]);
+        let cand = figures("run", &[("dead_tuples_max", &[900.0, 910.0, 990.0])]);
+        assert_eq!(
+            only(&judge(&base, &cand, &rules)).verdict,
+            Verdict::NotGated
+        );
+        // An allowance of its own gates it.
+        let opted = GateRules::parse(&["dead_tuples_max=50%".into()], None, false).unwrap();
+        assert_eq!(
+            only(&judge(&base, &cand, &opted)).verdict,
+            Verdict::Regressed
+        );
+        // End-to-end latency that is mostly a 1 s idle poll is not gated.
+        let mut poll = figures("run", &[("e2e_p50_ms", &[400.0, 600.0, 500.0])]);
+        poll.get_mut("run").unwrap().idle_poll_ms = Some(1000);
+        let j = only(&judge(&poll, &poll.clone(), &rules)).clone();
+        assert_eq!(j.verdict, Verdict::NotGated);
+        assert!(j.why.contains("idle poll"), "{}", j.why);
+    }
+
+    #[test]
+    fn rules_parse_and_refuse_in_one_line() {
+        let r =
+            GateRules::parse(&["5%".into(), "e2e_p99_ms=50%".into()], Some("1%"), true).unwrap();
+        assert_eq!(r.allowance("throughput_per_s"), 0.05);
+        assert_eq!(r.allowance("e2e_p99_ms"), 0.5);
+        assert_eq!(r.false_alarm_rate, 0.01);
+        assert!(GateRules::parse(&["fast".into()], None, false).is_err());
+        let e = GateRules::parse(&["p99=10%".into()], None, false).unwrap_err();
+        assert!(e.contains("unknown figure p99"), "{e}");
+        let e = GateRules::parse(&[], Some("70%"), false).unwrap_err();
+        assert!(e.contains("--false-alarm-rate 70%"), "{e}");
+    }
+
+    /// Five gated figures of `n` runs a side, each with its own run-to-run noise, the
+    /// candidate's scaled by `by` (throughput divided, latency multiplied).
+    fn five_figures(rng: &mut StdRng, n: usize, by: f64) -> Figures {
+        let keys = [
+            ("throughput_per_s", 0.04, 1.0 / by),
+            ("completed_per_s", 0.04, 1.0 / by),
+            ("e2e_p50_ms", 0.06, by),
+            ("e2e_p99_ms", 0.15, by),
+            ("claim_p50_ms", 0.05, 1.0),
+        ];
+        let values = keys
+            .iter()
+            .map(|(k, cv, scale)| {
+                let d = LogNormal::new(0.0, *cv).unwrap();
+                (*k, (0..n).map(|_| 50.0 * scale * d.sample(rng)).collect())
+            })
+            .collect();
+        Figures::from([(
+            "run".to_string(),
+            ScopeFigures {
+                values,
+                idle_poll_ms: None,
+            },
+        )])
+    }
+
+    #[test]
+    fn identical_settings_raise_a_false_alarm_at_most_at_the_stated_rate() {
+        let mut rng = StdRng::seed_from_u64(3);
+        let rules = GateRules::default();
+        let trials = 2000;
+        let alarms = (0..trials)
+            .filter(|_| {
+                let (b, c) = (
+                    five_figures(&mut rng, 5, 1.0),
+                    five_figures(&mut rng, 5, 1.0),
+                );
+                judge(&b, &c, &rules).regressions().count() > 0
+            })
+            .count();
+        let rate = alarms as f64 / f64::from(trials);
+        assert!(rate <= 0.05, "family-wise false alarms {rate}");
+    }
+
+    #[test]
+    fn a_quarter_slower_is_caught() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let rules = GateRules::default();
+        let caught = (0..500)
+            .filter(|_| {
+                let (b, c) = (
+                    five_figures(&mut rng, 5, 1.0),
+                    five_figures(&mut rng, 5, 1.25),
+                );
+                judge(&b, &c, &rules).regressions().count() > 0
+            })
+            .count();
+        assert!(caught >= 475, "caught {caught} of 500");
+    }
+}
