@@ -80,7 +80,9 @@ enum Command {
     /// its allowance, and unlikely to be noise at the stated false-alarm rate), no regression
     /// (shown to be within its allowance), or inconclusive (too few or too noisy runs: the
     /// table says how many would decide). Single runs have no spread, so they are never
-    /// called regressed.
+    /// called regressed. Two directories of run directories with the same names (r1 … r5),
+    /// measured side by side in pairs, are compared pair by pair, so that drift of the
+    /// machine cancels: the README's recipe.
     Compare {
         /// Results directory of the baseline: a run's, a repeated run's, a matrix's, a
         /// capacity search's, or a directory of run directories.

@@ -152,6 +152,8 @@ pub struct Judgement {
     pub figure: &'static str,
     /// Runs on each side.
     pub runs: (usize, usize),
+    /// Compared pair by pair (runs of the same name measured side by side).
+    pub paired: bool,
     /// Medians.
     pub baseline: f64,
     pub candidate: f64,
@@ -189,44 +191,82 @@ impl Outcome {
     }
 }
 
-/// Compares every figure of every scope the two results share.
-pub fn judge(baseline: &Figures, candidate: &Figures, rules: &GateRules) -> Outcome {
-    let mut pairs = Vec::new();
+/// One figure of one scope, with the values both sides measured.
+struct Compared<'a> {
+    scope: &'a str,
+    gate: Gate,
+    b: Vec<f64>,
+    c: Vec<f64>,
+    /// Measured in pairs: `b[k]` beside `c[k]`.
+    paired: bool,
+    why_not: Option<String>,
+}
+
+impl Compared<'_> {
+    fn change(&self) -> Option<LogChange> {
+        if self.paired {
+            LogChange::paired(&self.b, &self.c)
+        } else {
+            LogChange::between(&self.b, &self.c)
+        }
+    }
+}
+
+/// Every figure the two results share, scope by scope.
+fn shared<'a>(baseline: &'a Figures, candidate: &Figures, rules: &GateRules) -> Vec<Compared<'a>> {
+    let mut shared = Vec::new();
     for (scope, base) in baseline {
         let Some(cand) = candidate.get(scope) else {
             continue;
         };
+        let paired = base.run_names.len() >= 2 && base.run_names == cand.run_names;
         for gate in gates() {
             let (Some(b), Some(c)) = (base.values.get(gate.key), cand.values.get(gate.key)) else {
                 continue;
             };
-            let (b, c) = (comparable(b), comparable(c));
+            let (b, c) = if paired {
+                both_measured(b, c)
+            } else {
+                (comparable(b), comparable(c))
+            };
             if !b.is_empty() && !c.is_empty() {
                 let why_not = why_not_gated(&gate, base, rules);
-                pairs.push((scope, gate, b, c, why_not));
+                shared.push(Compared {
+                    scope,
+                    gate,
+                    b,
+                    c,
+                    paired,
+                    why_not,
+                });
             }
         }
     }
-    let tests = pairs
+    shared
+}
+
+/// Compares every figure of every scope the two results share.
+pub fn judge(baseline: &Figures, candidate: &Figures, rules: &GateRules) -> Outcome {
+    let shared = shared(baseline, candidate, rules);
+    let tests = shared
         .iter()
-        .filter(|(_, g, b, c, why_not)| {
-            why_not.is_none() && g.key != "lost" && LogChange::between(b, c).is_some()
-        })
+        .filter(|f| f.why_not.is_none() && f.gate.key != "lost" && f.change().is_some())
         .count();
     let each = rules.false_alarm_rate / tests.max(1) as f64;
-    let judgements = pairs
+    let judgements = shared
         .into_iter()
-        .map(|(scope, gate, b, c, why_not)| {
-            let (verdict, why, change, bounds) = match why_not {
-                Some(why) => (Verdict::NotGated, why, relative(&b, &c), None),
-                None => verdict(&gate, &b, &c, rules, each),
+        .map(|f| {
+            let (verdict, why, change, bounds) = match &f.why_not {
+                Some(why) => (Verdict::NotGated, why.clone(), relative(&f.b, &f.c), None),
+                None => verdict(&f, rules, each),
             };
             Judgement {
-                scope: scope.clone(),
-                figure: gate.key,
-                runs: (b.len(), c.len()),
-                baseline: median(&b),
-                candidate: median(&c),
+                scope: f.scope.to_string(),
+                figure: f.gate.key,
+                runs: (f.b.len(), f.c.len()),
+                paired: f.paired,
+                baseline: median(&f.b),
+                candidate: median(&f.c),
                 change,
                 bounds,
                 verdict,
@@ -254,6 +294,7 @@ fn why_not_gated(gate: &Gate, base: &ScopeFigures, rules: &GateRules) -> Option<
     }
     let poll = base.idle_poll_ms? as f64;
     let e2e_p50 = median(&comparable(base.values.get("e2e_p50_ms")?));
+    // NaN (no run measured it) compares false: nothing to explain.
     (gate.key.starts_with("e2e_") && e2e_p50 <= poll / 2.0).then(|| {
         format!(
             "set by the idle poll (median {e2e_p50:.1} ms within half of poll_interval {poll:.0} ms): it moves with how sleeps meet arrivals, not with the queue; --max-regression {}=PCT gates it",
@@ -264,12 +305,11 @@ fn why_not_gated(gate: &Gate, base: &ScopeFigures, rules: &GateRules) -> Option<
 
 /// (verdict, why, change, bounds) of one gated figure.
 fn verdict(
-    gate: &Gate,
-    b: &[f64],
-    c: &[f64],
+    f: &Compared,
     rules: &GateRules,
     each: f64,
 ) -> (Verdict, String, f64, Option<(f64, f64)>) {
+    let (gate, b, c) = (&f.gate, f.b.as_slice(), f.c.as_slice());
     let change = relative(b, c);
     let allowed = rules.allowance(gate.key);
     let (bm, cm) = (median(b), median(c));
@@ -284,7 +324,7 @@ fn verdict(
         let why = format!("within the noise floor ({} ms)", gate.noise_floor);
         return (Verdict::NoRegression, why, change, None);
     }
-    match LogChange::between(b, c) {
+    match f.change() {
         Some(ch) => with_spread(gate, &ch, allowed, rules.false_alarm_rate, each),
         None => without_spread(gate, change, allowed),
     }
@@ -298,43 +338,57 @@ fn with_spread(
     alpha: f64,
     each: f64,
 ) -> (Verdict, String, f64, Option<(f64, f64)>) {
-    let sign = if gate.higher_is_better { -1.0 } else { 1.0 };
-    let worse = sign * ch.estimate;
+    let way = Worse {
+        higher_is_better: gate.higher_is_better,
+    };
+    let worse = way.log(ch.estimate);
     let margin = |confidence: f64| ch.upper(confidence) - ch.estimate;
     // On the worse side: the regression test's lower bound, the clearance test's upper bound.
     let worse_low = worse - margin(1.0 - each);
     let worse_high = worse + margin(1.0 - alpha);
-    let limit = (1.0 + allowed).ln();
-    let as_change = |w: f64| (sign * w).exp() - 1.0;
+    let limit = way.limit(allowed);
+    let as_change = |w: f64| way.ratio(w) - 1.0;
     let bounds = Some((as_change(worse_low), as_change(worse_high)));
     let change = ch.estimate.exp() - 1.0;
-    let pct = |w: f64| format!("{:.1}%", (w.exp() - 1.0) * 100.0);
     let allowed_pct = format!("{:.0}%", allowed * 100.0);
     if worse_low > 0.0 && worse > limit {
         let why = format!(
-            "worse by {} (> {allowed_pct}), at least {} at {:.1}% confidence",
-            pct(worse),
-            pct(worse_low),
+            "{} (> {allowed_pct}), at least {} at {:.1}% confidence",
+            way.describe(worse),
+            way.describe(worse_low),
             (1.0 - each) * 100.0
         );
         (Verdict::Regressed, why, change, bounds)
     } else if worse_high < limit {
         let why = format!(
-            "{}, at most {} worse at {:.0}% confidence (allowed {allowed_pct})",
-            direction(worse),
-            pct(worse_high),
+            "{}; at worst {} at {:.0}% confidence (allowed {allowed_pct})",
+            way.describe(worse),
+            way.describe(worse_high),
             (1.0 - alpha) * 100.0
         );
         (Verdict::NoRegression, why, change, bounds)
     } else {
-        let needed = ch.repeats_to_decide(limit, 1.0 - each, 1.0 - alpha);
+        // If the change stays what was measured, how many runs would settle it: beyond the
+        // allowance, a bound clear of no change; within it, a bound inside the allowance.
+        let (needed, settles) = if worse > limit {
+            (
+                ch.repeats_to_show(worse, 1.0 - each),
+                "show it is a regression",
+            )
+        } else {
+            (
+                ch.repeats_to_show(limit - worse, 1.0 - alpha),
+                "show it within the allowance",
+            )
+        };
+        let unit = if ch.paired { "pairs" } else { "runs a side" };
         let why = format!(
-            "{}; runs vary by {} each, too much to tell a {allowed_pct} change from noise: {}",
-            direction(worse),
-            pct(ch.run_sd),
+            "{}, allowed {allowed_pct}; runs vary by {:.1}% each: {}",
+            way.describe(worse),
+            (ch.run_sd.exp() - 1.0) * 100.0,
             match needed {
-                Some(n) => format!("about {n} runs a side would decide"),
-                None => format!("more than {MAX_REPEATS} runs a side would be needed"),
+                Some(n) => format!("about {n} {unit} would {settles}, if the change holds"),
+                None => format!("more than {MAX_REPEATS} {unit} would be needed"),
             }
         );
         (
@@ -348,11 +402,52 @@ fn with_spread(
     }
 }
 
-fn direction(worse: f64) -> String {
-    match worse {
-        w if w > 0.0 => format!("worse by {:.1}%", (w.exp() - 1.0) * 100.0),
-        w if w < 0.0 => format!("better by {:.1}%", (1.0 - w.exp()) * 100.0),
-        _ => "unchanged".into(),
+/// A change measured on the worse side's log scale (positive: worse), spoken in the figure's
+/// own terms: a throughput 10% worse is 0.9× the baseline, a latency 10% worse is 1.1×.
+struct Worse {
+    higher_is_better: bool,
+}
+
+impl Worse {
+    /// The worse-side log change of a change of ln(candidate / baseline).
+    fn log(&self, estimate: f64) -> f64 {
+        if self.higher_is_better {
+            -estimate
+        } else {
+            estimate
+        }
+    }
+
+    /// candidate / baseline of a worse-side log change.
+    fn ratio(&self, worse: f64) -> f64 {
+        self.log(worse).exp()
+    }
+
+    /// The share by which the figure got worse (negative: better).
+    fn share(&self, worse: f64) -> f64 {
+        let r = self.ratio(worse);
+        if self.higher_is_better {
+            1.0 - r
+        } else {
+            r - 1.0
+        }
+    }
+
+    /// The worse-side log change of an allowance (a share); a throughput may not lose 100%.
+    fn limit(&self, allowed: f64) -> f64 {
+        match self.higher_is_better {
+            true if allowed >= 1.0 => f64::INFINITY,
+            true => -(1.0 - allowed).ln(),
+            false => (1.0 + allowed).ln(),
+        }
+    }
+
+    fn describe(&self, worse: f64) -> String {
+        match self.share(worse) {
+            s if s > 0.0 => format!("{:.1}% worse", s * 100.0),
+            s if s < 0.0 => format!("{:.1}% better", -s * 100.0),
+            _ => "unchanged".into(),
+        }
     }
 }
 
@@ -377,14 +472,14 @@ fn without_spread(
         (Verdict::NoRegression, why.into(), change, None)
     } else if worse_by <= allowed {
         let why = format!(
-            "worse by {:.1}%, within {:.0}% (no repeats: noise not measured)",
+            "{:.1}% worse, within {:.0}% (no repeats: noise not measured)",
             worse_by * 100.0,
             allowed * 100.0
         );
         (Verdict::NoRegression, why, change, None)
     } else {
         let why = format!(
-            "worse by {:.1}% (> {:.0}%), but without repeats there is no spread to tell it from noise: repeat at least 3 runs a side (--repeat 3)",
+            "{:.1}% worse (> {:.0}%), but without repeats there is no spread to tell it from noise: repeat at least 3 runs a side (--repeat 3)",
             worse_by * 100.0,
             allowed * 100.0
         );
@@ -415,11 +510,24 @@ fn comparable(v: &[f64]) -> Vec<f64> {
     v.iter().copied().filter(|x| !x.is_nan()).collect()
 }
 
+/// The pairs in which both runs measured the figure.
+fn both_measured(b: &[f64], c: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    b.iter()
+        .zip(c)
+        .filter(|(x, y)| !x.is_nan() && !y.is_nan())
+        .map(|(x, y)| (*x, *y))
+        .unzip()
+}
+
+/// The median; NaN of no values (a figure no run measured, e.g. end-to-end latency of a
+/// drain of prefilled jobs).
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     let n = s.len();
-    if n % 2 == 1 {
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
         s[n / 2]
     } else {
         (s[n / 2 - 1] + s[n / 2]) / 2.0
@@ -435,9 +543,20 @@ pub fn markdown(outcome: &Outcome, baseline: &str, candidate: &str) -> String {
         (0, n) => format!("**inconclusive** on {n} figure(s), no regression shown"),
         (r, _) => format!("**{r} regression(s)**"),
     };
+    let apart = outcome
+        .judgements
+        .iter()
+        .any(|j| !j.paired && j.runs.0 >= 2 && j.runs.1 >= 2);
+    let apart = if apart {
+        " The sides were not measured in pairs: drift of the machine between them counts as \
+         change (runs of the same names, r1 … rN, measured side by side are compared pair \
+         by pair)."
+    } else {
+        ""
+    };
     let mut md = format!(
         "# dbq-bench compare\n\nBaseline `{baseline}`, candidate `{candidate}`: {headline}. \
-         False-alarm rate {:.0}% over {} figure(s) judged with repeats.\n\n\
+         False-alarm rate {:.0}% over {} figure(s) judged with repeats.{apart}\n\n\
          | scope | figure | runs | baseline | candidate | change [bounds] | verdict |\n|---|---|---|---|---|---|---|\n",
         outcome.false_alarm_rate * 100.0,
         outcome.tests
@@ -447,12 +566,15 @@ pub fn markdown(outcome: &Outcome, baseline: &str, candidate: &str) -> String {
             let (a, b) = if lo <= hi { (lo, hi) } else { (hi, lo) };
             format!(" [{:+.1}%, {:+.1}%]", a * 100.0, b * 100.0)
         });
+        let runs = if j.paired {
+            format!("{} pairs", j.runs.0)
+        } else {
+            format!("{} vs {}", j.runs.0, j.runs.1)
+        };
         md.push_str(&format!(
-            "| {} | {} | {} vs {} | {:.2} | {:.2} | {:+.1}%{bounds} | {}: {} |\n",
+            "| {} | {} | {runs} | {:.2} | {:.2} | {:+.1}%{bounds} | {}: {} |\n",
             j.scope,
             j.figure,
-            j.runs.0,
-            j.runs.1,
             j.baseline,
             j.candidate,
             j.change * 100.0,
@@ -485,6 +607,7 @@ mod tests {
             ScopeFigures {
                 values,
                 idle_poll_ms: None,
+                run_names: Vec::new(),
             },
         )])
     }
@@ -514,6 +637,33 @@ mod tests {
             only(&judge(&base, &same, &rules)).verdict,
             Verdict::NoRegression
         );
+    }
+
+    #[test]
+    fn an_allowance_is_a_share_of_the_figure_in_its_own_direction() {
+        let rules = GateRules::default();
+        let quiet = |v: f64| [v * 0.999, v, v * 1.001];
+        let judged = |key: &'static str, b: f64, c: f64| {
+            let base = figures("run", &[(key, &quiet(b))]);
+            only(&judge(&base, &figures("run", &[(key, &quiet(c))]), &rules)).clone()
+        };
+        // Throughput 10% worse is 0.9x the baseline; latency 10% worse is 1.1x.
+        let j = judged("throughput_per_s", 1000.0, 905.0);
+        assert_eq!(j.verdict, Verdict::NoRegression, "{j:?}");
+        assert!(j.why.starts_with("9.5% worse"), "{}", j.why);
+        let j = judged("throughput_per_s", 1000.0, 895.0);
+        assert_eq!(j.verdict, Verdict::Regressed, "{j:?}");
+        assert!(j.why.starts_with("10.5% worse (> 10%)"), "{}", j.why);
+        assert_eq!(
+            judged("e2e_p99_ms", 100.0, 109.0).verdict,
+            Verdict::NoRegression
+        );
+        assert_eq!(
+            judged("e2e_p99_ms", 100.0, 111.0).verdict,
+            Verdict::Regressed
+        );
+        let j = judged("e2e_p99_ms", 100.0, 80.0);
+        assert!(j.why.starts_with("20.0% better"), "{}", j.why);
     }
 
     #[test]
@@ -576,6 +726,52 @@ mod tests {
     }
 
     #[test]
+    fn runs_of_the_same_name_are_compared_as_pairs() {
+        // The machine drifted by ±20% from pair to pair; the candidate is 12% slower in each.
+        let named = |values: &[f64]| {
+            let mut f = figures("run", &[("throughput_per_s", values)]);
+            let scope = f.get_mut("run").unwrap();
+            scope.run_names = (1..=values.len()).map(|k| format!("r{k}")).collect();
+            f
+        };
+        let base = named(&[1000.0, 800.0, 1200.0, 900.0, 1100.0]);
+        let cand = named(&[880.0, 711.0, 1046.0, 792.0, 973.0]);
+        let j = only(&judge(&base, &cand, &GateRules::default())).clone();
+        assert!(j.paired);
+        assert_eq!(j.verdict, Verdict::Regressed, "{j:?}");
+        assert!(
+            markdown(&judge(&base, &cand, &GateRules::default()), "a", "b").contains("| 5 pairs |")
+        );
+        // The same values without names: the drift is noise, and nothing can be concluded.
+        let unnamed = |f: &Figures| {
+            let mut f = f.clone();
+            f.get_mut("run").unwrap().run_names.clear();
+            f
+        };
+        let j = only(&judge(
+            &unnamed(&base),
+            &unnamed(&cand),
+            &GateRules::default(),
+        ))
+        .clone();
+        assert!(matches!(j.verdict, Verdict::Inconclusive { .. }), "{j:?}");
+    }
+
+    #[test]
+    fn figures_no_run_measured_are_left_out() {
+        // A drain of prefilled jobs has no end-to-end latency: every repeat is NaN.
+        let nan = [f64::NAN, f64::NAN];
+        let mut drained = figures(
+            "run",
+            &[("e2e_p50_ms", &nan), ("throughput_per_s", &[990.0, 1010.0])],
+        );
+        drained.get_mut("run").unwrap().idle_poll_ms = Some(50);
+        let outcome = judge(&drained, &drained.clone(), &GateRules::default());
+        assert_eq!(only(&outcome).figure, "throughput_per_s");
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
     fn rules_parse_and_refuse_in_one_line() {
         let r =
             GateRules::parse(&["5%".into(), "e2e_p99_ms=50%".into()], Some("1%"), true).unwrap();
@@ -611,6 +807,7 @@ mod tests {
             ScopeFigures {
                 values,
                 idle_poll_ms: None,
+                run_names: Vec::new(),
             },
         )])
     }

@@ -22,6 +22,9 @@ pub struct ScopeFigures {
     pub values: BTreeMap<&'static str, Vec<f64>>,
     /// The design's idle poll, when consumers sleep it out (see `DesignRecord::idle_poll_ms`).
     pub idle_poll_ms: Option<u64>,
+    /// The runs' directory names, read from a directory of runs: two sides whose runs have
+    /// the same names were measured in pairs, side by side, and are compared pair by pair.
+    pub run_names: Vec<String>,
 }
 
 /// Figures by scope: `run` (one run, or repeats of one), `cell <i> <label>`, `capacity`.
@@ -30,7 +33,8 @@ pub type Figures = BTreeMap<String, ScopeFigures>;
 /// Reads a results directory: a run's `summary.json`, a matrix's `comparison.json` (a matrix
 /// of one unvaried cell, as `run --repeat` writes, is the scope `run`), a capacity search's
 /// `capacity.json`, or a directory whose subdirectories each hold one run's `summary.json`
-/// (repeats measured by a script, e.g. interleaved with another binary's).
+/// (repeats measured by a script, e.g. interleaved with another binary's: runs of the same
+/// name on both sides are then compared as pairs).
 pub fn read(dir: &Path) -> Result<Figures> {
     if dir.join("comparison.json").is_file() {
         read_matrix(dir)
@@ -46,7 +50,14 @@ pub fn read(dir: &Path) -> Result<Figures> {
                 dir.display()
             );
         }
-        read_runs("run", &runs)
+        let mut figures = read_runs("run", &runs)?;
+        if let Some(scope) = figures.get_mut("run") {
+            scope.run_names = runs
+                .iter()
+                .filter_map(|r| r.file_name().map(|n| n.to_string_lossy().to_string()))
+                .collect();
+        }
+        Ok(figures)
     }
 }
 

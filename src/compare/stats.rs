@@ -23,6 +23,8 @@ pub struct LogChange {
     pub freedom: f64,
     /// The pooled standard deviation of one run's logarithm, for repeats yet to be run.
     pub run_sd: f64,
+    /// From pairs of runs measured side by side (see [`LogChange::paired`]).
+    pub paired: bool,
 }
 
 impl LogChange {
@@ -48,6 +50,30 @@ impl LogChange {
             std_error,
             freedom,
             run_sd: ((vb + vc) / 2.0).sqrt(),
+            paired: false,
+        })
+    }
+
+    /// The change between runs measured in pairs, side by side (baseline k next to candidate
+    /// k): the mean of the pairs' log ratios, with the t interval of those n ratios. Drift of
+    /// the machine that lasts longer than a pair falls on both of its runs and cancels, where
+    /// [`LogChange::between`] counts it as noise. `None` unless n ≥ 2 pairs of positive,
+    /// finite values.
+    pub fn paired(baseline: &[f64], candidate: &[f64]) -> Option<LogChange> {
+        let ok = |x: &f64| x.is_finite() && *x > 0.0;
+        let n = baseline.len();
+        if n < 2 || candidate.len() != n || !baseline.iter().chain(candidate).all(ok) {
+            return None;
+        }
+        let ratios: Vec<f64> = baseline.iter().zip(candidate).map(|(b, c)| c / b).collect();
+        let (mean, var) = mean_var(&ratios);
+        Some(LogChange {
+            estimate: mean,
+            std_error: (var / n as f64).sqrt(),
+            freedom: n as f64 - 1.0,
+            // A ratio's variance is twice one run's: the unpaired formula then holds.
+            run_sd: (var / 2.0).sqrt(),
+            paired: true,
         })
     }
 
@@ -61,15 +87,22 @@ impl LogChange {
         self.estimate - t_quantile(confidence, self.freedom) * self.std_error
     }
 
-    /// The fewest repeats per side with which this much run-to-run noise decides any outcome:
-    /// the two one-sided margins (the regression test's and the no-regression test's) fit
-    /// together inside the allowance, so the interval cannot straddle both 0 and the
-    /// allowance. `None`: more than [`MAX_REPEATS`].
-    pub fn repeats_to_decide(&self, allowance_log: f64, regress: f64, clear: f64) -> Option<u32> {
+    /// The fewest repeats per side (pairs, when paired) with which this much run-to-run
+    /// noise puts the one-sided bound at `confidence` within `gap` of the estimate: if the
+    /// change stays what was measured, that many runs settle it. `None`: more than
+    /// [`MAX_REPEATS`], or no gap (a change exactly at the allowance is never settled).
+    pub fn repeats_to_show(&self, gap: f64, confidence: f64) -> Option<u32> {
+        if gap <= 0.0 {
+            return None;
+        }
         (2..=MAX_REPEATS).find(|&n| {
-            let df = 2.0 * f64::from(n) - 2.0;
+            let df = if self.paired {
+                f64::from(n) - 1.0
+            } else {
+                2.0 * f64::from(n) - 2.0
+            };
             let se = self.run_sd * (2.0 / f64::from(n)).sqrt();
-            (t_quantile(regress, df) + t_quantile(clear, df)) * se <= allowance_log
+            t_quantile(confidence, df) * se < gap
         })
     }
 }
@@ -142,6 +175,28 @@ mod tests {
     }
 
     #[test]
+    fn pairs_cancel_drift_that_unpaired_runs_count_as_noise() {
+        // Each pair ran in its own minute of a drifting machine (±20%); the candidate is 12%
+        // slower in every pair, give or take 1%.
+        let drift = [1.0, 0.8, 1.2, 0.9, 1.1];
+        let wobble = [1.0, 1.01, 0.99, 1.0, 1.005];
+        let b: Vec<f64> = drift.iter().map(|d| 1000.0 * d).collect();
+        let c: Vec<f64> = drift
+            .iter()
+            .zip(wobble)
+            .map(|(d, w)| 880.0 * d * w)
+            .collect();
+        let paired = LogChange::paired(&b, &c).unwrap();
+        assert!((paired.estimate - 0.88f64.ln()).abs() < 0.01);
+        assert_eq!(paired.freedom, 4.0);
+        assert!(paired.upper(0.99) < 0.0, "{paired:?}");
+        let unpaired = LogChange::between(&b, &c).unwrap();
+        assert!(unpaired.upper(0.99) > 0.0, "{unpaired:?}");
+        assert!(LogChange::paired(&b, &c[..4]).is_none());
+        assert!(LogChange::paired(&[1.0], &[2.0]).is_none());
+    }
+
+    #[test]
     fn a_shift_of_twenty_five_percent_is_caught_and_the_repeats_estimate_holds() {
         let mut rng = StdRng::seed_from_u64(11);
         let caught = (0..1000)
@@ -152,11 +207,14 @@ mod tests {
             })
             .count();
         assert!(caught > 950, "caught {caught} of 1000");
-        // Noise of 5% a run decides any outcome against a 10% allowance in about 11 repeats; 40% never.
+        // Noise of 5% a run shows a change 5% inside the allowance at 95% in about 6 runs a
+        // side; 40% never; a change at the allowance is never settled.
         let quiet = LogChange::between(&[95.0, 100.0, 105.0], &[95.0, 100.0, 105.0]).unwrap();
-        let n = quiet.repeats_to_decide(1.1f64.ln(), 0.99, 0.95).unwrap();
-        assert!((8..=14).contains(&n), "{n}");
+        let n = quiet.repeats_to_show(0.05, 0.95).unwrap();
+        assert!((4..=8).contains(&n), "{n}");
+        assert!(quiet.repeats_to_show(0.02, 0.95).unwrap() > n);
+        assert_eq!(quiet.repeats_to_show(0.0, 0.95), None);
         let loud = LogChange::between(&[60.0, 100.0, 160.0], &[60.0, 100.0, 160.0]).unwrap();
-        assert_eq!(loud.repeats_to_decide(1.1f64.ln(), 0.99, 0.95), None);
+        assert_eq!(loud.repeats_to_show(0.05, 0.95), None);
     }
 }

@@ -245,9 +245,10 @@ fn altered(from: &Path, to: &Path, change: impl Fn(&mut Value)) {
 
 /// `n` copies of a run as a directory of runs, each with claim p50 scaled by `by` and
 /// varied by ±2% from copy to copy.
-fn repeats(from: &Path, to: &Path, n: usize, by: f64) {
+/// `n` copies of a run in `to/<name>{k}`, claim p50 scaled by `by`, give or take 2%.
+fn repeats(from: &Path, to: &Path, name: &str, n: usize, by: f64) {
     for k in 0..n {
-        altered(from, &to.join(format!("r{k}")), |s| {
+        altered(from, &to.join(format!("{name}{k}")), |s| {
             let p50 = s["latency_ms"]["claim"]["p50"].as_f64().unwrap();
             let wobble = 1.0 + 0.02 * (k as f64 - 1.0);
             s["latency_ms"]["claim"]["p50"] = (p50.max(0.5) * by * wobble).into();
@@ -280,24 +281,36 @@ async fn compare_exits_by_what_regressed() {
     let o = dbq(&["compare", base, slower, "--inconclusive", "fail"]);
     assert_eq!(o.status.code(), Some(99), "{o:?}");
 
-    // Three runs a side: the doubling is beyond the noise, one line names it.
-    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    repeats(run.path(), &a, 3, 1.0);
-    repeats(run.path(), &b, 3, 2.0);
-    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
-    let o = dbq(&["compare", a, b]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(
-        o.status.code(),
-        Some(99),
-        "claim p50 doubled must regress: {err}"
+    // Three runs a side: the doubling is beyond the noise, one line names it. Runs of the
+    // same names (r0 … r2 on both sides) are compared as pairs; other names as two samples.
+    let (a, b, c) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("c"),
     );
-    let lines: Vec<&str> = err.lines().collect();
-    assert!(
-        lines.len() == 1 && lines[0].starts_with("regression: run: claim_p50_ms"),
-        "expected one line naming claim_p50_ms: {err}"
+    repeats(run.path(), &a, "r", 3, 1.0);
+    repeats(run.path(), &b, "r", 3, 2.0);
+    repeats(run.path(), &c, "s", 3, 2.0);
+    let (a, b, c) = (
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        c.to_str().unwrap(),
     );
-    assert!(String::from_utf8_lossy(&o.stdout).contains("| 3 vs 3 |"));
+    for (candidate, runs) in [(b, "| 3 pairs |"), (c, "| 3 vs 3 |")] {
+        let o = dbq(&["compare", a, candidate]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            o.status.code(),
+            Some(99),
+            "claim p50 doubled must regress: {err}"
+        );
+        let lines: Vec<&str> = err.lines().collect();
+        assert!(
+            lines.len() == 1 && lines[0].starts_with("regression: run: claim_p50_ms"),
+            "expected one line naming claim_p50_ms: {err}"
+        );
+        assert!(String::from_utf8_lossy(&o.stdout).contains(runs), "{runs}");
+    }
     // A larger allowance for that figure lets it pass.
     let o = dbq(&["compare", a, b, "--max-regression", "claim_p50_ms=150%"]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");

@@ -39,7 +39,7 @@ pub struct RunArgs {
     capacity: Option<PathBuf>,
     /// Run the scenario N times, each in a fresh schema of one server, for a regression gate
     /// that can tell a change from noise (--save-baseline, --baseline). Writes each run to
-    /// DIR/cells/0-scenario/r<k>/ and their spread to DIR/comparison.{json,md,html}.
+    /// DIR/cells/00-scenario/r<k>/ and their spread to DIR/comparison.{json,md,html}.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     repeat: Option<u32>,
     #[command(flatten)]
