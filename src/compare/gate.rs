@@ -812,37 +812,29 @@ mod tests {
         )])
     }
 
-    #[test]
-    fn identical_settings_raise_a_false_alarm_at_most_at_the_stated_rate() {
-        let mut rng = StdRng::seed_from_u64(3);
+    /// Of `trials` simulated A/B comparisons (5 runs a side, the candidate scaled by `by`),
+    /// how many the gate calls a regression.
+    fn alarms(seed: u64, trials: usize, by: f64) -> usize {
+        let mut rng = StdRng::seed_from_u64(seed);
         let rules = GateRules::default();
-        let trials = 2000;
-        let alarms = (0..trials)
+        (0..trials)
             .filter(|_| {
-                let (b, c) = (
-                    five_figures(&mut rng, 5, 1.0),
-                    five_figures(&mut rng, 5, 1.0),
-                );
+                let b = five_figures(&mut rng, 5, 1.0);
+                let c = five_figures(&mut rng, 5, by);
                 judge(&b, &c, &rules).regressions().count() > 0
             })
-            .count();
-        let rate = alarms as f64 / f64::from(trials);
+            .count()
+    }
+
+    #[test]
+    fn identical_settings_raise_a_false_alarm_at_most_at_the_stated_rate() {
+        let rate = alarms(3, 2000, 1.0) as f64 / 2000.0;
         assert!(rate <= 0.05, "family-wise false alarms {rate}");
     }
 
     #[test]
     fn a_quarter_slower_is_caught() {
-        let mut rng = StdRng::seed_from_u64(5);
-        let rules = GateRules::default();
-        let caught = (0..500)
-            .filter(|_| {
-                let (b, c) = (
-                    five_figures(&mut rng, 5, 1.0),
-                    five_figures(&mut rng, 5, 1.25),
-                );
-                judge(&b, &c, &rules).regressions().count() > 0
-            })
-            .count();
+        let caught = alarms(5, 500, 1.25);
         assert!(caught >= 475, "caught {caught} of 500");
     }
 }

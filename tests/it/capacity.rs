@@ -2,7 +2,7 @@
 //! a search that reaches its highest rate reports it; `compare` exits by what regressed, and
 //! `run --repeat` feeds it.
 
-use crate::support::{SMALL, plan, run_plan, shared_url};
+use crate::support::{SMALL, plan, run_plan, shared_url, smoke_on_shared_server};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -346,21 +346,15 @@ fn repeated_runs_are_saved_and_gated_as_one_baseline() {
     let name = format!("it-repeat-{}", std::process::id());
     let run = |out: &str, baseline: &[&str]| {
         let out = dir.path().join(out);
-        let mut args = vec![
-            "run",
-            "scenarios/smoke.toml",
-            "--db",
-            "url",
-            "--database-url",
-            shared_url(),
-            "--quiet",
+        let mut args = smoke_on_shared_server();
+        args.extend([
             "--repeat",
             "2",
             "--out",
             out.to_str().unwrap(),
             "--set",
             "phases.1.duration=\"1s\"",
-        ];
+        ]);
         args.extend_from_slice(baseline);
         (dbq(&args), out)
     };
@@ -523,14 +517,8 @@ fn a_capacity_of_a_custom_design_is_cited_as_that_design() {
     assert!(c["design"]["custom_sha256"].as_str().is_some(), "{c}");
     let cited = |extra: &[&str]| {
         let out = tempfile::tempdir().unwrap();
-        let mut args = vec![
-            "run",
-            "scenarios/smoke.toml",
-            "--db",
-            "url",
-            "--database-url",
-            shared_url(),
-            "--quiet",
+        let mut args = smoke_on_shared_server();
+        args.extend([
             "--json",
             "--out",
             out.path().to_str().unwrap(),
@@ -538,7 +526,7 @@ fn a_capacity_of_a_custom_design_is_cited_as_that_design() {
             dir.path().to_str().unwrap(),
             "--set",
             "phases=[{ name = \"steady\", duration = \"1s\", rate = 20 }]",
-        ];
+        ]);
         args.extend_from_slice(extra);
         let o = dbq(&args);
         let s: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);

@@ -1,6 +1,6 @@
 //! The command line: validation errors, exit codes, results on disk, Ctrl-C.
 
-use crate::support::shared_url;
+use crate::support::{shared_url, smoke_on_shared_server};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -300,14 +300,8 @@ fn a_saturated_load_generator_is_named_as_the_limit() {
     let dir = tempfile::tempdir().unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
         .env("TOKIO_WORKER_THREADS", "1")
+        .args(smoke_on_shared_server())
         .args([
-            "run",
-            "scenarios/smoke.toml",
-            "--db",
-            "url",
-            "--database-url",
-            shared_url(),
-            "--quiet",
             "--out",
             dir.path().to_str().unwrap(),
             "--set",

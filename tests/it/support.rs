@@ -35,6 +35,19 @@ extern "C" fn stop_clusters() {
 
 /// URL of the PostgreSQL server shared by the tests (`DBQ_TEST_DATABASE_URL`, else a local
 /// server started once).
+/// `run scenarios/smoke.toml --quiet` on the shared server: the start of most CLI tests' flags.
+pub fn smoke_on_shared_server() -> Vec<&'static str> {
+    vec![
+        "run",
+        "scenarios/smoke.toml",
+        "--db",
+        "url",
+        "--database-url",
+        shared_url(),
+        "--quiet",
+    ]
+}
+
 pub fn shared_url() -> &'static str {
     URL.get_or_init(|| {
         if let Ok(url) = std::env::var("DBQ_TEST_DATABASE_URL") {

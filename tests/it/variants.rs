@@ -2,7 +2,9 @@
 //! batch claims never hand one job to two workers, notify wakes idle workers, and a custom
 //! variant runs from its own files or fails before the load, naming the file.
 
-use crate::support::{DRAINED_AUDITED, SMALL, plan, prove_again, run_plan, shared_url, sql};
+use crate::support::{
+    DRAINED_AUDITED, SMALL, plan, prove_again, run_plan, shared_url, smoke_on_shared_server, sql,
+};
 use sqlx::Connection;
 use std::process::Command;
 
@@ -298,14 +300,8 @@ fn a_permanent_insert_error_stops_the_run() {
     );
     let dir = broken_custom("schema.sql", Some(&rejecting));
     let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(smoke_on_shared_server())
         .args([
-            "run",
-            "scenarios/smoke.toml",
-            "--db",
-            "url",
-            "--database-url",
-            shared_url(),
-            "--quiet",
             "--set",
             "producers.prefill=0",
             "--set",
