@@ -341,12 +341,15 @@ async fn run_cells(
             match outcome {
                 Ok(o) => {
                     let s = &o.results.summary;
+                    let e2e = &s.latency_ms.end_to_end;
+                    // Prefilled jobs have no intended start, so a drain has no e2e latency.
+                    let e2e = match e2e.count {
+                        0 => "e2e –".to_string(),
+                        _ => format!("e2e p50 {:.1} ms, p99 {:.1} ms", e2e.p50, e2e.p99),
+                    };
                     request.status.line(&format!(
-                        "  {:.0} jobs/s completed, e2e p50 {:.1} ms, p99 {:.1} ms, lost {}",
-                        s.throughput.completed_per_s,
-                        s.latency_ms.end_to_end.p50,
-                        s.latency_ms.end_to_end.p99,
-                        s.jobs.lost
+                        "  {:.0} jobs/s completed, {e2e}, lost {}",
+                        s.throughput.completed_per_s, s.jobs.lost
                     ));
                 }
                 Err(Failure::Interrupted) => return Ok(true),

@@ -76,13 +76,18 @@ impl LocalCluster {
         self.dir().join("data")
     }
 
-    /// How to stop the server by hand (after `--keep`).
+    /// How to stop the server by hand (after `--keep`): as the account it runs as, which
+    /// is not root's when the harness runs as root.
     pub fn stop_hint(&self) -> String {
-        format!(
-            "data in {}; stop with `{}`",
-            self.data_dir().display(),
-            self.spec().stop_hint(&self.dir())
-        )
+        let stop = self.spec().stop_hint(&self.dir());
+        let account = self
+            .user
+            .and_then(|(uid, _)| User::from_uid(uid).ok().flatten());
+        let stop = match account {
+            Some(u) => format!("su {} -c '{stop}'", u.name),
+            None => stop,
+        };
+        format!("data in {}; stop with `{stop}`", self.data_dir().display())
     }
 
     /// Starts the server on the existing data directory.

@@ -78,7 +78,13 @@ impl LocalServer for Local {
     }
 
     fn stop_hint(&self, dir: &Path) -> String {
-        format!("pg_ctl -D {} stop", dir.join("data").display())
+        // Debian keeps pg_ctl off PATH, in the version's bin directory.
+        let pg_ctl = find_bin_dir().map_or(PathBuf::from("pg_ctl"), |d| d.join("pg_ctl"));
+        format!(
+            "{} -D {} stop",
+            pg_ctl.display(),
+            dir.join("data").display()
+        )
     }
 }
 
