@@ -341,7 +341,7 @@ fn with_spread(
     let way = Worse {
         higher_is_better: gate.higher_is_better,
     };
-    let worse = way.log(ch.estimate);
+    let worse = way.orient(ch.estimate);
     let margin = |confidence: f64| ch.upper(confidence) - ch.estimate;
     // On the worse side: the regression test's lower bound, the clearance test's upper bound.
     let worse_low = worse - margin(1.0 - each);
@@ -409,8 +409,9 @@ struct Worse {
 }
 
 impl Worse {
-    /// The worse-side log change of a change of ln(candidate / baseline).
-    fn log(&self, estimate: f64) -> f64 {
+    /// Turns ln(candidate / baseline) into the worse-side log change, and back: a sign
+    /// flip for figures where higher is better, so it is its own inverse.
+    fn orient(&self, estimate: f64) -> f64 {
         if self.higher_is_better {
             -estimate
         } else {
@@ -420,7 +421,7 @@ impl Worse {
 
     /// candidate / baseline of a worse-side log change.
     fn ratio(&self, worse: f64) -> f64 {
-        self.log(worse).exp()
+        self.orient(worse).exp()
     }
 
     /// The share by which the figure got worse (negative: better).

@@ -147,17 +147,13 @@ fn a_search_that_reaches_its_highest_rate_reports_it_with_every_step() {
     assert_eq!(o.status.code(), Some(99), "{o:?}");
 
     // A run's verdict cites the capacity result it is given.
-    let o = dbq(&[
-        "run",
-        "scenarios/smoke.toml",
-        "--db",
-        "url",
-        "--database-url",
-        shared_url(),
+    let out = dir.path().join("run");
+    let mut args = smoke_on_shared_server();
+    args.extend([
         "--quiet",
         "--json",
         "--out",
-        dir.path().join("run").to_str().unwrap(),
+        out.to_str().unwrap(),
         "--capacity",
         here,
         "--set",
@@ -165,6 +161,7 @@ fn a_search_that_reaches_its_highest_rate_reports_it_with_every_step() {
         "--set",
         "producers.prefill=0",
     ]);
+    let o = dbq(&args);
     let summary: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
     let text = summary["verdict"]["text"].as_str().unwrap_or_default();
     assert!(
@@ -348,6 +345,7 @@ fn repeated_runs_are_saved_and_gated_as_one_baseline() {
         let out = dir.path().join(out);
         let mut args = smoke_on_shared_server();
         args.extend([
+            "--quiet",
             "--repeat",
             "2",
             "--out",
@@ -519,6 +517,7 @@ fn a_capacity_of_a_custom_design_is_cited_as_that_design() {
         let out = tempfile::tempdir().unwrap();
         let mut args = smoke_on_shared_server();
         args.extend([
+            "--quiet",
             "--json",
             "--out",
             out.path().to_str().unwrap(),

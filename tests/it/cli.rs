@@ -302,6 +302,7 @@ fn a_saturated_load_generator_is_named_as_the_limit() {
         .env("TOKIO_WORKER_THREADS", "1")
         .args(smoke_on_shared_server())
         .args([
+            "--quiet",
             "--out",
             dir.path().to_str().unwrap(),
             "--set",

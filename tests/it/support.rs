@@ -35,7 +35,7 @@ extern "C" fn stop_clusters() {
 
 /// URL of the PostgreSQL server shared by the tests (`DBQ_TEST_DATABASE_URL`, else a local
 /// server started once).
-/// `run scenarios/smoke.toml --quiet` on the shared server: the start of most CLI tests' flags.
+/// `run scenarios/smoke.toml` on the shared server: the start of most CLI tests' flags.
 pub fn smoke_on_shared_server() -> Vec<&'static str> {
     vec![
         "run",
@@ -44,7 +44,6 @@ pub fn smoke_on_shared_server() -> Vec<&'static str> {
         "url",
         "--database-url",
         shared_url(),
-        "--quiet",
     ]
 }
 

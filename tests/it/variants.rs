@@ -3,7 +3,7 @@
 //! variant runs from its own files or fails before the load, naming the file.
 
 use crate::support::{
-    DRAINED_AUDITED, SMALL, plan, prove_again, run_plan, shared_url, smoke_on_shared_server, sql,
+    DRAINED_AUDITED, SMALL, plan, prove_again, run_plan, smoke_on_shared_server, sql,
 };
 use sqlx::Connection;
 use std::process::Command;
@@ -196,14 +196,7 @@ fn broken_custom(file: &str, text: Option<&str>) -> tempfile::TempDir {
 
 fn run_custom(dir: &std::path::Path) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
-        .args([
-            "run",
-            "scenarios/smoke.toml",
-            "--db",
-            "url",
-            "--database-url",
-            shared_url(),
-        ])
+        .args(smoke_on_shared_server())
         .args(["--set", "queue.variant=custom", "--set"])
         .arg(format!("queue.dir=\"{}\"", dir.display()))
         .args(["--out"])
@@ -302,6 +295,7 @@ fn a_permanent_insert_error_stops_the_run() {
     let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
         .args(smoke_on_shared_server())
         .args([
+            "--quiet",
             "--set",
             "producers.prefill=0",
             "--set",
