@@ -27,6 +27,9 @@ pub enum Engine {
     Postgres,
     /// MariaDB ≥ 10.6 (MySQL's `SKIP LOCKED`; variants `seed` and `batch`).
     Mariadb,
+    /// Redis ≥ 7 Streams, a broker: a consumer group claims, `XACK` completes (variants
+    /// `seed` and `batch` as the job's life, not as SQL).
+    Redis,
 }
 
 /// How a server the run started is stopped (the `restart_server` fault).
@@ -57,6 +60,9 @@ pub struct Supports {
     pub url_session_settings: bool,
     /// `dbq-bench calibrate` (pgbench is PostgreSQL's).
     pub calibrate: bool,
+    /// `consumers.claim_mode = "in_transaction"`: a claim held open until the job finishes,
+    /// undone by the server when the worker vanishes.
+    pub claim_in_transaction: bool,
 }
 
 /// What an engine's figures are called: the fields are the same, the statistics behind them
@@ -69,6 +75,8 @@ pub struct Words {
     pub wal: &'static str,
     /// What garbage collection of the table is counted.
     pub cleanup: &'static str,
+    /// What the size figures measure.
+    pub size: &'static str,
     /// The `idle_in_transaction` probes: while the horizon is held, and after its release.
     pub while_held: &'static str,
     pub once_released: &'static str,
@@ -129,11 +137,13 @@ const POSTGRES: EngineFacts = EngineFacts {
         outbox: true,
         url_session_settings: true,
         calibrate: true,
+        claim_in_transaction: true,
     },
     words: Words {
         dead_tuples: "dead tuples",
         wal: "WAL",
         cleanup: "autovacuums",
+        size: "table and index",
         while_held: "during (VACUUM while held)",
         once_released: "after (VACUUM once released)",
     },
@@ -169,24 +179,67 @@ const MARIADB: EngineFacts = EngineFacts {
         outbox: false,
         url_session_settings: false,
         calibrate: false,
+        claim_in_transaction: true,
     },
     words: Words {
         dead_tuples: "undo history (InnoDB history list length)",
         wal: "redo log",
         cleanup: "autovacuums (none: InnoDB purges)",
+        size: "table and index",
         while_held: "during (purge blocked while held)",
         once_released: "after (purge once released)",
     },
 };
 
+const REDIS: EngineFacts = EngineFacts {
+    name: "redis",
+    label: "Redis",
+    schemes: &["redis"],
+    parse_url: |u| redis::Client::open(u).map(drop).map_err(|e| e.to_string()),
+    default_image: "redis:7.0",
+    image_variable: "DBQ_REDIS_IMAGE",
+    supports: Supports {
+        variants: &["seed", "batch"],
+        faults: &[
+            "crash_workers",
+            "kill_workers",
+            "freeze_workers",
+            "kill_backends",
+            "restart_server",
+        ],
+        table_options: false,
+        outbox: false,
+        url_session_settings: false,
+        calibrate: false,
+        claim_in_transaction: false,
+    },
+    words: Words {
+        dead_tuples: "dead tuples (none: a stream has no MVCC)",
+        wal: "append-only file",
+        cleanup: "autovacuums (none: acknowledged entries are deleted)",
+        size: "server memory",
+        while_held: "during",
+        once_released: "after",
+    },
+};
+
 impl Engine {
-    pub const ALL: [Engine; 2] = [Engine::Postgres, Engine::Mariadb];
+    pub const ALL: [Engine; 3] = [Engine::Postgres, Engine::Mariadb, Engine::Redis];
+
+    /// Whether the engine is a message broker rather than a database.
+    pub fn is_broker(self) -> bool {
+        matches!(self, Engine::Redis)
+    }
 
     /// Why a server setting belongs to the other engine (its vacuum or purge levers), so
     /// the plan refuses it before a server refuses to start; `None` for any other name.
     pub fn foreign_setting(self, name: &str) -> Option<&'static str> {
         let vacuum = name.starts_with("autovacuum") || name.starts_with("vacuum_");
         match self {
+            Engine::Redis if vacuum || name.starts_with("innodb_") => Some(
+                "a database's cleanup setting; Redis has no vacuum or purge (acknowledged \
+                 entries are deleted): its durability levers are appendonly, appendfsync and save",
+            ),
             Engine::Mariadb if vacuum => Some(
                 "a PostgreSQL vacuum setting; MariaDB has no vacuum (InnoDB purges old row \
                  versions in the background): its levers are innodb_purge_threads, \
@@ -206,6 +259,7 @@ impl Engine {
         match self {
             Engine::Postgres => &POSTGRES,
             Engine::Mariadb => &MARIADB,
+            Engine::Redis => &REDIS,
         }
     }
 

@@ -11,6 +11,7 @@ pub mod job;
 pub mod mariadb;
 pub mod memory;
 pub mod postgres;
+pub mod redis_streams;
 pub mod seam;
 pub mod sql;
 
@@ -34,6 +35,7 @@ pub fn driver(engine: Engine) -> &'static dyn Driver {
     match engine {
         Engine::Postgres => &postgres::DRIVER,
         Engine::Mariadb => &mariadb::DRIVER,
+        Engine::Redis => &redis_streams::DRIVER,
     }
 }
 

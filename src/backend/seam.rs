@@ -86,8 +86,9 @@ pub trait ContainerImage: Sync {
     fn port(&self) -> u16;
     /// The variable that sets the administrator's password.
     fn password_variable(&self) -> &'static str;
-    /// The container's command, with the server settings as its arguments.
-    fn command(&self, settings: &[(String, String)]) -> Vec<String>;
+    /// The container's command, with the server settings as its arguments (and the
+    /// password, for a server that takes it as an argument rather than from the variable).
+    fn command(&self, settings: &[(String, String)], password: &str) -> Vec<String>;
     /// How to reach the server on 127.0.0.1:`host_port` with `password`.
     fn endpoint(&self, host_port: u16, password: &str) -> Arc<dyn Endpoint>;
     /// What to do when the image cannot be had (one clause, for messages).

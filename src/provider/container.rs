@@ -148,7 +148,7 @@ fn request(
         .with_label("dbq-bench", driver.engine().as_str())
         // A fixed host port keeps the address stable if the container is restarted.
         .with_mapped_port(host_port, inner)
-        .with_cmd(spec.command(settings))
+        .with_cmd(spec.command(settings, password))
 }
 
 /// Whether this provider can work here: a Docker engine answers and the image is present or

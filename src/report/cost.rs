@@ -41,15 +41,24 @@ impl JobCost {
         }
     }
 
-    /// One line for the terminal and the reports.
-    pub fn line(&self) -> String {
+    /// One line for the terminal and the reports, in the engine's words.
+    pub fn line(&self, engine: crate::engine::Engine) -> String {
         let or_dash = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.0}"));
+        let words = engine.words();
+        let vacuums = match engine {
+            crate::engine::Engine::Postgres => {
+                format!(", {} VACUUM(s) of the queue table", self.vacuums)
+            }
+            _ => String::new(),
+        };
         format!(
-            "Cost per job: {} WAL bytes per completed job, {} bytes of table and index growth per 1,000 jobs, {} autovacuum(s), {} VACUUM(s) of the queue table.",
+            "Cost per job: {} {} bytes per completed job, {} bytes of {} growth per 1,000 jobs, {} {}{vacuums}.",
             or_dash(self.wal_bytes_per_job),
+            words.wal,
             or_dash(self.bytes_per_1k_jobs),
+            words.size,
             self.autovacuums,
-            self.vacuums
+            words.cleanup,
         )
     }
 }
@@ -85,7 +94,7 @@ mod tests {
         // No finished jobs: nothing per job.
         assert_eq!(JobCost::of(&db, &[("a", 0)]).wal_bytes_per_job, None);
         assert!(
-            c.line()
+            c.line(crate::engine::Engine::Postgres)
                 .starts_with("Cost per job: 1000 WAL bytes per completed job")
         );
     }

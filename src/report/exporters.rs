@@ -198,7 +198,7 @@ fn md_figures(s: &Summary) -> String {
     if let Some(b) = &s.bystander {
         md.push_str(&format!("{}\n\n", b.sentence()));
     }
-    md.push_str(&format!("{}\n\n", s.cost.line()));
+    md.push_str(&format!("{}\n\n", s.cost.line(s.database.engine)));
     md
 }
 

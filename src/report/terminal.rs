@@ -37,7 +37,7 @@ pub fn render(s: &Summary) -> String {
     if let Some(b) = &s.bystander {
         t.push_str(&format!("{}\n", b.sentence()));
     }
-    t.push_str(&format!("{}\n", s.cost.line()));
+    t.push_str(&format!("{}\n", s.cost.line(s.database.engine)));
     t.push_str(&thresholds(s));
     if let Some(a) = &s.aborted_by_threshold {
         t.push_str(&format!("aborted    {a}\n"));

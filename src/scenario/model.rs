@@ -487,8 +487,10 @@ pub struct ConsumersSection {
     /// Sleep after a claim finds no job (the article: 1 second).
     #[serde(default = "defaults::poll_interval")]
     pub poll_interval: HumanDuration,
-    #[serde(default)]
-    pub claim_mode: ClaimMode,
+    /// Default: `in_transaction` (the seed) where the engine has transactions, `committed`
+    /// on Redis (a claim always enters the consumer group's pending list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_mode: Option<ClaimMode>,
     /// Run each worker as a child process of the runner (needed to kill or freeze workers).
     #[serde(default)]
     pub processes: bool,
@@ -504,7 +506,7 @@ impl Default for ConsumersSection {
         ConsumersSection {
             count: 1,
             poll_interval: defaults::poll_interval(),
-            claim_mode: ClaimMode::InTransaction,
+            claim_mode: None,
             processes: false,
             restart_after: defaults::restart_after(),
             handler: HandlerSection::default(),

@@ -205,7 +205,7 @@ impl Plan {
         check_engine(&scenario).map_err(|(key, reason)| err(&key, reason))?;
         fill_resolved(&mut scenario, &database, &queue);
         let mut producers = producer_plan(&scenario.producers, source)?;
-        let consumers = consumer_plan(&scenario.consumers, source)?;
+        let consumers = consumer_plan(&scenario.consumers, scenario.database.engine, source)?;
         let default_rate = scenario.producers.rate;
         let phases = phase_plans(
             &mut scenario.phases,
@@ -569,7 +569,11 @@ fn max_producers(p: &ProducersSection, source: &str) -> Result<usize, InputError
 }
 
 /// `[consumers]`, checked.
-fn consumer_plan(c: &ConsumersSection, source: &str) -> Result<ConsumerPlan, InputError> {
+fn consumer_plan(
+    c: &ConsumersSection,
+    engine: Engine,
+    source: &str,
+) -> Result<ConsumerPlan, InputError> {
     let err = |key: &str, reason: String| InputError::new(source, key, reason);
     check_count(c.count, "consumers.count", source)?;
     if c.poll_interval.0 < Duration::from_millis(1) {
@@ -589,7 +593,12 @@ fn consumer_plan(c: &ConsumersSection, source: &str) -> Result<ConsumerPlan, Inp
     let consumers = ConsumerPlan {
         count: c.count as usize,
         poll_interval: c.poll_interval.0,
-        claim_mode: c.claim_mode,
+        claim_mode: c
+            .claim_mode
+            .unwrap_or(match engine.supports().claim_in_transaction {
+                true => ClaimMode::InTransaction,
+                false => ClaimMode::Committed,
+            }),
         processes: c.processes,
         restart_after: c.restart_after.0,
         handler: HandlerPlan {
@@ -900,6 +909,12 @@ fn needs(scenario: &Scenario) -> Vec<Need> {
     if q.unlogged {
         let what = "unlogged is a table option".to_string();
         needs.push(Need::new("queue.unlogged", what, |s| s.table_options));
+    }
+    if scenario.consumers.claim_mode == Some(ClaimMode::InTransaction) {
+        let what = "a claim held in the worker's transaction".to_string();
+        needs.push(Need::new("consumers.claim_mode", what, |s| {
+            s.claim_in_transaction
+        }));
     }
     if scenario.producers.outbox.enabled {
         let what = "the outbox scenario runs".to_string();

@@ -9,6 +9,7 @@ mod faults;
 mod mariadb;
 mod matrix;
 mod providers;
+mod redis;
 mod reports;
 mod runs;
 mod support;

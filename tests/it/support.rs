@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 static URL: OnceLock<String> = OnceLock::new();
 static MARIADB_URL: OnceLock<String> = OnceLock::new();
+static REDIS_URL: OnceLock<String> = OnceLock::new();
 static CLUSTERS: Mutex<Vec<LocalCluster>> = Mutex::new(Vec::new());
 
 extern "C" fn stop_clusters() {
@@ -78,6 +79,26 @@ pub fn shared_mariadb_url() -> &'static str {
         );
         format!("mysql://root@127.0.0.1:{port}")
     })
+}
+
+/// URL of the Redis server shared by the tests (`DBQ_TEST_REDIS_URL`, else a local server
+/// started once, its append-only file fsynced once a second rather than per write).
+pub fn shared_redis_url() -> &'static str {
+    REDIS_URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("DBQ_TEST_REDIS_URL") {
+            return url;
+        }
+        require_redis_binaries();
+        let port = start_shared(Engine::Redis, &[("appendfsync", "everysec")]);
+        format!("redis://127.0.0.1:{port}/0")
+    })
+}
+
+/// A plan from scenario text on the shared Redis server.
+pub fn redis_plan(text: &str, sets: &[&str]) -> Plan {
+    let mut sets = sets.to_vec();
+    sets.push("database.engine=\"redis\"");
+    build_plan(text, &sets, ProviderKind::Url, Some(shared_redis_url()))
 }
 
 /// Starts a local server of `engine` kept until the test process exits; returns its port.
@@ -142,6 +163,23 @@ pub fn require_mariadb_binaries() {
     }
 }
 
+/// Redis's server binary (the shared Redis test server and the `local` provider).
+pub fn require_redis_binaries() {
+    if let Err(e) = backend::driver(Engine::Redis).local().binaries() {
+        panic!(
+            "missing prerequisite: the Redis server ({e:#}). Install it (`apt-get install \
+             redis-server`), set DBQ_REDIS_BINDIR to its directory, or set DBQ_TEST_REDIS_URL \
+             to a server of yours; {SET_UP_ALL}"
+        );
+    }
+}
+
+/// The Redis image the container tests start (DBQ_REDIS_IMAGE, else the official default);
+/// see [`require_engine_image`].
+pub fn require_redis_image() -> String {
+    require_engine_image(Engine::Redis)
+}
+
 /// The PostgreSQL image the container tests start (DBQ_POSTGRES_IMAGE, else the official
 /// default); see [`require_engine_image`].
 pub fn require_image() -> String {
@@ -160,6 +198,7 @@ fn require_engine_image(engine: Engine) -> String {
     let (var, default, local) = match engine {
         Engine::Postgres => ("DBQ_POSTGRES_IMAGE", "postgres:17", "postgres:15"),
         Engine::Mariadb => ("DBQ_MARIADB_IMAGE", "mariadb:10.11", "mariadb:10.11"),
+        Engine::Redis => ("DBQ_REDIS_IMAGE", "redis:7.0", "redis:7.0"),
     };
     let image = std::env::var(var).unwrap_or_else(|_| default.into());
     let check = image.clone();
@@ -378,6 +417,7 @@ pub async fn fresh_queue(engine: Engine, plan: &Plan, audit: bool) -> Arc<dyn Ba
     let url = match engine {
         Engine::Postgres => shared_url(),
         Engine::Mariadb => shared_mariadb_url(),
+        Engine::Redis => shared_redis_url(),
     };
     let endpoint = backend::driver(engine).endpoint(url, &[]).unwrap();
     backend::install(&*endpoint, "dbq_test", &plan.queue, audit)
