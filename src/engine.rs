@@ -27,6 +27,9 @@ pub enum Engine {
     Postgres,
     /// MariaDB ≥ 10.6 (MySQL's `SKIP LOCKED`; variants `seed` and `batch`).
     Mariadb,
+    /// RabbitMQ ≥ 3.10, a broker: a quorum queue, publisher confirms, acknowledgements after
+    /// the handler (variants `seed` and `batch` as the prefetch).
+    Rabbitmq,
     /// Redis ≥ 7 Streams, a broker: a consumer group claims, `XACK` completes (variants
     /// `seed` and `batch` as the job's life, not as SQL).
     Redis,
@@ -63,6 +66,17 @@ pub struct Supports {
     /// `consumers.claim_mode = "in_transaction"`: a claim held open until the job finishes,
     /// undone by the server when the worker vanishes.
     pub claim_in_transaction: bool,
+    /// `consumers.claim_mode = "committed"`: a claim that stands until the job finishes or
+    /// the reaper takes it back.
+    pub claim_committed: bool,
+    /// `queue.rabbitmq_queue`: the kind of queue is chosen (quorum, classic, transient).
+    pub queue_kinds: bool,
+    /// `verify.completion_audit`: the server records each completion, so the proof counts
+    /// duplicate completions from the server as well as from the ledger. Where it cannot
+    /// (a broker forgets an acknowledged message), the ledger alone counts them.
+    pub completion_audit: bool,
+    /// `[bystander]`: statements on a table of its own beside the queue.
+    pub bystander: bool,
 }
 
 /// What an engine's figures are called: the fields are the same, the statistics behind them
@@ -138,6 +152,10 @@ const POSTGRES: EngineFacts = EngineFacts {
         url_session_settings: true,
         calibrate: true,
         claim_in_transaction: true,
+        claim_committed: true,
+        queue_kinds: false,
+        completion_audit: true,
+        bystander: true,
     },
     words: Words {
         dead_tuples: "dead tuples",
@@ -180,6 +198,10 @@ const MARIADB: EngineFacts = EngineFacts {
         url_session_settings: false,
         calibrate: false,
         claim_in_transaction: true,
+        claim_committed: true,
+        queue_kinds: false,
+        completion_audit: true,
+        bystander: true,
     },
     words: Words {
         dead_tuples: "undo history (InnoDB history list length)",
@@ -188,6 +210,45 @@ const MARIADB: EngineFacts = EngineFacts {
         size: "table and index",
         while_held: "during (purge blocked while held)",
         once_released: "after (purge once released)",
+    },
+};
+
+const RABBITMQ: EngineFacts = EngineFacts {
+    name: "rabbitmq",
+    label: "RabbitMQ",
+    schemes: &["amqp"],
+    parse_url: |u| {
+        lapin::uri::AMQPUri::from_str(u)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    },
+    default_image: "rabbitmq:3.10",
+    image_variable: "DBQ_RABBITMQ_IMAGE",
+    supports: Supports {
+        variants: &["seed", "batch"],
+        faults: &[
+            "crash_workers",
+            "kill_workers",
+            "freeze_workers",
+            "restart_server",
+        ],
+        table_options: false,
+        outbox: false,
+        url_session_settings: false,
+        calibrate: false,
+        claim_in_transaction: true,
+        claim_committed: false,
+        queue_kinds: true,
+        completion_audit: false,
+        bystander: false,
+    },
+    words: Words {
+        dead_tuples: "dead tuples (none: a queue has no MVCC)",
+        wal: "message store",
+        cleanup: "autovacuums (none: acknowledged messages are gone)",
+        size: "server memory",
+        while_held: "during",
+        once_released: "after",
     },
 };
 
@@ -212,6 +273,10 @@ const REDIS: EngineFacts = EngineFacts {
         url_session_settings: false,
         calibrate: false,
         claim_in_transaction: false,
+        claim_committed: true,
+        queue_kinds: false,
+        completion_audit: true,
+        bystander: true,
     },
     words: Words {
         dead_tuples: "dead tuples (none: a stream has no MVCC)",
@@ -224,18 +289,22 @@ const REDIS: EngineFacts = EngineFacts {
 };
 
 impl Engine {
-    pub const ALL: [Engine; 3] = [Engine::Postgres, Engine::Mariadb, Engine::Redis];
-
-    /// Whether the engine is a message broker rather than a database.
-    pub fn is_broker(self) -> bool {
-        matches!(self, Engine::Redis)
-    }
+    pub const ALL: [Engine; 4] = [
+        Engine::Postgres,
+        Engine::Mariadb,
+        Engine::Rabbitmq,
+        Engine::Redis,
+    ];
 
     /// Why a server setting belongs to the other engine (its vacuum or purge levers), so
     /// the plan refuses it before a server refuses to start; `None` for any other name.
     pub fn foreign_setting(self, name: &str) -> Option<&'static str> {
         let vacuum = name.starts_with("autovacuum") || name.starts_with("vacuum_");
         match self {
+            Engine::Rabbitmq if vacuum || name.starts_with("innodb_") => Some(
+                "a database's cleanup setting; RabbitMQ has no vacuum or purge (acknowledged \
+                 messages are gone): its settings are rabbitmq.conf keys",
+            ),
             Engine::Redis if vacuum || name.starts_with("innodb_") => Some(
                 "a database's cleanup setting; Redis has no vacuum or purge (acknowledged \
                  entries are deleted): its durability levers are appendonly, appendfsync and save",
@@ -259,6 +328,7 @@ impl Engine {
         match self {
             Engine::Postgres => &POSTGRES,
             Engine::Mariadb => &MARIADB,
+            Engine::Rabbitmq => &RABBITMQ,
             Engine::Redis => &REDIS,
         }
     }
@@ -292,8 +362,13 @@ impl Engine {
     /// the faults …".
     pub fn offers(self) -> String {
         let s = self.supports();
+        let mode = match (s.claim_in_transaction, s.claim_committed) {
+            (true, false) => ", claim mode in_transaction",
+            (false, true) => ", claim mode committed",
+            _ => "",
+        };
         format!(
-            "use variant {} and the faults {}",
+            "use variant {}{mode} and the faults {}",
             or_list(s.variants),
             s.faults.join(", ")
         )
@@ -345,9 +420,18 @@ impl Engine {
 
 /// `a, b or c`.
 fn or_list(items: &[&str]) -> String {
+    joined(items, "or")
+}
+
+/// `a, b and c`.
+pub fn and_list(items: &[&str]) -> String {
+    joined(items, "and")
+}
+
+fn joined(items: &[&str], last_word: &str) -> String {
     match items.split_last() {
         Some((last, [])) => last.to_string(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        Some((last, rest)) => format!("{} {last_word} {last}", rest.join(", ")),
         None => String::new(),
     }
 }

@@ -5,12 +5,14 @@
 //! without a server, for unit tests of the logic above the seam and for the harness's own
 //! ceiling.
 
+pub mod broker;
 pub mod error;
 pub mod figures;
 pub mod job;
 pub mod mariadb;
 pub mod memory;
 pub mod postgres;
+pub mod rabbitmq;
 pub mod redis_streams;
 pub mod seam;
 pub mod sql;
@@ -35,6 +37,7 @@ pub fn driver(engine: Engine) -> &'static dyn Driver {
     match engine {
         Engine::Postgres => &postgres::DRIVER,
         Engine::Mariadb => &mariadb::DRIVER,
+        Engine::Rabbitmq => &rabbitmq::DRIVER,
         Engine::Redis => &redis_streams::DRIVER,
     }
 }

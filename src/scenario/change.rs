@@ -52,7 +52,9 @@ impl Plan {
                     s.sampler.interval = HumanDuration(Duration::from_secs(3600));
                 }
                 PlanChange::BystanderUnlessSet => {
-                    s.bystander.enabled = s.bystander.enabled.or(Some(true));
+                    // On where the engine has one (a broker without keys of its own has not).
+                    let has = s.database.engine.supports().bystander;
+                    s.bystander.enabled = s.bystander.enabled.or(Some(has));
                 }
                 PlanChange::BystanderNotAlone => {
                     s.bystander.quiet = HumanDuration(Duration::ZERO);

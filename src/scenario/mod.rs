@@ -15,8 +15,8 @@ pub use faults::{BackendTarget, CrashPoint, FaultSpec, Repeat};
 pub use load::{Assignment, Overrides, ScenarioFile};
 pub use model::{
     Arrival, BystanderSection, CUSTOM_REQUIRED_FILES, CapacitySection, ClaimMode, Finish,
-    HandlerSection, Jitter, MatrixOption, MatrixSection, PhaseSection, ProviderKind, Scenario,
-    VariantName,
+    HandlerSection, Jitter, MatrixOption, MatrixSection, PhaseSection, ProviderKind, RabbitQueue,
+    Scenario, VariantName,
 };
 pub use plan::{
     BackoffPlan, BystanderPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan,

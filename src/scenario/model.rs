@@ -313,6 +313,36 @@ pub struct QueueSection {
     pub max_retries: i32,
     #[serde(default)]
     pub backoff: BackoffSection,
+    /// RabbitMQ only: the kind of queue the jobs go to (default `quorum`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rabbitmq_queue: Option<RabbitQueue>,
+}
+
+/// The kind of RabbitMQ queue that holds the jobs.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum RabbitQueue {
+    /// A replicated, durable quorum queue; messages always persistent (RabbitMQ's advice
+    /// for data safety).
+    #[default]
+    Quorum,
+    /// A durable classic queue with persistent messages.
+    Classic,
+    /// A classic queue that is not durable, with transient messages: lost when the broker
+    /// restarts (what the proof's loss check is tested against).
+    Transient,
+}
+
+impl RabbitQueue {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RabbitQueue::Quorum => "quorum",
+            RabbitQueue::Classic => "classic",
+            RabbitQueue::Transient => "transient",
+        }
+    }
 }
 
 impl Default for QueueSection {
@@ -325,6 +355,7 @@ impl Default for QueueSection {
             unlogged: false,
             max_retries: defaults::max_retries(),
             backoff: BackoffSection::default(),
+            rabbitmq_queue: None,
         }
     }
 }

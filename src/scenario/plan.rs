@@ -4,7 +4,8 @@
 use super::faults::{FaultSpec, Repeat};
 use super::model::{
     Arrival, BystanderSection, CUSTOM_REQUIRED_FILES, ClaimMode, ConsumersSection, DatabaseSection,
-    Finish, Jitter, PhaseSection, ProducersSection, ProviderKind, Scenario, VariantName,
+    Finish, Jitter, PhaseSection, ProducersSection, ProviderKind, RabbitQueue, Scenario,
+    VariantName,
 };
 use super::thresholds::{self, Threshold};
 use super::values::{DurationDist, Rate};
@@ -75,6 +76,8 @@ pub struct VariantPlan {
     pub dir: Option<std::path::PathBuf>,
     pub fillfactor: Option<u32>,
     pub unlogged: bool,
+    /// RabbitMQ: the kind of queue that holds the jobs.
+    pub rabbitmq_queue: RabbitQueue,
 }
 
 /// `min(base * factor^retry_count, cap)`, then jitter.
@@ -247,7 +250,8 @@ impl Plan {
             sampler_interval: scenario.sampler.interval.0,
             thresholds,
             bystander,
-            completion_audit: scenario.verify.completion_audit,
+            completion_audit: scenario.verify.completion_audit
+                && scenario.database.engine.supports().completion_audit,
             resolved: scenario,
         })
     }
@@ -910,11 +914,28 @@ fn needs(scenario: &Scenario) -> Vec<Need> {
         let what = "unlogged is a table option".to_string();
         needs.push(Need::new("queue.unlogged", what, |s| s.table_options));
     }
-    if scenario.consumers.claim_mode == Some(ClaimMode::InTransaction) {
-        let what = "a claim held in the worker's transaction".to_string();
-        needs.push(Need::new("consumers.claim_mode", what, |s| {
-            s.claim_in_transaction
-        }));
+    if q.rabbitmq_queue.is_some() {
+        let what = "the kind of queue is chosen".to_string();
+        needs.push(Need::new("queue.rabbitmq_queue", what, |s| s.queue_kinds));
+    }
+    match scenario.consumers.claim_mode {
+        Some(ClaimMode::InTransaction) => {
+            let what = "a claim held in the worker's transaction".to_string();
+            needs.push(Need::new("consumers.claim_mode", what, |s| {
+                s.claim_in_transaction
+            }));
+        }
+        Some(ClaimMode::Committed) => {
+            let what = "a claim committed before the work".to_string();
+            needs.push(Need::new("consumers.claim_mode", what, |s| {
+                s.claim_committed
+            }));
+        }
+        None => {}
+    }
+    if scenario.bystander.enabled == Some(true) {
+        let what = "a bystander runs".to_string();
+        needs.push(Need::new("bystander.enabled", what, |s| s.bystander));
     }
     if scenario.producers.outbox.enabled {
         let what = "the outbox scenario runs".to_string();
@@ -959,7 +980,7 @@ fn check_engine(scenario: &Scenario) -> Result<(), (String, String)> {
         format!(
             "{} on {} only; with database.engine = \"{}\" {}",
             unmet.what,
-            on.join(" and "),
+            crate::engine::and_list(&on),
             engine.as_str(),
             engine.offers()
         ),
@@ -1013,6 +1034,7 @@ fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError
         dir,
         fillfactor: q.fillfactor,
         unlogged: q.unlogged,
+        rabbitmq_queue: q.rabbitmq_queue.unwrap_or_default(),
     };
     Ok(QueuePlan {
         variant,

@@ -9,6 +9,7 @@ mod faults;
 mod mariadb;
 mod matrix;
 mod providers;
+mod rabbitmq;
 mod redis;
 mod reports;
 mod runs;

@@ -266,7 +266,7 @@ fn redis_refuses_what_only_databases_have_in_one_line() {
         ),
         (
             "consumers.claim_mode=\"in_transaction\"",
-            "consumers.claim_mode: a claim held in the worker's transaction on PostgreSQL and MariaDB only",
+            "consumers.claim_mode: a claim held in the worker's transaction on PostgreSQL, MariaDB and RabbitMQ only",
         ),
     ];
     for (set, expected) in cases {

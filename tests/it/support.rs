@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 static URL: OnceLock<String> = OnceLock::new();
 static MARIADB_URL: OnceLock<String> = OnceLock::new();
 static REDIS_URL: OnceLock<String> = OnceLock::new();
+static RABBITMQ_URL: OnceLock<String> = OnceLock::new();
 static CLUSTERS: Mutex<Vec<LocalCluster>> = Mutex::new(Vec::new());
 
 extern "C" fn stop_clusters() {
@@ -92,6 +93,26 @@ pub fn shared_redis_url() -> &'static str {
         let port = start_shared(Engine::Redis, &[("appendfsync", "everysec")]);
         format!("redis://127.0.0.1:{port}/0")
     })
+}
+
+/// URL of the RabbitMQ broker shared by the tests (`DBQ_TEST_RABBITMQ_URL`, else a local
+/// node started once).
+pub fn shared_rabbitmq_url() -> &'static str {
+    RABBITMQ_URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("DBQ_TEST_RABBITMQ_URL") {
+            return url;
+        }
+        require_rabbitmq_binaries();
+        let port = start_shared(Engine::Rabbitmq, &[]);
+        format!("amqp://guest:guest@127.0.0.1:{port}/%2f")
+    })
+}
+
+/// A plan from scenario text on the shared RabbitMQ broker.
+pub fn rabbitmq_plan(text: &str, sets: &[&str]) -> Plan {
+    let mut sets = sets.to_vec();
+    sets.push("database.engine=\"rabbitmq\"");
+    build_plan(text, &sets, ProviderKind::Url, Some(shared_rabbitmq_url()))
 }
 
 /// A plan from scenario text on the shared Redis server.
@@ -174,6 +195,23 @@ pub fn require_redis_binaries() {
     }
 }
 
+/// RabbitMQ from the machine's packages (the shared broker and the `local` provider).
+pub fn require_rabbitmq_binaries() {
+    if let Err(e) = backend::driver(Engine::Rabbitmq).local().binaries() {
+        panic!(
+            "missing prerequisite: RabbitMQ ({e:#}). Install it (`apt-get install \
+             rabbitmq-server`), set DBQ_RABBITMQ_BINDIR to its scripts' directory, or set \
+             DBQ_TEST_RABBITMQ_URL to a broker of yours; {SET_UP_ALL}"
+        );
+    }
+}
+
+/// The RabbitMQ image the container tests start (DBQ_RABBITMQ_IMAGE, else the official
+/// default); see [`require_engine_image`].
+pub fn require_rabbitmq_image() -> String {
+    require_engine_image(Engine::Rabbitmq)
+}
+
 /// The Redis image the container tests start (DBQ_REDIS_IMAGE, else the official default);
 /// see [`require_engine_image`].
 pub fn require_redis_image() -> String {
@@ -198,6 +236,7 @@ fn require_engine_image(engine: Engine) -> String {
     let (var, default, local) = match engine {
         Engine::Postgres => ("DBQ_POSTGRES_IMAGE", "postgres:17", "postgres:15"),
         Engine::Mariadb => ("DBQ_MARIADB_IMAGE", "mariadb:10.11", "mariadb:10.11"),
+        Engine::Rabbitmq => ("DBQ_RABBITMQ_IMAGE", "rabbitmq:3.10", "rabbitmq:3.10"),
         Engine::Redis => ("DBQ_REDIS_IMAGE", "redis:7.0", "redis:7.0"),
     };
     let image = std::env::var(var).unwrap_or_else(|_| default.into());
@@ -417,6 +456,7 @@ pub async fn fresh_queue(engine: Engine, plan: &Plan, audit: bool) -> Arc<dyn Ba
     let url = match engine {
         Engine::Postgres => shared_url(),
         Engine::Mariadb => shared_mariadb_url(),
+        Engine::Rabbitmq => shared_rabbitmq_url(),
         Engine::Redis => shared_redis_url(),
     };
     let endpoint = backend::driver(engine).endpoint(url, &[]).unwrap();

@@ -2,11 +2,11 @@
 //! on it, each step one script.
 
 use super::{GROUP, Shared};
+use crate::backend::broker::{backoff_ms, payload_key};
 use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::job::{ClaimedJob, FailOutcome, Insert, JobId, JobPayload, NewJob};
 use crate::backend::seam::{Bystand, Connection, Enqueue, Work};
-use crate::backend::sql::jitter_floor;
-use crate::scenario::{BackoffPlan, ClaimMode};
+use crate::scenario::ClaimMode;
 use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
@@ -61,7 +61,7 @@ impl RedisLink {
         for job in jobs {
             call.arg(&job.job_type)
                 .arg(&job.payload)
-                .arg(payload_key(&job.payload).unwrap_or(""));
+                .arg(payload_key(job.payload.as_bytes()).unwrap_or(""));
         }
         let r = call.invoke_async::<Vec<JobId>>(&mut self.conn).await;
         let ids = self.seen(r)?;
@@ -70,22 +70,6 @@ impl RedisLink {
         }
         Ok(ids)
     }
-}
-
-/// The payload's unique key (`{"k":"…",…}`), read without parsing the rest.
-fn payload_key(payload: &str) -> Option<&str> {
-    let rest = &payload[payload.find("\"k\":\"")? + 5..];
-    Some(&rest[..rest.find('"')?])
-}
-
-/// The seed's back-off for a job that has failed `retries` times before: `min(base ×
-/// factor^retries, cap)`, then jitter.
-fn backoff_ms(b: &BackoffPlan, retries: i32) -> u64 {
-    let delay = b.base.as_secs_f64() * b.factor.powi(retries);
-    let delay = b.cap.map_or(delay, |c| delay.min(c.as_secs_f64()));
-    let floor = jitter_floor(b.jitter);
-    let delay = delay * (floor + (1.0 - floor) * rand::random::<f64>());
-    (delay.min(86_400.0) * 1000.0).round() as u64
 }
 
 #[async_trait]
@@ -310,30 +294,5 @@ impl Bystand for RedisLink {
             .query_async::<i64>(&mut self.conn)
             .await;
         self.seen(r).map(drop)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::scenario::Jitter;
-
-    #[test]
-    fn the_payload_key_is_read_without_parsing() {
-        assert_eq!(payload_key(r#"{"k":"r1-p0-7","t":5}"#), Some("r1-p0-7"));
-        assert_eq!(payload_key(r#"{"t":5}"#), None);
-    }
-
-    #[test]
-    fn the_backoff_is_the_seeds() {
-        let b = BackoffPlan {
-            base: Duration::from_millis(100),
-            factor: 2.0,
-            cap: Some(Duration::from_millis(300)),
-            jitter: Jitter::None,
-        };
-        assert_eq!(backoff_ms(&b, 0), 100);
-        assert_eq!(backoff_ms(&b, 1), 200);
-        assert_eq!(backoff_ms(&b, 5), 300);
     }
 }

@@ -1,0 +1,284 @@
+//! What the run's own connections read from a RabbitMQ queue (the sampler, the proof). The
+//! broker keeps no record of an acknowledged message, so the proof's view of a job is what
+//! the broker still holds: a message in the jobs' or a retry queue is waiting, one in the
+//! dead letters is dead-lettered, and a job in none of them is gone. Gone means done only
+//! when no consumer is attached (then no message can be out unacknowledged): while workers
+//! run, only dead letters are reported.
+
+use super::link::{RabbitLink, describe};
+use crate::backend::error::BackendError;
+use crate::backend::figures::{ClaimProbe, DbSample, TableStats};
+use crate::backend::job::{JobId, JobStatus, TableMismatch};
+use crate::backend::seam::{Disrupt, Inspect};
+use async_trait::async_trait;
+use lapin::options::{BasicGetOptions, QueueDeclareOptions};
+use lapin::types::FieldTable;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// The most messages a snapshot reads from one queue.
+const SNAPSHOT_LIMIT: usize = 1_000_000;
+
+fn unsupported(what: &str) -> BackendError {
+    BackendError::unsupported(what, "RabbitMQ")
+}
+
+/// What the broker holds, by job id; `complete` when nothing can be out unacknowledged.
+struct Snapshot {
+    held: HashMap<JobId, (JobStatus, String)>,
+    complete: bool,
+}
+
+impl RabbitLink {
+    /// (ready messages, consumers) of `queue`, by a passive declaration.
+    async fn queue_counts(&mut self, queue: &str) -> Result<(i64, i64), BackendError> {
+        let passive = QueueDeclareOptions {
+            passive: true,
+            ..QueueDeclareOptions::default()
+        };
+        let channel = self.conn.create_channel().await;
+        let channel = self.seen(channel)?;
+        let q = channel
+            .queue_declare(queue.into(), passive, FieldTable::default())
+            .await;
+        let q = self.seen(q)?;
+        channel.close(200, "OK".into()).await.ok();
+        Ok((q.message_count() as i64, q.consumer_count() as i64))
+    }
+
+    /// (waiting in the jobs' and retry queues, dead letters, consumers of the jobs' queue).
+    async fn counts(&mut self) -> Result<(i64, i64, i64), BackendError> {
+        let (mut waiting, consumers) = self.queue_counts(&self.shared.jobs()).await?;
+        let (dead, _) = self.queue_counts(&self.shared.dead()).await?;
+        for queue in self.shared.all_queues().into_iter().skip(2) {
+            waiting += self.queue_counts(&queue).await?.0;
+        }
+        Ok((waiting, dead, consumers))
+    }
+
+    /// Reads the messages of `queue` (`basic.get`, unacknowledged) on a channel of its own
+    /// and closes the channel, which gives them all back.
+    async fn read_queue(&mut self, queue: &str) -> Result<Vec<(JobId, String)>, BackendError> {
+        let channel = self.conn.create_channel().await;
+        let channel = self.seen(channel)?;
+        let mut out = Vec::new();
+        while out.len() < SNAPSHOT_LIMIT {
+            let got = channel
+                .basic_get(queue.into(), BasicGetOptions { no_ack: false })
+                .await;
+            let Some(message) = self.seen(got)? else {
+                break;
+            };
+            let (id, ..) = describe(&message.delivery.properties)?;
+            let key = crate::backend::broker::payload_key(&message.delivery.data)
+                .unwrap_or_default()
+                .to_string();
+            out.push((id, key));
+        }
+        channel.close(200, "OK".into()).await.ok();
+        Ok(out)
+    }
+
+    /// What the broker holds now: only the dead letters while consumers are attached.
+    async fn snapshot(&mut self) -> Result<Snapshot, BackendError> {
+        let (_, _, consumers) = self.counts().await?;
+        let complete = consumers == 0;
+        let mut held = HashMap::new();
+        for (id, key) in self.read_queue(&self.shared.dead()).await? {
+            held.insert(id, (JobStatus::DeadLetter, key));
+        }
+        if complete {
+            for queue in self.shared.all_queues() {
+                if queue == self.shared.dead() {
+                    continue;
+                }
+                for (id, key) in self.read_queue(&queue).await? {
+                    held.entry(id).or_insert((JobStatus::Pending, key));
+                }
+            }
+        }
+        Ok(Snapshot { held, complete })
+    }
+}
+
+#[async_trait]
+impl Inspect for RabbitLink {
+    async fn install_outbox(&mut self, _orders: u64) -> Result<(), BackendError> {
+        Err(unsupported("the outbox"))
+    }
+
+    async fn analyze(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
+        Ok(vec![self.shared.info.claim_sql.clone()])
+    }
+
+    /// Messages waiting (jobs and retries) and dead letters; what is out unacknowledged the
+    /// broker does not say over AMQP.
+    async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
+        let started = Instant::now();
+        let (waiting, dead, _) = self.counts().await?;
+        Ok(DbSample {
+            pending: waiting,
+            dead_letter: full.then_some(dead),
+            sample_ms: started.elapsed().as_secs_f64() * 1000.0,
+            live_tuples: waiting + dead,
+            ..DbSample::default()
+        })
+    }
+
+    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
+        Err(unsupported("a claim probe"))
+    }
+
+    async fn table_stats(&mut self) -> Result<TableStats, BackendError> {
+        let (waiting, dead, _) = self.counts().await?;
+        Ok(TableStats {
+            live_tuples: waiting + dead,
+            ..TableStats::default()
+        })
+    }
+
+    async fn status_counts(&mut self) -> Result<Vec<(String, i64)>, BackendError> {
+        let (waiting, dead, _) = self.counts().await?;
+        Ok(vec![
+            ("pending".into(), waiting),
+            ("dead_letter".into(), dead),
+        ])
+    }
+
+    async fn job_statuses(
+        &mut self,
+        ids: &[JobId],
+    ) -> Result<Vec<(JobId, JobStatus, Option<i32>)>, BackendError> {
+        let snap = self.snapshot().await?;
+        Ok(ids
+            .iter()
+            .filter_map(|id| match snap.held.get(id) {
+                Some((status, _)) => Some((*id, *status, None)),
+                None if snap.complete => Some((*id, JobStatus::Done, None)),
+                None => None,
+            })
+            .collect())
+    }
+
+    /// Only jobs still held can be found by key.
+    async fn jobs_by_key(&mut self, keys: &[String]) -> Result<Vec<(JobId, String)>, BackendError> {
+        let wanted: HashSet<&str> = keys.iter().map(String::as_str).collect();
+        let snap = self.snapshot().await?;
+        Ok(snap
+            .held
+            .into_iter()
+            .filter(|(_, (_, k))| wanted.contains(k.as_str()))
+            .map(|(id, (_, k))| (id, k))
+            .collect())
+    }
+
+    async fn table_mismatches(
+        &mut self,
+        ids: &[JobId],
+        expected: &[&str],
+    ) -> Result<Vec<TableMismatch>, BackendError> {
+        let snap = self.snapshot().await?;
+        let mut out = Vec::new();
+        for (id, expected) in ids.iter().zip(expected) {
+            let status = match snap.held.get(id) {
+                Some((s, _)) => s.as_str().to_string(),
+                // Gone from the broker: acknowledged, as the ledger says, or lost.
+                None if snap.complete && *expected == "done" => "done".to_string(),
+                None if snap.complete => "missing".to_string(),
+                None => "unknown (consumers attached)".to_string(),
+            };
+            if status != *expected || !matches!(status.as_str(), "done" | "dead_letter") {
+                out.push(TableMismatch {
+                    id: *id,
+                    table_status: status,
+                    expected: expected.to_string(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    async fn untracked_between(
+        &mut self,
+        known: &[JobId],
+        from: JobId,
+        to: JobId,
+    ) -> Result<Vec<(JobId, String)>, BackendError> {
+        let known: HashSet<JobId> = known.iter().copied().collect();
+        let snap = self.snapshot().await?;
+        let mut out: Vec<(JobId, String)> = snap
+            .held
+            .into_iter()
+            .filter(|(id, _)| (from..to).contains(id) && !known.contains(id))
+            .map(|(id, (s, _))| (id, s.as_str().to_string()))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError> {
+        Err(unsupported("the completion audit"))
+    }
+
+    async fn paid_orders(&mut self) -> Result<i64, BackendError> {
+        Err(unsupported("the outbox"))
+    }
+
+    async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError> {
+        Err(unsupported("the outbox"))
+    }
+}
+
+#[async_trait]
+impl Disrupt for RabbitLink {
+    async fn terminate_sessions(
+        &mut self,
+        _roles: &[&str],
+        _count: u32,
+    ) -> Result<(&'static str, u64), BackendError> {
+        Err(unsupported("kill_backends"))
+    }
+
+    async fn hold_horizon(&mut self) -> Result<i64, BackendError> {
+        Err(unsupported("idle_in_transaction"))
+    }
+
+    async fn await_horizon(
+        &mut self,
+        _held: i64,
+        _wait: Duration,
+        _stop: &CancellationToken,
+    ) -> Option<u64> {
+        None
+    }
+
+    /// Nothing to clean: an acknowledged message is gone.
+    async fn clean_up(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    async fn hold_autovacuum(&mut self, _off: bool) -> Result<(), BackendError> {
+        Err(unsupported("delay_vacuum"))
+    }
+
+    async fn vacuum_as_autovacuum(&mut self) -> Result<(), BackendError> {
+        Err(unsupported("delay_vacuum"))
+    }
+
+    async fn begin_snapshot(&mut self) -> Result<(), BackendError> {
+        Err(unsupported("active_readers"))
+    }
+
+    async fn scan(&mut self) -> Result<(), BackendError> {
+        Err(unsupported("active_readers"))
+    }
+
+    async fn session_state(&mut self, _role: &str) -> Result<Option<String>, BackendError> {
+        Err(unsupported("a session's state"))
+    }
+}

@@ -1,0 +1,264 @@
+//! The broker the article names: the same scenarios, load, faults and proof on a real
+//! RabbitMQ (a shared local node; the provider tests and the restart tests start their own).
+//! What the proof says is checked against the broker: the jobs' queue empty at the end, the
+//! dead letters holding exactly the dead-lettered jobs.
+
+use crate::support::{SMALL, rabbitmq_plan, run_plan, shared_rabbitmq_url};
+use dbq_bench::backend::{self, Backend};
+use dbq_bench::provider::provision;
+use dbq_bench::report::Summary;
+use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
+use lapin::options::QueueDeclareOptions;
+use lapin::types::FieldTable;
+use std::time::Duration;
+
+fn assert_nothing_lost(s: &Summary) {
+    assert!(s.jobs.completed > 0, "{:?}", s.jobs);
+    assert_eq!(s.jobs.lost, 0, "the proof says: {}", s.accounting.verdict);
+    assert!(s.accounting.ok, "the proof says: {}", s.accounting.verdict);
+    assert!(s.accounting.views_agree, "{}", s.accounting.verdict);
+}
+
+/// Messages ready in the kept queue's `suffix` queue (`jobs`, `dead`), by the test's own
+/// connection.
+async fn ready(queue: &dyn Backend, suffix: &str) -> u32 {
+    let conn = lapin::Connection::connect(shared_rabbitmq_url(), Default::default())
+        .await
+        .unwrap();
+    let channel = conn.create_channel().await.unwrap();
+    let passive = QueueDeclareOptions {
+        passive: true,
+        ..QueueDeclareOptions::default()
+    };
+    let name = format!("{}.{suffix}", queue.namespace());
+    let q = channel
+        .queue_declare(name.as_str().into(), passive, FieldTable::default())
+        .await
+        .unwrap();
+    conn.close(200, "OK".into()).await.ok();
+    q.message_count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_runs_on_rabbitmq_with_every_job_accounted_for() {
+    let p = rabbitmq_plan(
+        SMALL,
+        &[
+            "producers.prefill=300",
+            "consumers.handler.error_rate=0.1",
+            "producers.poison_fraction=0.02",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    assert_nothing_lost(s);
+    assert!(
+        s.database.server_version.starts_with("RabbitMQ"),
+        "{:?}",
+        s.database
+    );
+    assert!(s.jobs.failed_attempts > 0, "{:?}", s.jobs);
+    assert!(s.jobs.dead_lettered > 0, "{:?}", s.jobs);
+    // The broker keeps no record of acknowledged messages: duplicates are the ledger's.
+    assert_eq!(s.accounting.table.duplicate_completions, None);
+    let queue = outcome.kept_queue.as_ref().expect("kept");
+    assert_eq!(
+        ready(&**queue, "jobs").await,
+        0,
+        "the jobs' queue is drained"
+    );
+    assert_eq!(
+        u64::from(ready(&**queue, "dead").await),
+        s.jobs.dead_lettered,
+        "the dead letters"
+    );
+    queue.drop_namespace().await.unwrap();
+    backend::release(&**queue);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crashed_and_killed_workers_on_rabbitmq_get_their_jobs_redelivered() {
+    // Worker tasks crash (their connections vanish) and worker processes are SIGKILLed:
+    // the broker delivers their unacknowledged jobs again by itself.
+    let p = rabbitmq_plan(
+        SMALL,
+        &[
+            "phases.0.duration=4s",
+            "consumers.processes=true",
+            "producers.rate=80",
+            "consumers.handler.duration.fixed=40ms",
+            "consumers.restart_after=\"200ms\"",
+            "phases.0.faults=[{ kind = \"kill_workers\", every = \"700ms\" }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(s.faults.worker_crashes > 0, "{:?}", s.faults.events);
+    assert_nothing_lost(s);
+    assert!(
+        s.accounting.executions.extra_executions > 0,
+        "redeliveries counted: {:?}",
+        s.accounting.executions
+    );
+    assert_eq!(s.accounting.executions.unexplained_executions, 0);
+}
+
+/// A scenario of its own on a local broker, restarted 1 s into the load with a backlog
+/// queued: `kind` is the queue's kind, `mode` the shutdown.
+fn restart_scenario(kind: &str, mode: &str) -> String {
+    format!(
+        r#"seed = 7
+[database]
+engine = "rabbitmq"
+[queue]
+rabbitmq_queue = "{kind}"
+[producers]
+count = 1
+rate = 50
+prefill = 2000
+[consumers]
+count = 1
+poll_interval = "20ms"
+[consumers.handler]
+duration = {{ fixed = "5ms" }}
+[drain]
+timeout = "30s"
+[[phases]]
+name = "steady"
+duration = "4s"
+faults = [{{ kind = "restart_server", after = "1s", down_for = "200ms", mode = "{mode}" }}]
+"#
+    )
+}
+
+/// Runs `text` with `--db local`; the exit code and summary.json.
+fn run_local(text: &str) -> (Option<i32>, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("restart.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args([
+            "run",
+            scenario.to_str().unwrap(),
+            "--db",
+            "local",
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let summary = std::fs::read(dir.path().join("out/summary.json"))
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), serde_json::from_slice(&summary).unwrap())
+}
+
+#[test]
+fn jobs_in_a_transient_queue_lost_in_a_restart_are_reported_lost() {
+    crate::support::require_rabbitmq_binaries();
+    let (code, summary) = run_local(
+        &restart_scenario("transient", "fast").replace("timeout = \"30s\"", "timeout = \"3s\""),
+    );
+    let verdict = &summary["accounting"]["verdict"];
+    assert_eq!(code, Some(1), "{verdict}");
+    assert!(summary["jobs"]["lost"].as_u64().unwrap() > 0, "{verdict}");
+    assert!(
+        verdict.as_str().unwrap().contains("table missing"),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn a_quorum_queue_killed_and_restarted_loses_nothing_and_repeats_nothing() {
+    crate::support::require_rabbitmq_binaries();
+    let (code, summary) = run_local(&restart_scenario("quorum", "immediate"));
+    let verdict = &summary["accounting"]["verdict"];
+    assert_eq!(code, Some(0), "{verdict}");
+    assert_eq!(summary["jobs"]["lost"], 0, "{verdict}");
+    assert_eq!(
+        summary["faults"]["server_restarts"], 1,
+        "{}",
+        summary["faults"]
+    );
+    // Completions are acknowledgements committed in a transaction: none is delivered again.
+    assert_eq!(summary["jobs"]["duplicate_completions"], 0, "{verdict}");
+}
+
+fn rabbitmq_db_plan(provider: ProviderKind, image: String) -> DatabasePlan {
+    DatabasePlan {
+        engine: Engine::Rabbitmq,
+        provider,
+        image,
+        url: None,
+        startup_timeout: Duration::from_secs(90),
+        settings: vec![("vm_memory_high_watermark".into(), "0.6".into())],
+    }
+}
+
+/// Starts, serves a queue (queues named after a namespace of its own) and tears down.
+async fn serves_and_tears_down(plan: DatabasePlan) {
+    let server = provision(&plan).await.expect("provider");
+    assert!(server.version.starts_with("RabbitMQ"), "{}", server.version);
+    let p = rabbitmq_plan(SMALL, &[]);
+    let queue = backend::install(&*server.endpoint(), "dbq_test", &p.queue, false)
+        .await
+        .unwrap();
+    let mut link = queue.connect("test").await.unwrap();
+    assert_eq!(
+        link.status_counts().await.unwrap()[0],
+        ("pending".into(), 0)
+    );
+    link.close().await;
+    queue.drop_namespace().await.unwrap();
+    backend::release(&*queue);
+    let endpoint = server.endpoint();
+    server.teardown().await.unwrap();
+    assert!(endpoint.ping().await.is_err(), "the broker still answers");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_rabbitmq_provider_starts_serves_and_tears_down() {
+    crate::support::require_rabbitmq_binaries();
+    serves_and_tears_down(rabbitmq_db_plan(ProviderKind::Local, String::new())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rabbitmq_container_provider_starts_serves_and_tears_down() {
+    let image = crate::support::require_rabbitmq_image();
+    serves_and_tears_down(rabbitmq_db_plan(ProviderKind::Container, image)).await;
+}
+
+#[test]
+fn rabbitmq_refuses_what_it_cannot_do_in_one_line() {
+    let validate = |set: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+            .args(["validate", "scenarios/smoke.toml", "--set"])
+            .args(["database.engine=\"rabbitmq\"", "--set", set])
+            .output()
+            .unwrap()
+    };
+    let cases = [
+        ("queue.variant=\"delete\"", "queue.variant"),
+        ("consumers.claim_mode=\"committed\"", "consumers.claim_mode"),
+        (
+            "phases.0.faults=[{ kind = \"kill_backends\" }]",
+            "kill_backends",
+        ),
+        ("queue.rabbitmq_queue=\"fast\"", "queue.rabbitmq_queue"),
+    ];
+    for (set, expected) in cases {
+        crate::support::assert_bad_input(&validate(set), set, expected);
+    }
+    // The kind of queue is RabbitMQ's alone.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["validate", "scenarios/smoke.toml", "--set"])
+        .arg("queue.rabbitmq_queue=\"classic\"")
+        .output()
+        .unwrap();
+    crate::support::assert_bad_input(&out, "rabbitmq_queue on postgres", "on RabbitMQ only");
+    assert!(
+        validate("queue.rabbitmq_queue=\"classic\"")
+            .status
+            .success()
+    );
+}
