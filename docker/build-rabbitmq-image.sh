@@ -31,33 +31,5 @@ fi
 . "$here/debian-rootfs.sh"
 make_rootfs dbq-rabbitmq-rootfs
 
-# No service start inside the chroot.
-printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
-chmod +x "$root/usr/sbin/policy-rc.d"
-
-step "installing rabbitmq-server in the image"
-mount -t proc proc "$root/proc"
-chroot "$root" /bin/sh -c "
-  set -e
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends rabbitmq-server
-  apt-get clean
-  rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /usr/share/locale/*
-  mkdir -p /var/lib/rabbitmq && chown -R rabbitmq:rabbitmq /var/lib/rabbitmq
-" >>"$log" 2>&1 || fail "apt-get install rabbitmq-server"
-umount "$root/proc"
-rm -f "$root/usr/sbin/policy-rc.d"
-install -m 0755 "$here/rabbitmq-entrypoint.sh" "$root/usr/local/bin/docker-entrypoint.sh"
-
-step "importing as $tag"
-tar -C "$root" -c . 2>>"$log" | docker import \
-  --change "ENV PATH=/usr/local/bin:/usr/sbin:/usr/bin:/bin" \
-  --change "ENV LANG=C.UTF-8" \
-  --change "USER rabbitmq" \
-  --change "WORKDIR /var/lib/rabbitmq" \
-  --change "EXPOSE 5672" \
-  --change 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' \
-  --change 'CMD ["rabbitmq-server"]' \
-  - "$tag" >>"$log" 2>&1 || fail "docker import"
-echo "image: built $tag (full log: $log)"
+install_package rabbitmq-server "mkdir -p /var/lib/rabbitmq && chown -R rabbitmq:rabbitmq /var/lib/rabbitmq"
+import_image "$here/rabbitmq-entrypoint.sh" rabbitmq /var/lib/rabbitmq 5672 rabbitmq-server

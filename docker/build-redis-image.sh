@@ -31,33 +31,5 @@ fi
 . "$here/debian-rootfs.sh"
 make_rootfs dbq-redis-rootfs
 
-# No service start inside the chroot.
-printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
-chmod +x "$root/usr/sbin/policy-rc.d"
-
-step "installing redis-server in the image"
-mount -t proc proc "$root/proc"
-chroot "$root" /bin/sh -c "
-  set -e
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends redis-server
-  apt-get clean
-  rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /usr/share/locale/*
-  mkdir -p /data && chown redis:redis /data
-" >>"$log" 2>&1 || fail "apt-get install redis-server"
-umount "$root/proc"
-rm -f "$root/usr/sbin/policy-rc.d"
-install -m 0755 "$here/redis-entrypoint.sh" "$root/usr/local/bin/docker-entrypoint.sh"
-
-step "importing as $tag"
-tar -C "$root" -c . 2>>"$log" | docker import \
-  --change "ENV PATH=/usr/local/bin:/usr/sbin:/usr/bin:/bin" \
-  --change "ENV LANG=C.UTF-8" \
-  --change "USER redis" \
-  --change "WORKDIR /data" \
-  --change "EXPOSE 6379" \
-  --change 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' \
-  --change 'CMD ["redis-server"]' \
-  - "$tag" >>"$log" 2>&1 || fail "docker import"
-echo "image: built $tag (full log: $log)"
+install_package redis-server "mkdir -p /data && chown redis:redis /data"
+import_image "$here/redis-entrypoint.sh" redis /data 6379 redis-server

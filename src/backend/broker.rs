@@ -1,8 +1,25 @@
 //! What the broker backends share: the seed's back-off computed by the client (a broker has
 //! no `NOW() + interval`), and the payload's key read without parsing the payload.
 
+use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::sql::jitter_floor;
-use crate::scenario::BackoffPlan;
+use crate::scenario::{BackoffPlan, QueuePlan, VariantName};
+
+/// Jobs one claim takes on a broker: the variant as the job's life (`seed` one, `batch` up
+/// to `queue.claim_batch`); the SQL variants have no meaning on `broker`.
+pub fn claim_batch(q: &QueuePlan, broker: &str) -> Result<u32, BackendError> {
+    match q.variant.name {
+        VariantName::Seed => Ok(1),
+        VariantName::Batch => Ok(q.variant.claim_batch),
+        other => Err(BackendError::new(
+            ErrorClass::Permanent,
+            format!(
+                "variant {} is SQL; on {broker} use seed or batch",
+                other.as_str()
+            ),
+        )),
+    }
+}
 
 /// The back-off before the next attempt of a job that has failed `retries` times before,
 /// in ms: `min(base × factor^retries, cap)`, then jitter (the seed's failure update).

@@ -13,10 +13,8 @@
 //! the proof notices.
 
 use super::error::{BackendError, ErrorClass};
-use super::figures::{ClaimProbe, DbSample, TableStats};
-use super::job::{
-    ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob, TableMismatch,
-};
+use super::figures::{DbSample, TableStats};
+use super::job::{ClaimedJob, FailOutcome, JobId, JobPayload, JobStatus, NewJob, TableMismatch};
 use super::seam::{
     Attachment, Backend, Bystand, Connection, DesignInfo, Disrupt, Enqueue, Inspect, Link, WakeUp,
     Work,
@@ -394,15 +392,6 @@ impl Enqueue for MemoryLink {
         let mut t = self.table();
         Ok(jobs.iter().map(|j| t.insert(j)).collect())
     }
-
-    async fn enqueue_in_outbox(
-        &mut self,
-        _job: &NewJob,
-        _order: i64,
-        _roll_back: bool,
-    ) -> Result<Insert, (BackendError, bool)> {
-        Err((unsupported("the outbox"), false))
-    }
 }
 
 #[async_trait]
@@ -464,10 +453,6 @@ impl Work for MemoryLink {
 
 #[async_trait]
 impl Inspect for MemoryLink {
-    async fn install_outbox(&mut self, _orders: u64) -> Result<(), BackendError> {
-        Err(unsupported("the outbox"))
-    }
-
     async fn analyze(&mut self) -> Result<(), BackendError> {
         Ok(())
     }
@@ -493,10 +478,6 @@ impl Inspect for MemoryLink {
             live_tuples: total,
             ..DbSample::default()
         })
-    }
-
-    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
-        Err(unsupported("a claim probe"))
     }
 
     async fn table_stats(&mut self) -> Result<TableStats, BackendError> {
@@ -588,14 +569,6 @@ impl Inspect for MemoryLink {
             .map(|(id, r)| (id, r.completions))
             .collect())
     }
-
-    async fn paid_orders(&mut self) -> Result<i64, BackendError> {
-        Err(unsupported("the outbox"))
-    }
-
-    async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError> {
-        Err(unsupported("the outbox"))
-    }
 }
 
 #[async_trait]
@@ -636,40 +609,7 @@ impl Disrupt for MemoryLink {
         Err(unsupported("kill_backends"))
     }
 
-    async fn hold_horizon(&mut self) -> Result<i64, BackendError> {
-        Err(unsupported("idle_in_transaction"))
-    }
-
-    async fn await_horizon(
-        &mut self,
-        _held: i64,
-        _wait: Duration,
-        _stop: &CancellationToken,
-    ) -> Option<u64> {
-        None
-    }
-
     async fn clean_up(&mut self) -> Result<(), BackendError> {
         Ok(())
-    }
-
-    async fn hold_autovacuum(&mut self, _off: bool) -> Result<(), BackendError> {
-        Err(unsupported("delay_vacuum"))
-    }
-
-    async fn vacuum_as_autovacuum(&mut self) -> Result<(), BackendError> {
-        Err(unsupported("delay_vacuum"))
-    }
-
-    async fn begin_snapshot(&mut self) -> Result<(), BackendError> {
-        Err(unsupported("active_readers"))
-    }
-
-    async fn scan(&mut self) -> Result<(), BackendError> {
-        Err(unsupported("active_readers"))
-    }
-
-    async fn session_state(&mut self, _role: &str) -> Result<Option<String>, BackendError> {
-        Err(BackendError::unsupported("a session's state", NAME))
     }
 }

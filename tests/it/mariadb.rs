@@ -1,20 +1,14 @@
 //! The second engine: the same scenarios, load, faults and proof on a real MariaDB (a shared
 //! local server; the provider tests start their own).
 
-use crate::support::{SMALL, maria_sql, mariadb_plan, prove_again, run_plan, shared_mariadb_url};
+use crate::support::{
+    SMALL, assert_nothing_lost, maria_sql, mariadb_plan, prove_again, run_plan, shared_mariadb_url,
+};
 use dbq_bench::backend;
 use dbq_bench::provider::provision;
-use dbq_bench::report::Summary;
 use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
 use sqlx::Connection;
 use std::time::Duration;
-
-fn assert_nothing_lost(s: &Summary) {
-    assert!(s.jobs.completed > 0, "{:?}", s.jobs);
-    assert_eq!(s.jobs.lost, 0, "the proof says: {}", s.accounting.verdict);
-    assert!(s.accounting.ok, "the proof says: {}", s.accounting.verdict);
-    assert!(s.accounting.views_agree, "{}", s.accounting.verdict);
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seed_runs_on_mariadb_with_every_job_accounted_for() {

@@ -3,21 +3,12 @@
 //! What the proof says is checked against the broker: the jobs' queue empty at the end, the
 //! dead letters holding exactly the dead-lettered jobs.
 
-use crate::support::{SMALL, rabbitmq_plan, run_plan, shared_rabbitmq_url};
+use crate::support::{SMALL, assert_nothing_lost, rabbitmq_plan, run_plan, shared_rabbitmq_url};
 use dbq_bench::backend::{self, Backend};
-use dbq_bench::provider::provision;
-use dbq_bench::report::Summary;
 use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
 use lapin::options::QueueDeclareOptions;
 use lapin::types::FieldTable;
 use std::time::Duration;
-
-fn assert_nothing_lost(s: &Summary) {
-    assert!(s.jobs.completed > 0, "{:?}", s.jobs);
-    assert_eq!(s.jobs.lost, 0, "the proof says: {}", s.accounting.verdict);
-    assert!(s.accounting.ok, "the proof says: {}", s.accounting.verdict);
-    assert!(s.accounting.views_agree, "{}", s.accounting.verdict);
-}
 
 /// Messages ready in the kept queue's `suffix` queue (`jobs`, `dead`), by the test's own
 /// connection.
@@ -195,37 +186,26 @@ fn rabbitmq_db_plan(provider: ProviderKind, image: String) -> DatabasePlan {
     }
 }
 
-/// Starts, serves a queue (queues named after a namespace of its own) and tears down.
-async fn serves_and_tears_down(plan: DatabasePlan) {
-    let server = provision(&plan).await.expect("provider");
-    assert!(server.version.starts_with("RabbitMQ"), "{}", server.version);
-    let p = rabbitmq_plan(SMALL, &[]);
-    let queue = backend::install(&*server.endpoint(), "dbq_test", &p.queue, false)
-        .await
-        .unwrap();
-    let mut link = queue.connect("test").await.unwrap();
-    assert_eq!(
-        link.status_counts().await.unwrap()[0],
-        ("pending".into(), 0)
-    );
-    link.close().await;
-    queue.drop_namespace().await.unwrap();
-    backend::release(&*queue);
-    let endpoint = server.endpoint();
-    server.teardown().await.unwrap();
-    assert!(endpoint.ping().await.is_err(), "the broker still answers");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_local_rabbitmq_provider_starts_serves_and_tears_down() {
     crate::support::require_rabbitmq_binaries();
-    serves_and_tears_down(rabbitmq_db_plan(ProviderKind::Local, String::new())).await;
+    crate::support::broker_serves_and_tears_down(
+        rabbitmq_db_plan(ProviderKind::Local, String::new()),
+        &rabbitmq_plan(SMALL, &[]),
+        "RabbitMQ",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rabbitmq_container_provider_starts_serves_and_tears_down() {
     let image = crate::support::require_rabbitmq_image();
-    serves_and_tears_down(rabbitmq_db_plan(ProviderKind::Container, image)).await;
+    crate::support::broker_serves_and_tears_down(
+        rabbitmq_db_plan(ProviderKind::Container, image),
+        &rabbitmq_plan(SMALL, &[]),
+        "RabbitMQ",
+    )
+    .await;
 }
 
 #[test]

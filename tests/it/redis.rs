@@ -3,19 +3,10 @@
 //! is checked against the broker itself: the stream empty of waiting and pending entries,
 //! the dead-letter stream holding exactly the dead-lettered jobs.
 
-use crate::support::{SMALL, redis_plan, run_plan, shared_redis_url};
+use crate::support::{SMALL, assert_nothing_lost, redis_plan, run_plan, shared_redis_url};
 use dbq_bench::backend::{self, Backend};
-use dbq_bench::provider::provision;
-use dbq_bench::report::Summary;
 use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
 use std::time::Duration;
-
-fn assert_nothing_lost(s: &Summary) {
-    assert!(s.jobs.completed > 0, "{:?}", s.jobs);
-    assert_eq!(s.jobs.lost, 0, "the proof says: {}", s.accounting.verdict);
-    assert!(s.accounting.ok, "the proof says: {}", s.accounting.verdict);
-    assert!(s.accounting.views_agree, "{}", s.accounting.verdict);
-}
 
 /// The broker's own counts for a kept queue: (stream entries, pending entries, dead-lettered).
 async fn broker_counts(queue: &dyn Backend) -> (i64, i64, i64) {
@@ -199,47 +190,26 @@ fn redis_db_plan(provider: ProviderKind, image: String) -> DatabasePlan {
     }
 }
 
-/// Starts, serves a queue (under a key prefix of its own) and tears down.
-async fn serves_and_tears_down(plan: DatabasePlan) {
-    let server = provision(&plan).await.expect("provider");
-    assert!(server.version.starts_with("Redis 7"), "{}", server.version);
-    let facts = server.endpoint().describe().await.unwrap();
-    assert_eq!(
-        facts.settings.get("appendonly").map(String::as_str),
-        Some("yes")
-    );
-    assert_eq!(
-        facts.settings.get("appendfsync").map(String::as_str),
-        Some("everysec"),
-        "settings reach the server"
-    );
-    let p = redis_plan(SMALL, &[]);
-    let queue = backend::install(&*server.endpoint(), "dbq_test", &p.queue, false)
-        .await
-        .unwrap();
-    let mut link = queue.connect("test").await.unwrap();
-    assert_eq!(
-        link.status_counts().await.unwrap()[0],
-        ("pending".into(), 0)
-    );
-    link.close().await;
-    queue.drop_namespace().await.unwrap();
-    backend::release(&*queue);
-    let endpoint = server.endpoint();
-    server.teardown().await.unwrap();
-    assert!(endpoint.ping().await.is_err(), "the server still answers");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_local_redis_provider_starts_serves_and_tears_down() {
     crate::support::require_redis_binaries();
-    serves_and_tears_down(redis_db_plan(ProviderKind::Local, String::new())).await;
+    crate::support::broker_serves_and_tears_down(
+        redis_db_plan(ProviderKind::Local, String::new()),
+        &redis_plan(SMALL, &[]),
+        "Redis 7",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_redis_container_provider_starts_serves_and_tears_down() {
     let image = crate::support::require_redis_image();
-    serves_and_tears_down(redis_db_plan(ProviderKind::Container, image)).await;
+    crate::support::broker_serves_and_tears_down(
+        redis_db_plan(ProviderKind::Container, image),
+        &redis_plan(SMALL, &[]),
+        "Redis 7",
+    )
+    .await;
 }
 
 /// `validate` of the smoke scenario on Redis with `set` on top.

@@ -520,3 +520,39 @@ pub fn assert_bystander(s: &dbq_bench::report::Summary, rate: f64, quiet_s: f64)
         assert!(p.latency_ms.bystander.count > 0, "{p:?}");
     }
 }
+
+/// A run's jobs all accounted for: some completed, none lost, the proof sound and both
+/// views in agreement.
+pub fn assert_nothing_lost(s: &dbq_bench::report::Summary) {
+    assert!(s.jobs.completed > 0, "{:?}", s.jobs);
+    assert_eq!(s.jobs.lost, 0, "the proof says: {}", s.accounting.verdict);
+    assert!(s.accounting.ok, "the proof says: {}", s.accounting.verdict);
+    assert!(s.accounting.views_agree, "{}", s.accounting.verdict);
+}
+
+/// A broker's provider starts a server whose version starts with `version`, a queue of
+/// `queue`'s design is installed, read and dropped in it, and the server is torn down.
+pub async fn broker_serves_and_tears_down(
+    plan: dbq_bench::scenario::DatabasePlan,
+    queue: &Plan,
+    version: &str,
+) {
+    let server = dbq_bench::provider::provision(&plan)
+        .await
+        .expect("provider");
+    assert!(server.version.starts_with(version), "{}", server.version);
+    let installed = backend::install(&*server.endpoint(), "dbq_test", &queue.queue, false)
+        .await
+        .unwrap();
+    let mut link = installed.connect("test").await.unwrap();
+    assert_eq!(
+        link.status_counts().await.unwrap()[0],
+        ("pending".into(), 0)
+    );
+    link.close().await;
+    installed.drop_namespace().await.unwrap();
+    backend::release(&*installed);
+    let endpoint = server.endpoint();
+    server.teardown().await.unwrap();
+    assert!(endpoint.ping().await.is_err(), "the server still answers");
+}

@@ -7,15 +7,14 @@
 
 use super::link::{RabbitLink, describe};
 use crate::backend::error::BackendError;
-use crate::backend::figures::{ClaimProbe, DbSample, TableStats};
+use crate::backend::figures::{DbSample, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
 use crate::backend::seam::{Disrupt, Inspect};
 use async_trait::async_trait;
 use lapin::options::{BasicGetOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
+use std::time::Instant;
 
 /// The most messages a snapshot reads from one queue.
 const SNAPSHOT_LIMIT: usize = 1_000_000;
@@ -104,10 +103,6 @@ impl RabbitLink {
 
 #[async_trait]
 impl Inspect for RabbitLink {
-    async fn install_outbox(&mut self, _orders: u64) -> Result<(), BackendError> {
-        Err(unsupported("the outbox"))
-    }
-
     async fn analyze(&mut self) -> Result<(), BackendError> {
         Ok(())
     }
@@ -128,10 +123,6 @@ impl Inspect for RabbitLink {
             live_tuples: waiting + dead,
             ..DbSample::default()
         })
-    }
-
-    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
-        Err(unsupported("a claim probe"))
     }
 
     async fn table_stats(&mut self) -> Result<TableStats, BackendError> {
@@ -224,14 +215,6 @@ impl Inspect for RabbitLink {
     async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError> {
         Err(unsupported("the completion audit"))
     }
-
-    async fn paid_orders(&mut self) -> Result<i64, BackendError> {
-        Err(unsupported("the outbox"))
-    }
-
-    async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError> {
-        Err(unsupported("the outbox"))
-    }
 }
 
 #[async_trait]
@@ -244,41 +227,8 @@ impl Disrupt for RabbitLink {
         Err(unsupported("kill_backends"))
     }
 
-    async fn hold_horizon(&mut self) -> Result<i64, BackendError> {
-        Err(unsupported("idle_in_transaction"))
-    }
-
-    async fn await_horizon(
-        &mut self,
-        _held: i64,
-        _wait: Duration,
-        _stop: &CancellationToken,
-    ) -> Option<u64> {
-        None
-    }
-
     /// Nothing to clean: an acknowledged message is gone.
     async fn clean_up(&mut self) -> Result<(), BackendError> {
         Ok(())
-    }
-
-    async fn hold_autovacuum(&mut self, _off: bool) -> Result<(), BackendError> {
-        Err(unsupported("delay_vacuum"))
-    }
-
-    async fn vacuum_as_autovacuum(&mut self) -> Result<(), BackendError> {
-        Err(unsupported("delay_vacuum"))
-    }
-
-    async fn begin_snapshot(&mut self) -> Result<(), BackendError> {
-        Err(unsupported("active_readers"))
-    }
-
-    async fn scan(&mut self) -> Result<(), BackendError> {
-        Err(unsupported("active_readers"))
-    }
-
-    async fn session_state(&mut self, _role: &str) -> Result<Option<String>, BackendError> {
-        Err(unsupported("a session's state"))
     }
 }

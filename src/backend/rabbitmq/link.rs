@@ -9,7 +9,7 @@
 use super::Shared;
 use crate::backend::broker::backoff_ms;
 use crate::backend::error::{BackendError, ErrorClass};
-use crate::backend::job::{ClaimedJob, FailOutcome, Insert, JobId, JobPayload, NewJob};
+use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, NewJob};
 use crate::backend::seam::{Bystand, Connection, Enqueue, Work};
 use crate::scenario::ClaimMode;
 use async_trait::async_trait;
@@ -223,15 +223,6 @@ impl Enqueue for RabbitLink {
             ids.push(self.enqueue(job).await?);
         }
         Ok(ids)
-    }
-
-    async fn enqueue_in_outbox(
-        &mut self,
-        _job: &NewJob,
-        _order: i64,
-        _roll_back: bool,
-    ) -> Result<Insert, (BackendError, bool)> {
-        Err((BackendError::unsupported("the outbox", "RabbitMQ"), false))
     }
 }
 

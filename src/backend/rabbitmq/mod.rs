@@ -24,7 +24,7 @@ use super::seam::{
 };
 use super::sql::namespace_name;
 use crate::engine::{Engine, ShutdownMode};
-use crate::scenario::{BackoffPlan, Finish, QueuePlan, RabbitQueue, VariantName};
+use crate::scenario::{BackoffPlan, Finish, QueuePlan, RabbitQueue};
 use async_trait::async_trait;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::{AMQPValue, FieldTable};
@@ -180,19 +180,7 @@ impl Shared {
 }
 
 fn design_info(ns: &str, q: &QueuePlan) -> Result<DesignInfo, BackendError> {
-    let batch = match q.variant.name {
-        VariantName::Seed => 1,
-        VariantName::Batch => q.variant.claim_batch,
-        other => {
-            return Err(BackendError::new(
-                ErrorClass::Permanent,
-                format!(
-                    "variant {} is SQL; on RabbitMQ use seed or batch",
-                    other.as_str()
-                ),
-            ));
-        }
-    };
+    let batch = super::broker::claim_batch(q, "RabbitMQ")?;
     let kind = q.variant.rabbitmq_queue.as_str();
     Ok(DesignInfo {
         label: format!("{} on RabbitMQ ({kind} queue)", q.variant.name.as_str()),

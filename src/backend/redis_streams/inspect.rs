@@ -7,13 +7,12 @@
 use super::GROUP;
 use super::link::RedisLink;
 use crate::backend::error::{BackendError, ErrorClass};
-use crate::backend::figures::{ClaimProbe, DbSample, TableStats};
+use crate::backend::figures::{DbSample, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
 use crate::backend::seam::{Disrupt, Inspect};
 use async_trait::async_trait;
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
+use std::time::Instant;
 
 /// Entries read per round trip when the proof walks a stream.
 const PAGE: usize = 10_000;
@@ -24,10 +23,6 @@ pub fn info_field(info: &str, field: &str) -> Option<String> {
         let (k, v) = l.split_once(':')?;
         (k == field).then(|| v.trim().to_string())
     })
-}
-
-fn unsupported(what: &str) -> BackendError {
-    BackendError::unsupported(what, "Redis")
 }
 
 /// A state hash value (`done:2`): the status and the attempts.
@@ -180,10 +175,6 @@ impl RedisLink {
 
 #[async_trait]
 impl Inspect for RedisLink {
-    async fn install_outbox(&mut self, _orders: u64) -> Result<(), BackendError> {
-        Err(unsupported("the outbox"))
-    }
-
     async fn analyze(&mut self) -> Result<(), BackendError> {
         Ok(())
     }
@@ -216,10 +207,6 @@ impl Inspect for RedisLink {
             xact_commit: figure("total_commands_processed"),
             ..DbSample::default()
         })
-    }
-
-    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
-        Err(unsupported("a claim probe"))
     }
 
     async fn table_stats(&mut self) -> Result<TableStats, BackendError> {
@@ -342,14 +329,6 @@ impl Inspect for RedisLink {
         out.sort();
         Ok(out)
     }
-
-    async fn paid_orders(&mut self) -> Result<i64, BackendError> {
-        Err(unsupported("the outbox"))
-    }
-
-    async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError> {
-        Err(unsupported("the outbox"))
-    }
 }
 
 #[async_trait]
@@ -394,42 +373,9 @@ impl Disrupt for RedisLink {
         Ok(("CLIENT KILL", killed))
     }
 
-    async fn hold_horizon(&mut self) -> Result<i64, BackendError> {
-        Err(unsupported("idle_in_transaction"))
-    }
-
-    async fn await_horizon(
-        &mut self,
-        _held: i64,
-        _wait: Duration,
-        _stop: &CancellationToken,
-    ) -> Option<u64> {
-        None
-    }
-
     /// Nothing to clean: acknowledged entries are deleted as they finish.
     async fn clean_up(&mut self) -> Result<(), BackendError> {
         Ok(())
-    }
-
-    async fn hold_autovacuum(&mut self, _off: bool) -> Result<(), BackendError> {
-        Err(unsupported("delay_vacuum"))
-    }
-
-    async fn vacuum_as_autovacuum(&mut self) -> Result<(), BackendError> {
-        Err(unsupported("delay_vacuum"))
-    }
-
-    async fn begin_snapshot(&mut self) -> Result<(), BackendError> {
-        Err(unsupported("active_readers"))
-    }
-
-    async fn scan(&mut self) -> Result<(), BackendError> {
-        Err(unsupported("active_readers"))
-    }
-
-    async fn session_state(&mut self, _role: &str) -> Result<Option<String>, BackendError> {
-        Err(unsupported("a session's state"))
     }
 }
 

@@ -4,7 +4,7 @@
 use super::{GROUP, Shared};
 use crate::backend::broker::{backoff_ms, payload_key};
 use crate::backend::error::{BackendError, ErrorClass};
-use crate::backend::job::{ClaimedJob, FailOutcome, Insert, JobId, JobPayload, NewJob};
+use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, NewJob};
 use crate::backend::seam::{Bystand, Connection, Enqueue, Work};
 use crate::scenario::ClaimMode;
 use async_trait::async_trait;
@@ -92,15 +92,6 @@ impl Enqueue for RedisLink {
             ids.extend(self.enqueue_many(chunk).await?);
         }
         Ok(ids)
-    }
-
-    async fn enqueue_in_outbox(
-        &mut self,
-        _job: &NewJob,
-        _order: i64,
-        _roll_back: bool,
-    ) -> Result<Insert, (BackendError, bool)> {
-        Err((BackendError::unsupported("the outbox", "Redis"), false))
     }
 }
 

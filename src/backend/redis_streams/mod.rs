@@ -26,7 +26,7 @@ use super::seam::{
 };
 use super::sql::namespace_name;
 use crate::engine::{Engine, ShutdownMode};
-use crate::scenario::{BackoffPlan, Finish, QueuePlan, VariantName};
+use crate::scenario::{BackoffPlan, Finish, QueuePlan};
 use async_trait::async_trait;
 use link::RedisLink;
 use redis::AsyncConnectionConfig;
@@ -149,19 +149,7 @@ pub struct Shared {
 
 /// The design as the reports name it.
 fn design_info(ns: &str, q: &QueuePlan) -> Result<DesignInfo, BackendError> {
-    let batch = match q.variant.name {
-        VariantName::Seed => 1,
-        VariantName::Batch => q.variant.claim_batch,
-        other => {
-            return Err(BackendError::new(
-                ErrorClass::Permanent,
-                format!(
-                    "variant {} is SQL; on Redis use seed or batch",
-                    other.as_str()
-                ),
-            ));
-        }
-    };
+    let batch = super::broker::claim_batch(q, "Redis")?;
     Ok(DesignInfo {
         label: format!("{} on Redis Streams", q.variant.name.as_str()),
         claim_batch: batch,
