@@ -6,6 +6,7 @@
 //! run, only dead letters are reported.
 
 use super::link::{RabbitLink, describe};
+use super::within;
 use crate::backend::error::BackendError;
 use crate::backend::figures::{DbSample, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
@@ -36,13 +37,11 @@ impl RabbitLink {
             passive: true,
             ..QueueDeclareOptions::default()
         };
-        let channel = self.conn.create_channel().await;
+        let channel = within(self.conn.create_channel()).await;
         let channel = self.seen(channel)?;
-        let q = channel
-            .queue_declare(queue.into(), passive, FieldTable::default())
-            .await;
+        let q = within(channel.queue_declare(queue.into(), passive, FieldTable::default())).await;
         let q = self.seen(q)?;
-        channel.close(200, "OK".into()).await.ok();
+        super::close_channel(&channel).await;
         Ok((q.message_count() as i64, q.consumer_count() as i64))
     }
 
@@ -59,13 +58,12 @@ impl RabbitLink {
     /// Reads the messages of `queue` (`basic.get`, unacknowledged) on a channel of its own
     /// and closes the channel, which gives them all back.
     async fn read_queue(&mut self, queue: &str) -> Result<Vec<(JobId, String)>, BackendError> {
-        let channel = self.conn.create_channel().await;
+        let channel = within(self.conn.create_channel()).await;
         let channel = self.seen(channel)?;
         let mut out = Vec::new();
         while out.len() < SNAPSHOT_LIMIT {
-            let got = channel
-                .basic_get(queue.into(), BasicGetOptions { no_ack: false })
-                .await;
+            let got =
+                within(channel.basic_get(queue.into(), BasicGetOptions { no_ack: false })).await;
             let Some(message) = self.seen(got)? else {
                 break;
             };
@@ -75,7 +73,7 @@ impl RabbitLink {
                 .to_string();
             out.push((id, key));
         }
-        channel.close(200, "OK".into()).await.ok();
+        super::close_channel(&channel).await;
         Ok(out)
     }
 

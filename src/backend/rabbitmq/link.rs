@@ -6,7 +6,7 @@
 //! acknowledgement outside a transaction is not confirmed, and a broker crash right after it
 //! delivers the job again).
 
-use super::Shared;
+use super::{Shared, within};
 use crate::backend::broker::backoff_ms;
 use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, NewJob};
@@ -54,11 +54,15 @@ pub struct RabbitLink {
 
 impl RabbitLink {
     pub async fn open(conn: lapin::Connection, shared: Arc<Shared>) -> Result<Self, BackendError> {
-        let channel = conn.create_channel().await?;
-        shared.declare(&channel).await?;
-        channel
-            .confirm_select(ConfirmSelectOptions::default())
-            .await?;
+        let channel = within(async {
+            let channel = conn.create_channel().await?;
+            shared.declare(&channel).await?;
+            channel
+                .confirm_select(ConfirmSelectOptions::default())
+                .await?;
+            Ok(channel)
+        })
+        .await?;
         Ok(RabbitLink {
             conn,
             channel,
@@ -94,18 +98,16 @@ impl RabbitLink {
         props: BasicProperties,
     ) -> Result<(), BackendError> {
         let props = self.delivery_mode(props);
-        let sent = self
-            .channel
-            .basic_publish(
-                "".into(),
-                queue.into(),
-                BasicPublishOptions::default(),
-                body,
-                props,
-            )
-            .await;
+        let sent = within(self.channel.basic_publish(
+            "".into(),
+            queue.into(),
+            BasicPublishOptions::default(),
+            body,
+            props,
+        ))
+        .await;
         let confirm = self.seen(sent)?;
-        let confirmed = confirm.await;
+        let confirmed = within(confirm).await;
         let confirmation = self.seen(confirmed)?;
         if confirmation.is_nack() {
             return Err(BackendError::new(
@@ -120,7 +122,7 @@ impl RabbitLink {
     /// claim batch as the prefetch.
     async fn work(&mut self) -> Result<&mut (Channel, Consumer), BackendError> {
         if self.work.is_none() {
-            let opened = self.open_work().await;
+            let opened = within(self.open_work()).await;
             self.work = Some(self.seen(opened)?);
         }
         Ok(self.work.as_mut().expect("just opened"))
@@ -149,7 +151,7 @@ impl RabbitLink {
         let Some((channel, _)) = &self.work else {
             return Ok(());
         };
-        let committed = channel.tx_commit().await;
+        let committed = within(channel.tx_commit()).await;
         self.seen(committed)
     }
 
@@ -203,7 +205,7 @@ fn properties(id: JobId, job_type: &str, retries: i32) -> BasicProperties {
 #[async_trait]
 impl Connection for RabbitLink {
     async fn close(self: Box<Self>) {
-        self.conn.close(200, "OK".into()).await.ok();
+        super::hang_up(&self.conn).await;
     }
 }
 
@@ -290,18 +292,17 @@ impl Work for RabbitLink {
         };
         let props = self.delivery_mode(props);
         let (channel, _) = self.work().await?;
-        let sent = channel
-            .basic_publish(
-                "".into(),
-                queue.as_str().into(),
-                BasicPublishOptions::default(),
-                &held.delivery.data,
-                props,
-            )
-            .await
-            .map(drop);
+        let sent = within(channel.basic_publish(
+            "".into(),
+            queue.as_str().into(),
+            BasicPublishOptions::default(),
+            &held.delivery.data,
+            props,
+        ))
+        .await
+        .map(drop);
         self.seen(sent)?;
-        let acked = held.delivery.acker.ack(BasicAckOptions::default()).await;
+        let acked = within(held.delivery.acker.ack(BasicAckOptions::default())).await;
         self.seen(acked)?;
         self.commit().await?;
         Ok(outcome)
@@ -310,7 +311,7 @@ impl Work for RabbitLink {
     async fn finish(&mut self, _mode: ClaimMode, done: &[JobId]) -> Result<(), BackendError> {
         for id in done {
             if let Some(held) = self.held.remove(id) {
-                let acked = held.delivery.acker.ack(BasicAckOptions::default()).await;
+                let acked = within(held.delivery.acker.ack(BasicAckOptions::default())).await;
                 self.seen(acked)?;
             }
         }
@@ -323,7 +324,7 @@ impl Work for RabbitLink {
     async fn recover(&mut self, _mode: ClaimMode) -> bool {
         self.held.clear();
         if let Some((channel, _)) = self.work.take()
-            && channel.close(200, "OK".into()).await.is_err()
+            && !super::close_channel(&channel).await
         {
             self.broken = true;
         }

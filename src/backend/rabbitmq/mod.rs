@@ -195,10 +195,45 @@ fn design_info(ns: &str, q: &QueuePlan) -> Result<DesignInfo, BackendError> {
     })
 }
 
+/// How long a goodbye may take: a connection or channel the broker already dropped (in a
+/// restart) may never answer its close, and the run must not wait on it.
+const GOODBYE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The longest any broker operation may take before the link counts as broken: the client
+/// can wait forever on a connection the broker dropped while restarting.
+const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `op`, or a connection error when the broker has not answered within [`ANSWER_WITHIN`].
+pub(super) async fn within<T>(
+    op: impl std::future::Future<Output = lapin::Result<T>>,
+) -> lapin::Result<T> {
+    match tokio::time::timeout(ANSWER_WITHIN, op).await {
+        Ok(r) => r,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "the broker did not answer within 30 s",
+        )
+        .into()),
+    }
+}
+
+/// Closes `conn`, giving up after [`GOODBYE`].
+pub(super) async fn hang_up(conn: &Connection) {
+    let _ = tokio::time::timeout(GOODBYE, conn.close(200, "OK".into())).await;
+}
+
+/// Closes `channel`, giving up after [`GOODBYE`]; whether it closed.
+pub(super) async fn close_channel(channel: &lapin::Channel) -> bool {
+    matches!(
+        tokio::time::timeout(GOODBYE, channel.close(200, "OK".into())).await,
+        Ok(Ok(()))
+    )
+}
+
 /// A named connection (the name shows in the broker's connection list).
 async fn connect(url: &str, name: &str) -> Result<Connection, BackendError> {
     let props = ConnectionProperties::default().with_connection_name(name.into());
-    Ok(Connection::connect(url, props).await?)
+    Ok(within(Connection::connect(url, props)).await?)
 }
 
 impl Driver for RabbitDriver {
@@ -264,7 +299,7 @@ impl Endpoint for RabbitEndpoint {
 
     async fn ping(&self) -> Result<(), BackendError> {
         let conn = connect(&self.url, "dbq-bench").await?;
-        conn.close(200, "OK".into()).await.ok();
+        hang_up(&conn).await;
         Ok(())
     }
 
@@ -287,8 +322,8 @@ impl Endpoint for RabbitEndpoint {
         let backend = RabbitQueueBackend::new(self.url.clone(), name, queue)?;
         let conn = connect(&self.url, "dbq-bench").await?;
         let channel = conn.create_channel().await?;
-        backend.shared.declare(&channel).await?;
-        conn.close(200, "OK".into()).await.ok();
+        within(backend.shared.declare(&channel)).await?;
+        hang_up(&conn).await;
         Ok(Arc::new(backend))
     }
 }
@@ -356,7 +391,7 @@ impl Backend for RabbitQueueBackend {
                 .queue_delete(queue.into(), QueueDeleteOptions::default())
                 .await?;
         }
-        conn.close(200, "OK".into()).await.ok();
+        hang_up(&conn).await;
         Ok(())
     }
 }
