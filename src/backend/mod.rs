@@ -9,6 +9,7 @@ pub mod broker;
 pub mod error;
 pub mod figures;
 pub mod job;
+pub mod link;
 pub mod mariadb;
 pub mod memory;
 pub mod postgres;

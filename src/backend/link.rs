@@ -1,0 +1,192 @@
+//! One connection to an installed queue ([`Link`]) and what each role does on it. The
+//! operations only some engines have (the outbox, held horizons, vacuum, session states)
+//! answer "not available" unless an engine says otherwise; validation refuses the scenarios
+//! that need them first, from the engine table.
+
+use super::error::BackendError;
+use super::figures::{ClaimProbe, DbSample, TableStats};
+use super::job::{ClaimedJob, FailOutcome, Insert, JobId, JobStatus, NewJob, TableMismatch};
+use crate::scenario::ClaimMode;
+use async_trait::async_trait;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// What a backend without an operation answers (the default of the operations only some
+/// engines have; validation refuses the scenarios that need them first, from the engine
+/// table, so this is reached only by a caller that skipped it).
+fn not_here(what: &str) -> BackendError {
+    BackendError::unsupported(what, "this backend")
+}
+
+/// One connection to an installed queue.
+pub trait Link: Connection + Enqueue + Work + Inspect + Disrupt + Bystand {}
+
+impl<T: Connection + Enqueue + Work + Inspect + Disrupt + Bystand> Link for T {}
+
+/// What a bystander does: statements on a small table of its own in the run's namespace,
+/// unrelated to the queue, each in its own transaction.
+#[async_trait]
+pub trait Bystand: Send {
+    /// Creates its table with `rows` rows (ids 1 to `rows`).
+    async fn install_bystander(&mut self, rows: u32) -> Result<(), BackendError>;
+    /// Reads one row by primary key.
+    async fn bystander_read(&mut self, id: i64) -> Result<(), BackendError>;
+    /// Updates one row by primary key.
+    async fn bystander_update(&mut self, id: i64) -> Result<(), BackendError>;
+}
+
+/// The connection itself.
+#[async_trait]
+pub trait Connection: Send {
+    /// Hangs up cleanly (dropping a link instead is a crash: no goodbye).
+    async fn close(self: Box<Self>);
+}
+
+/// What a producer does.
+#[async_trait]
+pub trait Enqueue: Send {
+    async fn enqueue(&mut self, job: &NewJob) -> Result<JobId, BackendError>;
+    /// Inserts many jobs at once (the prefill); their ids.
+    async fn enqueue_batch(&mut self, jobs: &[NewJob]) -> Result<Vec<JobId>, BackendError>;
+    /// The seed's outbox: the business update (`order` paid) and the insert in one
+    /// transaction, committed, or rolled back on purpose. The error says whether it came
+    /// while committing (the insert's outcome is then unknown).
+    async fn enqueue_in_outbox(
+        &mut self,
+        _job: &NewJob,
+        _order: i64,
+        _roll_back: bool,
+    ) -> Result<Insert, (BackendError, bool)> {
+        Err((not_here("the outbox"), false))
+    }
+}
+
+/// What a worker and the reaper do. A worker that crashes drops its link without a word:
+/// the backend sees the client vanish, as after a real crash.
+#[async_trait]
+pub trait Work: Send {
+    /// Claims the next job (or batch). `InTransaction`: inside the worker's transaction,
+    /// which holds the claim until [`Work::finish`]; `Committed`: the claim commits by itself.
+    async fn claim(&mut self, mode: ClaimMode) -> Result<Vec<ClaimedJob>, BackendError>;
+    /// Ends a claim that found nothing.
+    async fn idle(&mut self, mode: ClaimMode) -> Result<(), BackendError>;
+    /// The failure update: back to pending after the backoff, or dead-lettered.
+    async fn fail(&mut self, id: JobId, error: &str) -> Result<FailOutcome, BackendError>;
+    /// Completes `done` and commits what the claim began (`InTransaction`: failure updates
+    /// made since commit with it), or completes them on their own (`Committed`).
+    async fn finish(&mut self, mode: ClaimMode, done: &[JobId]) -> Result<(), BackendError>;
+    /// After an error: ends whatever is open; false when the link cannot be used again.
+    async fn recover(&mut self, mode: ClaimMode) -> bool;
+    /// The stale-job reaper: jobs claimed longer ago than `stale_after` go back to pending
+    /// (with `count_as_attempt`, as a failed attempt that can dead-letter them); the jobs and
+    /// whether each was dead-lettered.
+    async fn reap(
+        &mut self,
+        stale_after: Duration,
+        count_as_attempt: bool,
+    ) -> Result<Vec<(JobId, bool)>, BackendError>;
+}
+
+/// What the run's own connections read: set-up, the sampler, the proof.
+#[async_trait]
+pub trait Inspect: Send {
+    /// The outbox's `orders` table with `orders` unpaid rows.
+    async fn install_outbox(&mut self, _orders: u64) -> Result<(), BackendError> {
+        Err(not_here("the outbox"))
+    }
+    /// Refreshes the planner's statistics (after the prefill, before workers plan).
+    async fn analyze(&mut self) -> Result<(), BackendError>;
+    /// The claim's plan (planned, not run), one line per step.
+    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError>;
+    /// One sample of statistics; a `full` one also counts every status.
+    async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError>;
+    /// The claim run once and undone: what it costs right now.
+    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
+        Err(not_here("a claim probe"))
+    }
+    async fn table_stats(&mut self) -> Result<TableStats, BackendError>;
+    /// Jobs by status: (status, count).
+    async fn status_counts(&mut self) -> Result<Vec<(String, i64)>, BackendError>;
+    /// How the given jobs stand: (id, status, retry count where the queue keeps it).
+    async fn job_statuses(
+        &mut self,
+        ids: &[JobId],
+    ) -> Result<Vec<(JobId, JobStatus, Option<i32>)>, BackendError>;
+    /// Jobs whose payload key is one of `keys`: (id, key).
+    async fn jobs_by_key(&mut self, keys: &[String]) -> Result<Vec<(JobId, String)>, BackendError>;
+    /// Jobs missing, unfinished, or finished otherwise than `expected` (parallel to `ids`).
+    async fn table_mismatches(
+        &mut self,
+        ids: &[JobId],
+        expected: &[&str],
+    ) -> Result<Vec<TableMismatch>, BackendError>;
+    /// Jobs with ids in `[from, to)` that are not among `known`: (id, status).
+    async fn untracked_between(
+        &mut self,
+        known: &[JobId],
+        from: JobId,
+        to: JobId,
+    ) -> Result<Vec<(JobId, String)>, BackendError>;
+    /// Jobs the completion audit saw finish as `done` more than once: (id, completions).
+    async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError>;
+    /// Orders whose business transaction committed.
+    async fn paid_orders(&mut self) -> Result<i64, BackendError> {
+        Err(not_here("the outbox"))
+    }
+    /// Orders that break the outbox promise: (order id, status, jobs).
+    async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError> {
+        Err(not_here("the outbox"))
+    }
+}
+
+/// What fault drivers do to the server through a connection of their own.
+#[async_trait]
+pub trait Disrupt: Send {
+    /// Ends up to `count` of the run's sessions whose role starts with one of `roles`,
+    /// chosen at random; how (the server's word for it) and how many.
+    async fn terminate_sessions(
+        &mut self,
+        roles: &[&str],
+        count: u32,
+    ) -> Result<(&'static str, u64), BackendError>;
+    /// Opens a transaction that holds back what MVCC may clean up; its id. Released by
+    /// [`Work::recover`] or by closing the link.
+    async fn hold_horizon(&mut self) -> Result<i64, BackendError> {
+        Err(not_here("idle_in_transaction"))
+    }
+    /// After a hold of `held` was released: waits up to `wait` (or until `stop`) until what
+    /// was held can be cleaned up, no other session of the run still seeing it; how many
+    /// still did when the wait ended.
+    async fn await_horizon(
+        &mut self,
+        _held: i64,
+        _wait: Duration,
+        _stop: &CancellationToken,
+    ) -> Option<u64> {
+        None
+    }
+    /// Cleans the table up now where the engine does that on demand (VACUUM).
+    async fn clean_up(&mut self) -> Result<(), BackendError>;
+    /// Keeps the background cleanup off the queue table (`off`), or lets it run again.
+    /// Unsupported where cleanup is not per table (InnoDB's purge).
+    async fn hold_autovacuum(&mut self, _off: bool) -> Result<(), BackendError> {
+        Err(not_here("delay_vacuum"))
+    }
+    /// One cleanup of the queue table now, paced as the background cleanup paces its own.
+    async fn vacuum_as_autovacuum(&mut self) -> Result<(), BackendError> {
+        Err(not_here("delay_vacuum"))
+    }
+    /// Opens a long REPEATABLE READ snapshot; [`Disrupt::scan`] reads the table in it.
+    async fn begin_snapshot(&mut self) -> Result<(), BackendError> {
+        Err(not_here("active_readers"))
+    }
+    async fn scan(&mut self) -> Result<(), BackendError> {
+        Err(not_here("active_readers"))
+    }
+    /// The server's view of the session in `role`: `idle in transaction` when it holds a
+    /// claim inside a transaction; `None` when there is no such session. Unsupported where
+    /// the engine cannot tell.
+    async fn session_state(&mut self, _role: &str) -> Result<Option<String>, BackendError> {
+        Err(not_here("a session's state"))
+    }
+}
