@@ -80,6 +80,10 @@ pub struct ClaimedJob {
     pub id: JobId,
     pub job_type: String,
     pub payload: JobPayload,
+    /// The queue handed the job out again by itself after an earlier run was lost (a
+    /// broker's redelivery once its consumer's connection went): the queue's own crash
+    /// recovery, which the report counts as a reap.
+    pub redelivered: bool,
 }
 
 /// What the failure update did to a job.

@@ -315,6 +315,7 @@ impl MemoryLink {
                     id,
                     job_type: r.job_type.clone(),
                     payload: serde_json::from_str::<JobPayload>(&r.payload).unwrap_or_default(),
+                    redelivered: false,
                 }
             })
             .collect()

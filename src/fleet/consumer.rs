@@ -315,6 +315,13 @@ impl Worker {
             started_us,
             claimed_us,
         });
+        if job.redelivered {
+            self.ctx.emit(Event::Reaped {
+                at_us: claimed_us,
+                jobs: vec![(job.id, false)],
+                counted: false,
+            });
+        }
     }
 
     fn finished(&self, job: &ClaimedJob, handler_us: u64, failed: Option<FailOutcome>) {

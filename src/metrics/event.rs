@@ -119,7 +119,9 @@ pub enum Event {
         slot: u32,
         job: Option<JobId>,
     },
-    /// The reaper returned these `processing` jobs to `pending` (true: it dead-lettered them).
+    /// The reaper returned these `processing` jobs to `pending` (true: it dead-lettered them),
+    /// or the queue handed a job out again by itself (a broker's redelivery, seen when it is
+    /// claimed): either way the system recovered a lost run.
     Reaped {
         at_us: u64,
         jobs: Vec<(JobId, bool)>,

@@ -96,6 +96,7 @@ impl MariaLink {
                     id: row.try_get("id")?,
                     job_type: row.try_get("type")?,
                     payload: serde_json::from_str::<JobPayload>(&payload).unwrap_or_default(),
+                    redelivered: false,
                 })
             })
             .collect::<sqlx::Result<Vec<_>>>()?;

@@ -109,6 +109,7 @@ impl PgLink {
                     id: row.try_get("id")?,
                     job_type: row.try_get("type")?,
                     payload: payload.0,
+                    redelivered: false,
                 })
             })
             .collect()

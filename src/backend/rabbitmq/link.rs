@@ -161,11 +161,13 @@ impl RabbitLink {
         let payload: JobPayload = serde_json::from_slice(&delivery.data).map_err(|e| {
             BackendError::new(ErrorClass::Permanent, format!("job {id}: payload: {e}"))
         })?;
+        let redelivered = delivery.redelivered;
         self.held.insert(id, Held { delivery, retries });
         Ok(ClaimedJob {
             id,
             job_type,
             payload,
+            redelivered,
         })
     }
 }

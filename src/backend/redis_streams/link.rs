@@ -133,6 +133,7 @@ impl Work for RedisLink {
                 id,
                 job_type: job_type.clone(),
                 payload,
+                redelivered: false,
             });
         }
         Ok(jobs)
