@@ -2,7 +2,8 @@
 # Builds a RabbitMQ container image from Debian packages, for machines that cannot pull the
 # official `rabbitmq` image (no registry). The image behaves like the official one where
 # dbq-bench relies on it: a `rabbitmq-server` CMD whose extra arguments (`-rabbit key value`)
-# reach the broker, data in /var/lib/rabbitmq, port 5672.
+# reach the broker, data in /var/lib/rabbitmq, port 5672, and the plugins RABBITMQ_ENABLED_PLUGINS
+# names (the management API on 15672).
 #
 # Usage: docker/build-rabbitmq-image.sh [--force] [TAG]      (default TAG: dbq-bench-rabbitmq:3.10)
 # Needs docker, debootstrap (installed with apt-get when missing) and a Debian mirror (DEBIAN_MIRROR,
@@ -32,4 +33,4 @@ fi
 make_rootfs dbq-rabbitmq-rootfs
 
 install_package rabbitmq-server "mkdir -p /var/lib/rabbitmq && chown -R rabbitmq:rabbitmq /var/lib/rabbitmq"
-import_image "$here/rabbitmq-entrypoint.sh" rabbitmq /var/lib/rabbitmq 5672 rabbitmq-server
+import_image "$here/rabbitmq-entrypoint.sh" rabbitmq /var/lib/rabbitmq "5672 15672" rabbitmq-server

@@ -60,7 +60,7 @@ install_package() {
   rm -f "$root/usr/sbin/policy-rc.d"
 }
 
-# import_image ENTRYPOINT USER WORKDIR PORT CMD: installs ENTRYPOINT as the image's
+# import_image ENTRYPOINT USER WORKDIR PORTS CMD: installs ENTRYPOINT as the image's
 # docker-entrypoint.sh and imports $root as $tag, running CMD as USER in WORKDIR.
 import_image() {
   install -m 0755 "$1" "$root/usr/local/bin/docker-entrypoint.sh"

@@ -94,6 +94,8 @@ pub struct Words {
     /// The `idle_in_transaction` probes: while the horizon is held, and after its release.
     pub while_held: &'static str,
     pub once_released: &'static str,
+    /// Where a broker's own figures (`DbSample::server`) come from; empty for a database.
+    pub server_figures: &'static str,
 }
 
 /// One engine's row of the table.
@@ -164,6 +166,7 @@ const POSTGRES: EngineFacts = EngineFacts {
         size: "table and index",
         while_held: "during (VACUUM while held)",
         once_released: "after (VACUUM once released)",
+        server_figures: "",
     },
 };
 
@@ -210,6 +213,7 @@ const MARIADB: EngineFacts = EngineFacts {
         size: "table and index",
         while_held: "during (purge blocked while held)",
         once_released: "after (purge once released)",
+        server_figures: "",
     },
 };
 
@@ -218,9 +222,8 @@ const RABBITMQ: EngineFacts = EngineFacts {
     label: "RabbitMQ",
     schemes: &["amqp"],
     parse_url: |u| {
-        lapin::uri::AMQPUri::from_str(u)
-            .map(drop)
-            .map_err(|e| e.to_string())
+        lapin::uri::AMQPUri::from_str(u).map_err(|e| e.to_string())?;
+        rabbitmq_management_port(u).map(drop)
     },
     default_image: "rabbitmq:3.10",
     image_variable: "DBQ_RABBITMQ_IMAGE",
@@ -230,6 +233,7 @@ const RABBITMQ: EngineFacts = EngineFacts {
             "crash_workers",
             "kill_workers",
             "freeze_workers",
+            "kill_backends",
             "restart_server",
         ],
         table_options: false,
@@ -249,6 +253,7 @@ const RABBITMQ: EngineFacts = EngineFacts {
         size: "server memory",
         while_held: "during",
         once_released: "after",
+        server_figures: "From the broker's management API (which takes them in once a second on the brokers the harness starts, every 5 s by default): ready and unacked are the jobs' queue's messages, dead_letters its dead letters' queue's, persistent_bytes the jobs' messages written to disk, the memory the queue's and the node's, and the rates what the jobs' queue took in (published, retries included), handed out (delivered, redelivered) and had acknowledged.",
     },
 };
 
@@ -285,6 +290,7 @@ const REDIS: EngineFacts = EngineFacts {
         size: "server memory",
         while_held: "during",
         once_released: "after",
+        server_figures: "From the stream (XLEN, XPENDING), the delayed set and the dead-letter stream, and from INFO (used_memory, aof_current_size, total_commands_processed).",
     },
 };
 
@@ -441,6 +447,24 @@ fn is_scheme(s: &str) -> bool {
     s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+}
+
+/// The management API's port on a broker named by URL, unless the URL says another
+/// (`?management_port=N`, a parameter the AMQP client leaves alone).
+pub const RABBITMQ_MANAGEMENT_PORT: u16 = 15672;
+
+/// The management API's port for a broker named by `amqp_url`: its `management_port`
+/// parameter, else [`RABBITMQ_MANAGEMENT_PORT`]; the reason when the parameter is not a port.
+pub fn rabbitmq_management_port(amqp_url: &str) -> Result<u16, String> {
+    let Ok(url) = reqwest::Url::parse(amqp_url) else {
+        return Ok(RABBITMQ_MANAGEMENT_PORT);
+    };
+    match url.query_pairs().find(|(k, _)| k == "management_port") {
+        None => Ok(RABBITMQ_MANAGEMENT_PORT),
+        Some((_, v)) => v.parse().ok().filter(|p| *p > 0).ok_or_else(|| {
+            format!("management_port={v} is not a port (the management API's, 1-65535)")
+        }),
+    }
 }
 
 /// A connection string with every password replaced by `***`, for messages and saved files.

@@ -53,6 +53,11 @@ pub struct DbSample {
     pub notify_queue_usage: f64,
     /// The run's non-idle sessions by wait event (`type:event`, or CPU).
     pub wait_events: BTreeMap<String, i64>,
+    /// A broker's own figures, in its own words (`unacked`, `node_memory_bytes`); a name
+    /// ending in `_total` is a counter, the others are levels. Empty for the databases,
+    /// whose figures fill the fields above.
+    #[serde(default)]
+    pub server: BTreeMap<String, i64>,
 }
 
 /// The claim statement executed once under `EXPLAIN (ANALYZE, BUFFERS)` and rolled back.

@@ -24,7 +24,7 @@ pub use job::{
     ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob, TableMismatch,
 };
 pub use seam::{
-    Attachment, Backend, DesignError, DesignInfo, Driver, Endpoint, InstallError, Link,
+    Attachment, Backend, DesignError, DesignInfo, Driver, Endpoint, InstallError, Link, Ports,
     ServerFacts, WakeUp,
 };
 

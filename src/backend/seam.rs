@@ -53,6 +53,14 @@ pub struct LocalBinaries {
     pub init: PathBuf,
 }
 
+/// The host's ports a server is reached on: its protocol's, and an administrative HTTP API's
+/// for an engine that has one (RabbitMQ's management API; the others ignore it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ports {
+    pub main: u16,
+    pub admin: u16,
+}
+
 /// How the local provider makes and runs a server of one engine.
 pub trait LocalServer: Sync {
     /// The server program's name, for messages (`postgres`, `mariadbd`).
@@ -64,16 +72,17 @@ pub trait LocalServer: Sync {
     fn binaries(&self) -> anyhow::Result<LocalBinaries>;
     /// The command that makes the data directory `dir/data`.
     fn init(&self, bins: &LocalBinaries, dir: &Path) -> Command;
-    /// The command that serves `dir/data` on 127.0.0.1:`port`.
+    /// The command that serves `dir/data` on 127.0.0.1:`ports.main` (and its HTTP API, if it
+    /// has one, on `ports.admin`).
     fn serve(
         &self,
         bins: &LocalBinaries,
         dir: &Path,
-        port: u16,
+        ports: Ports,
         settings: &[(String, String)],
     ) -> Command;
     /// How to reach the server once it runs.
-    fn endpoint(&self, port: u16) -> Arc<dyn Endpoint>;
+    fn endpoint(&self, ports: Ports) -> Arc<dyn Endpoint>;
     /// How to stop it by hand, when `--keep` leaves it running.
     fn stop_hint(&self, dir: &Path) -> String;
 }
@@ -83,13 +92,22 @@ pub trait LocalServer: Sync {
 pub trait ContainerImage: Sync {
     /// The server's port inside the container.
     fn port(&self) -> u16;
+    /// Its administrative HTTP API's port inside the container, for an engine that has one.
+    fn admin_port(&self) -> Option<u16> {
+        None
+    }
+    /// Variables the container needs besides the password.
+    fn environment(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
     /// The variable that sets the administrator's password.
     fn password_variable(&self) -> &'static str;
     /// The container's command, with the server settings as its arguments (and the
     /// password, for a server that takes it as an argument rather than from the variable).
     fn command(&self, settings: &[(String, String)], password: &str) -> Vec<String>;
-    /// How to reach the server on 127.0.0.1:`host_port` with `password`.
-    fn endpoint(&self, host_port: u16, password: &str) -> Arc<dyn Endpoint>;
+    /// How to reach the server on 127.0.0.1:`ports.main` (its API on `ports.admin`) with
+    /// `password`.
+    fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint>;
     /// What to do when the image cannot be had (one clause, for messages).
     fn alternatives(&self, image: &str) -> String;
 }

@@ -3,8 +3,8 @@
 //! On machines without a registry, `docker/build-postgres-image.sh` and
 //! `docker/build-mariadb-image.sh` build such images from Debian packages.
 
-use super::{Liveness, Owned, Provider, Server, free_port, last_lines, wait_until_ready};
-use crate::backend::seam::Endpoint;
+use super::{Liveness, Owned, Provider, Server, free_ports, last_lines, wait_until_ready};
+use crate::backend::seam::{Endpoint, Ports};
 use crate::backend::{self, Driver};
 use crate::engine::ShutdownMode;
 use crate::scenario::{DatabasePlan, ProviderKind};
@@ -133,13 +133,16 @@ fn request(
     image: &str,
     password: &str,
     settings: &[(String, String)],
-    host_port: u16,
+    ports: Ports,
 ) -> ContainerRequest<GenericImage> {
     let spec = driver.container();
     let (name, tag) = split_image(image);
     let inner = spec.port().tcp();
-    GenericImage::new(name, tag)
-        .with_exposed_port(inner)
+    let mut image = GenericImage::new(name, tag).with_exposed_port(inner);
+    if let Some(admin) = spec.admin_port() {
+        image = image.with_exposed_port(admin.tcp());
+    }
+    let mut request = image
         // Readiness is checked by connecting (see `wait_until_ready`), not by log lines: the
         // official images print their "ready" line twice, once for a socket-only init
         // server.
@@ -147,8 +150,15 @@ fn request(
         .with_env_var(spec.password_variable(), password)
         .with_label("dbq-bench", driver.engine().as_str())
         // A fixed host port keeps the address stable if the container is restarted.
-        .with_mapped_port(host_port, inner)
-        .with_cmd(spec.command(settings, password))
+        .with_mapped_port(ports.main, inner)
+        .with_cmd(spec.command(settings, password));
+    if let Some(admin) = spec.admin_port() {
+        request = request.with_mapped_port(ports.admin, admin.tcp());
+    }
+    for (name, value) in spec.environment() {
+        request = request.with_env_var(name, value);
+    }
+    request
 }
 
 /// Whether this provider can work here: a Docker engine answers and the image is present or
@@ -180,13 +190,13 @@ pub async fn start(
 ) -> Result<(DbContainer, Arc<dyn Endpoint>)> {
     let spec = driver.container();
     let password = format!("dbq{:016x}", rand::random::<u64>());
-    let host_port = free_port()?;
-    let container = request(driver, image, &password, settings, host_port)
+    let ports = free_ports()?;
+    let container = request(driver, image, &password, settings, ports)
         .with_startup_timeout(timeout)
         .start()
         .await
         .with_context(|| format!("starting a container from image {image}"))?;
-    let endpoint = spec.endpoint(host_port, &password);
+    let endpoint = spec.endpoint(ports, &password);
     match wait_until_ready(&*endpoint, timeout, &container).await {
         Ok(()) => Ok((
             DbContainer {

@@ -4,8 +4,8 @@
 //! including on errors and Ctrl-C. The server is a child of the runner, so it can also be
 //! stopped and started again (the `restart_server` fault).
 
-use super::{Liveness, Owned, Provider, Server, free_port, last_lines, wait_until_ready};
-use crate::backend::seam::{Endpoint, LocalBinaries, LocalServer};
+use super::{Liveness, Owned, Provider, Server, free_ports, last_lines, wait_until_ready};
+use crate::backend::seam::{Endpoint, LocalBinaries, LocalServer, Ports};
 use crate::backend::{self, Driver};
 use crate::engine::ShutdownMode;
 use crate::scenario::{DatabasePlan, ProviderKind};
@@ -54,7 +54,7 @@ pub struct LocalCluster {
     driver: &'static dyn Driver,
     dir: Option<tempfile::TempDir>,
     child: Option<Child>,
-    pub port: u16,
+    pub ports: Ports,
     bins: LocalBinaries,
     settings: Vec<(String, String)>,
     user: Option<(Uid, Gid)>,
@@ -105,7 +105,7 @@ impl LocalCluster {
             .with_context(|| format!("opening {}", dir.join("server.log").display()))?;
         let mut cmd = self
             .spec()
-            .serve(&self.bins, &dir, self.port, &self.settings);
+            .serve(&self.bins, &dir, self.ports, &self.settings);
         // Its own process group: a Ctrl-C at the terminal must not shut the server down
         // under the runner, which still needs it to write results.
         cmd.current_dir(&dir)
@@ -234,13 +234,13 @@ pub async fn start(
         driver,
         dir: Some(dir),
         child: None,
-        port: free_port()?,
+        ports: free_ports()?,
         bins,
         settings: settings.to_vec(),
         user,
     };
     cluster.spawn()?;
-    let endpoint = spec.endpoint(cluster.port);
+    let endpoint = spec.endpoint(cluster.ports);
     match wait_until_ready(&*endpoint, timeout, &mut cluster).await {
         Ok(()) => Ok((cluster, endpoint)),
         Err(e) => {

@@ -277,10 +277,15 @@ pub async fn provision(plan: &DatabasePlan) -> Result<Server, Failure> {
     .into())
 }
 
-/// A TCP port on 127.0.0.1 that nothing listens on right now.
-fn free_port() -> Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
-    Ok(listener.local_addr()?.port())
+/// Two TCP ports on 127.0.0.1 that nothing listens on right now (both held while the
+/// second is found, so they differ).
+fn free_ports() -> Result<crate::backend::seam::Ports> {
+    let bind = || std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port");
+    let (main, admin) = (bind()?, bind()?);
+    Ok(crate::backend::seam::Ports {
+        main: main.local_addr()?.port(),
+        admin: admin.local_addr()?.port(),
+    })
 }
 
 /// The last `n` non-empty lines of a log, joined with " | " (errors stay on one line).

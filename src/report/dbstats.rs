@@ -45,6 +45,47 @@ pub struct PhaseDbStats {
     pub max_xmin_age_xids: i64,
     /// Sessions of the run seen waiting, by wait event, summed over the phase's samples.
     pub wait_events: BTreeMap<String, i64>,
+    /// A broker's own figures over the phase, by name.
+    #[serde(default)]
+    pub server: BTreeMap<String, ServerFigure>,
+}
+
+/// One of a broker's own figures over a phase: a level's last and highest value, or a
+/// counter's increase and its rate per second between the samples that bound it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerFigure {
+    pub end: i64,
+    pub max: i64,
+    /// Counters only (names ending in `_total`).
+    #[serde(default)]
+    pub per_s: Option<f64>,
+}
+
+impl ServerFigure {
+    /// `name` over the samples `from` (the one before the phase, for counters) to `rows`'
+    /// last.
+    fn of(name: &str, from: &DbStatsRow, rows: &[&DbStatsRow]) -> Option<ServerFigure> {
+        let value = |r: &DbStatsRow| r.sample.server.get(name).copied();
+        let last = rows.last()?;
+        let seconds = last.t_s - from.t_s;
+        let per_s = (name.ends_with("_total") && seconds > 0.0)
+            .then(|| Some((value(last)? - value(from)?) as f64 / seconds))
+            .flatten();
+        Some(ServerFigure {
+            end: value(last)?,
+            max: rows.iter().filter_map(|r| value(r)).max()?,
+            per_s,
+        })
+    }
+}
+
+/// Every figure name any sample has, in order.
+pub fn server_names(rows: &[DbStatsRow]) -> Vec<String> {
+    rows.iter()
+        .flat_map(|r| r.sample.server.keys().cloned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -79,22 +120,25 @@ pub fn summarize(rows: &[DbStatsRow], phases: &[String]) -> DbStatsSummary {
             *wait_events.entry(k.clone()).or_insert(0) += v;
         }
     }
+    let names = server_names(rows);
     let per_phase = phases
         .iter()
         .filter_map(|phase| {
-            let in_phase: Vec<&DbSample> = rows
-                .iter()
-                .filter(|r| &r.phase == phase)
-                .map(|r| &r.sample)
-                .collect();
+            let phase_rows: Vec<&DbStatsRow> = rows.iter().filter(|r| &r.phase == phase).collect();
+            let in_phase: Vec<&DbSample> = phase_rows.iter().map(|r| &r.sample).collect();
             let (start, last) = (in_phase.first()?, in_phase.last()?);
             // Counters count from the sample before the phase's first, so what happened
             // between two phases' samples (an autovacuum, commits, WAL) is not lost.
-            let first = rows
+            let before = rows
                 .iter()
                 .position(|r| &r.phase == phase)
                 .and_then(|i| i.checked_sub(1))
-                .map_or(*start, |i| &rows[i].sample);
+                .map_or(phase_rows[0], |i| &rows[i]);
+            let first = &before.sample;
+            let server = names
+                .iter()
+                .filter_map(|n| Some((n.clone(), ServerFigure::of(n, before, &phase_rows)?)))
+                .collect();
             let mut waits = BTreeMap::new();
             for s in &in_phase {
                 for (k, v) in &s.wait_events {
@@ -119,6 +163,7 @@ pub fn summarize(rows: &[DbStatsRow], phases: &[String]) -> DbStatsSummary {
                 total_bytes_end: last.total_bytes,
                 max_xmin_age_xids: in_phase.iter().map(|s| s.xmin_age_xids).max().unwrap_or(0),
                 wait_events: waits,
+                server,
             })
         })
         .collect();
@@ -127,6 +172,57 @@ pub fn summarize(rows: &[DbStatsRow], phases: &[String]) -> DbStatsSummary {
         per_phase,
         wait_events,
     }
+}
+
+impl ServerFigure {
+    /// A counter's rate, a size in MB, or a count, each with the phase's highest level.
+    fn cell(&self, name: &str) -> String {
+        let mb = |b: i64| format!("{:.1}", b as f64 / 1_048_576.0);
+        match self.per_s {
+            Some(rate) => format!("{:.0}", rate),
+            // A counter over a single sample has no rate.
+            None if name.ends_with("_total") => "–".into(),
+            None if name.ends_with("_bytes") => format!("{} (max {})", mb(self.end), mb(self.max)),
+            None => format!("{} (max {})", self.end, self.max),
+        }
+    }
+}
+
+/// A broker's own figures, phase by phase, as one table for every format (header, rows);
+/// `None` for a database, which has none of its own.
+pub fn server_table(d: &DbStatsSummary) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let names: Vec<&String> = d
+        .per_phase
+        .iter()
+        .flat_map(|p| p.server.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let mut header = vec!["phase".to_string()];
+    header.extend(names.iter().map(|n| match n.strip_suffix("_total") {
+        Some(counter) => format!("{counter} /s"),
+        None => match n.strip_suffix("_bytes") {
+            Some(size) => format!("{size} MB, end"),
+            None => format!("{n}, end"),
+        },
+    }));
+    let rows = d
+        .per_phase
+        .iter()
+        .map(|p| {
+            let mut row = vec![p.phase.clone()];
+            row.extend(
+                names
+                    .iter()
+                    .map(|n| p.server.get(*n).map_or("–".into(), |f| f.cell(n))),
+            );
+            row
+        })
+        .collect();
+    Some((header, rows))
 }
 
 const COLUMNS: [&str; 23] = [
@@ -155,7 +251,8 @@ const COLUMNS: [&str; 23] = [
     "sample_ms",
 ];
 
-/// Writes `db_stats.csv`: the columns above, then one `index_bytes:<name>` per index.
+/// Writes `db_stats.csv`: the columns above, then one `index_bytes:<name>` per index and
+/// one `server:<name>` per figure of a broker's own.
 pub fn write_csv(rows: &[DbStatsRow], out: &mut dyn Write) -> Result<()> {
     let indexes: Vec<String> = rows
         .iter()
@@ -163,9 +260,11 @@ pub fn write_csv(rows: &[DbStatsRow], out: &mut dyn Write) -> Result<()> {
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
+    let figures = server_names(rows);
     let mut w = csv::Writer::from_writer(out);
     let mut header: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
     header.extend(indexes.iter().map(|i| format!("index_bytes:{i}")));
+    header.extend(figures.iter().map(|f| format!("server:{f}")));
     w.write_record(&header)?;
     for r in rows {
         let s = &r.sample;
@@ -204,10 +303,33 @@ pub fn write_csv(rows: &[DbStatsRow], out: &mut dyn Write) -> Result<()> {
                 .get(i)
                 .map_or(String::new(), |b| b.to_string())
         }));
+        rec.extend(
+            figures
+                .iter()
+                .map(|f| s.server.get(f).map_or(String::new(), |v| v.to_string())),
+        );
         w.write_record(&rec)?;
     }
     w.flush()?;
     Ok(())
+}
+
+/// The columns named `<prefix><name>` of one record, by name (empty cells left out).
+fn prefixed(
+    header: &csv::StringRecord,
+    record: &csv::StringRecord,
+    prefix: &str,
+) -> BTreeMap<String, i64> {
+    header
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| {
+            Some((
+                h.strip_prefix(prefix)?.to_string(),
+                record.get(i)?.parse().ok()?,
+            ))
+        })
+        .collect()
 }
 
 /// Reads `db_stats.csv` back (wait events per sample are not in the file, only their total).
@@ -250,16 +372,8 @@ pub fn read_csv(input: impl Read) -> Result<Vec<DbStatsRow>> {
             autoanalyzes: int("autoanalyzes")?,
             table_bytes: int("table_bytes")?,
             total_bytes: int("total_bytes")?,
-            index_bytes: header
-                .iter()
-                .enumerate()
-                .filter_map(|(i, h)| {
-                    Some((
-                        h.strip_prefix("index_bytes:")?.to_string(),
-                        record.get(i)?.parse().ok()?,
-                    ))
-                })
-                .collect(),
+            index_bytes: prefixed(&header, &record, "index_bytes:"),
+            server: prefixed(&header, &record, "server:"),
             xact_commit: int("xact_commit")?,
             xact_rollback: int("xact_rollback")?,
             deadlocks: int("deadlocks")?,
@@ -310,5 +424,40 @@ mod tests {
         assert_eq!(counts, [0, 2]);
         let b = &s.per_phase[1];
         assert_eq!((b.dead_tuples_start, b.dead_tuples_end), (10, 50));
+    }
+
+    fn broker_row(t_s: f64, phase: &str, acked_total: i64, unacked: i64) -> DbStatsRow {
+        let mut r = row(t_s, phase, 0, 0);
+        r.sample.server = BTreeMap::from([
+            ("acked_total".to_string(), acked_total),
+            ("unacked".to_string(), unacked),
+        ]);
+        r
+    }
+
+    /// A counter's rate runs from the sample before the phase to its last; a level keeps
+    /// its last and highest value; both survive the CSV.
+    #[test]
+    fn a_brokers_own_figures_are_summarised_and_written() {
+        let rows = [
+            broker_row(1.0, "a", 100, 5),
+            broker_row(2.0, "b", 300, 9),
+            broker_row(3.0, "b", 500, 2),
+        ];
+        let s = summarize(&rows, &["a".into(), "b".into()]);
+        let b = &s.per_phase[1].server;
+        assert_eq!(b["acked_total"].per_s, Some(200.0));
+        assert_eq!(
+            (b["unacked"].end, b["unacked"].max, b["unacked"].per_s),
+            (2, 9, None)
+        );
+        let mut csv = Vec::new();
+        write_csv(&rows, &mut csv).unwrap();
+        let back = read_csv(csv.as_slice()).unwrap();
+        assert_eq!(back[2].sample.server, rows[2].sample.server);
+        let (header, table) = server_table(&s).unwrap();
+        assert_eq!(header, ["phase", "acked /s", "unacked, end"]);
+        assert_eq!(table[1], ["b", "200", "2 (max 9)"]);
+        assert!(server_table(&summarize(&[row(1.0, "a", 0, 0)], &["a".into()])).is_none());
     }
 }

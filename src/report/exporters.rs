@@ -267,6 +267,15 @@ fn md_database(s: &Summary) -> String {
         }
         md.push('\n');
     }
+    if let Some((header, rows)) = super::dbstats::server_table(&s.db_stats) {
+        let engine = s.database.engine;
+        md.push_str(&format!(
+            "## {}'s own figures, phase by phase\n\n{}\n\n{}\n",
+            engine.label(),
+            engine.words().server_figures,
+            super::page::markdown_table(&header, &rows)
+        ));
+    }
     md.push_str("## Claim plan\n\nBefore the first phase:\n\n```\n");
     md.push_str(&s.queue.claim_plan_start.join("\n"));
     md.push_str("\n```\n\nAfter the drain:\n\n```\n");

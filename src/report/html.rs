@@ -1,7 +1,7 @@
 //! `report.html`'s sections: thresholds, key figures, charts and tables, on the shell every
 //! document shares (`page`).
 
-use super::page::{Callout, Page, Section, Tone};
+use super::page::{Callout, Page, Section, Tone, note, table};
 use super::summary::{Summary, VerdictState};
 use super::svg::{Band, Marker, Series, SpectrumChart, TimeChart, bars, escape};
 use super::{RunResults, capitalised, ms, number};
@@ -44,7 +44,7 @@ pub fn page(r: &RunResults) -> Page {
     sections.extend(charts(r));
     sections.push(phases(s));
     sections.extend(
-        [claim_probes(s), faults(s), database(s)]
+        [claim_probes(s), faults(s), database(s), server_figures(s)]
             .into_iter()
             .flatten(),
     );
@@ -537,6 +537,18 @@ fn database(s: &Summary) -> Option<Section> {
     }
     h.push_str("</table>");
     Some(Section::new("The database, phase by phase", h))
+}
+
+/// A broker's own figures, phase by phase, in its words.
+fn server_figures(s: &Summary) -> Option<Section> {
+    let (header, rows) = super::dbstats::server_table(&s.db_stats)?;
+    let engine = s.database.engine;
+    let mut h = note(engine.words().server_figures);
+    h.push_str(&table(&header, &rows));
+    Some(Section::new(
+        format!("{}'s own figures, phase by phase", engine.label()),
+        h,
+    ))
 }
 
 fn measurement(s: &Summary) -> Section {

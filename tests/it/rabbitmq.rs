@@ -43,11 +43,21 @@ async fn the_seed_runs_on_rabbitmq_with_every_job_accounted_for() {
     let (outcome, _dir) = run_plan(&p, true).await;
     let s = &outcome.results.summary;
     assert_nothing_lost(s);
+    // The version and the broker's own figures come from its management API.
     assert!(
-        s.database.server_version.starts_with("RabbitMQ"),
+        s.database.server_version.starts_with("RabbitMQ 3."),
         "{:?}",
         s.database
     );
+    let steady = s.db_stats.per_phase.iter().find(|p| p.phase == "steady");
+    let figures = &steady.expect("the steady phase's figures").server;
+    assert!(
+        figures["published_total"].per_s.unwrap() > 0.0,
+        "{figures:?}"
+    );
+    assert!(figures["acked_total"].per_s.unwrap() > 0.0, "{figures:?}");
+    assert!(figures["node_memory_bytes"].max > 0, "{figures:?}");
+    assert!(figures.contains_key("unacked"), "{figures:?}");
     assert!(s.jobs.failed_attempts > 0, "{:?}", s.jobs);
     assert!(s.jobs.dead_lettered > 0, "{:?}", s.jobs);
     // The broker keeps no record of acknowledged messages: duplicates are the ledger's.
@@ -69,8 +79,8 @@ async fn the_seed_runs_on_rabbitmq_with_every_job_accounted_for() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crashed_and_killed_workers_on_rabbitmq_get_their_jobs_redelivered() {
-    // Worker tasks crash (their connections vanish) and worker processes are SIGKILLed:
-    // the broker delivers their unacknowledged jobs again by itself.
+    // Worker processes are SIGKILLed and their connections closed through the management
+    // API: the broker delivers their unacknowledged jobs again by itself, counted as reaps.
     let p = rabbitmq_plan(
         SMALL,
         &[
@@ -79,12 +89,14 @@ async fn crashed_and_killed_workers_on_rabbitmq_get_their_jobs_redelivered() {
             "producers.rate=80",
             "consumers.handler.duration.fixed=40ms",
             "consumers.restart_after=\"200ms\"",
-            "phases.0.faults=[{ kind = \"kill_workers\", every = \"700ms\" }]",
+            "phases.0.faults=[{ kind = \"kill_workers\", every = \"700ms\" }, { kind = \"kill_backends\", target = \"workers\", every = \"900ms\" }]",
         ],
     );
     let (outcome, _dir) = run_plan(&p, false).await;
     let s = &outcome.results.summary;
     assert!(s.faults.worker_crashes > 0, "{:?}", s.faults.events);
+    assert!(s.faults.backends_killed > 0, "{:?}", s.faults.events);
+    assert!(s.faults.reaped > 0, "redeliveries counted: {:?}", s.faults);
     assert_nothing_lost(s);
     assert!(
         s.accounting.executions.extra_executions > 0,
@@ -192,7 +204,7 @@ async fn the_local_rabbitmq_provider_starts_serves_and_tears_down() {
     crate::support::broker_serves_and_tears_down(
         rabbitmq_db_plan(ProviderKind::Local, String::new()),
         &rabbitmq_plan(SMALL, &[]),
-        "RabbitMQ",
+        "RabbitMQ 3.",
     )
     .await;
 }
@@ -203,7 +215,7 @@ async fn the_rabbitmq_container_provider_starts_serves_and_tears_down() {
     crate::support::broker_serves_and_tears_down(
         rabbitmq_db_plan(ProviderKind::Container, image),
         &rabbitmq_plan(SMALL, &[]),
-        "RabbitMQ",
+        "RabbitMQ 3.",
     )
     .await;
 }
@@ -221,8 +233,8 @@ fn rabbitmq_refuses_what_it_cannot_do_in_one_line() {
         ("queue.variant=\"delete\"", "queue.variant"),
         ("consumers.claim_mode=\"committed\"", "consumers.claim_mode"),
         (
-            "phases.0.faults=[{ kind = \"kill_backends\" }]",
-            "kill_backends",
+            "phases.0.faults=[{ kind = \"pool_exhaustion\" }]",
+            "pool_exhaustion",
         ),
         ("queue.rabbitmq_queue=\"fast\"", "queue.rabbitmq_queue"),
     ];

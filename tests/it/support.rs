@@ -8,7 +8,7 @@
 //! fails its tests with one message that says what is missing and how to get it;
 //! `scripts/test` installs all of them.
 
-use dbq_bench::backend::{self, Backend};
+use dbq_bench::backend::{self, Backend, Ports};
 use dbq_bench::error::Failure;
 use dbq_bench::provider::local::{self, LocalCluster};
 use dbq_bench::run::{RunOptions, RunOutcome, run};
@@ -103,8 +103,11 @@ pub fn shared_rabbitmq_url() -> &'static str {
             return url;
         }
         require_rabbitmq_binaries();
-        let port = start_shared(Engine::Rabbitmq, &[]);
-        format!("amqp://guest:guest@127.0.0.1:{port}/%2f")
+        let ports = start_shared_ports(Engine::Rabbitmq, &[]);
+        format!(
+            "amqp://guest:guest@127.0.0.1:{}/%2f?management_port={}",
+            ports.main, ports.admin
+        )
     })
 }
 
@@ -124,6 +127,11 @@ pub fn redis_plan(text: &str, sets: &[&str]) -> Plan {
 
 /// Starts a local server of `engine` kept until the test process exits; returns its port.
 fn start_shared(engine: Engine, settings: &[(&str, &str)]) -> u16 {
+    start_shared_ports(engine, settings).main
+}
+
+/// Starts the shared server of `engine`: the ports it serves on.
+fn start_shared_ports(engine: Engine, settings: &[(&str, &str)]) -> Ports {
     let settings: Vec<(String, String)> = settings
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -147,7 +155,7 @@ fn start_shared(engine: Engine, settings: &[(&str, &str)]) -> u16 {
     })
     .join()
     .expect("shared server thread");
-    let port = cluster.port;
+    let ports = cluster.ports;
     let mut clusters = CLUSTERS.lock().unwrap();
     if clusters.is_empty() {
         // SAFETY: registers a plain function with no arguments; it only locks a static mutex.
@@ -156,7 +164,7 @@ fn start_shared(engine: Engine, settings: &[(&str, &str)]) -> u16 {
         }
     }
     clusters.push(cluster);
-    port
+    ports
 }
 
 /// How to get every prerequisite at once.

@@ -3,7 +3,7 @@
 //! the official `mariadb`.
 
 use super::MariaEndpoint;
-use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer};
+use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer, Ports};
 use anyhow::{Result, anyhow};
 use sqlx::mysql::MySqlConnectOptions;
 use std::path::{Path, PathBuf};
@@ -70,9 +70,10 @@ impl LocalServer for Local {
         &self,
         bins: &LocalBinaries,
         dir: &Path,
-        port: u16,
+        ports: Ports,
         settings: &[(String, String)],
     ) -> Command {
+        let port = ports.main;
         let mut cmd = Command::new(bins.bin_dir.join("mariadbd"));
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", dir.join("data").display()))
@@ -87,7 +88,8 @@ impl LocalServer for Local {
     }
 
     /// mariadb-install-db makes root@127.0.0.1 without a password.
-    fn endpoint(&self, port: u16) -> Arc<dyn Endpoint> {
+    fn endpoint(&self, ports: Ports) -> Arc<dyn Endpoint> {
+        let port = ports.main;
         Arc::new(MariaEndpoint::new(
             MySqlConnectOptions::new()
                 .host("127.0.0.1")
@@ -118,7 +120,8 @@ impl ContainerImage for Container {
         settings.iter().map(|(k, v)| format!("--{k}={v}")).collect()
     }
 
-    fn endpoint(&self, host_port: u16, password: &str) -> Arc<dyn Endpoint> {
+    fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint> {
+        let host_port = ports.main;
         Arc::new(MariaEndpoint::new(
             MySqlConnectOptions::new()
                 .host("127.0.0.1")

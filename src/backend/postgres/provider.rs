@@ -2,7 +2,7 @@
 //! `initdb` (local), or a container of an image that behaves like the official `postgres`.
 
 use super::PgEndpoint;
-use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer};
+use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer, Ports};
 use anyhow::{Result, anyhow};
 use sqlx::postgres::PgConnectOptions;
 use std::path::{Path, PathBuf};
@@ -50,9 +50,10 @@ impl LocalServer for Local {
         &self,
         bins: &LocalBinaries,
         dir: &Path,
-        port: u16,
+        ports: Ports,
         settings: &[(String, String)],
     ) -> Command {
+        let port = ports.main;
         let mut cmd = Command::new(bins.bin_dir.join("postgres"));
         cmd.arg("-D")
             .arg(dir.join("data"))
@@ -67,7 +68,8 @@ impl LocalServer for Local {
         cmd
     }
 
-    fn endpoint(&self, port: u16) -> Arc<dyn Endpoint> {
+    fn endpoint(&self, ports: Ports) -> Arc<dyn Endpoint> {
+        let port = ports.main;
         Arc::new(PgEndpoint::new(
             PgConnectOptions::new_without_pgpass()
                 .host("127.0.0.1")
@@ -151,7 +153,8 @@ impl ContainerImage for Container {
         cmd
     }
 
-    fn endpoint(&self, host_port: u16, password: &str) -> Arc<dyn Endpoint> {
+    fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint> {
+        let host_port = ports.main;
         Arc::new(PgEndpoint::new(
             PgConnectOptions::new_without_pgpass()
                 .host("127.0.0.1")

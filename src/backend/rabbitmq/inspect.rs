@@ -6,7 +6,7 @@
 //! run, only dead letters are reported.
 
 use super::link::{RabbitLink, describe};
-use super::within;
+use super::{admin, within};
 use crate::backend::error::BackendError;
 use crate::backend::figures::{DbSample, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
@@ -14,7 +14,7 @@ use crate::backend::seam::{Disrupt, Inspect};
 use async_trait::async_trait;
 use lapin::options::{BasicGetOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 /// The most messages a snapshot reads from one queue.
@@ -77,6 +77,20 @@ impl RabbitLink {
         Ok(out)
     }
 
+    /// The broker's own figures from its management API; none when there is no API or it
+    /// does not answer (the sampler goes on with what AMQP says).
+    async fn server_figures(&self) -> BTreeMap<String, i64> {
+        let Some(admin) = &self.shared.admin else {
+            return BTreeMap::new();
+        };
+        let (jobs, dead) = (self.shared.jobs(), self.shared.dead());
+        let asked = tokio::try_join!(admin.queue(&jobs), admin.queue(&dead), admin.node());
+        match asked {
+            Ok((jobs, dead, node)) => admin::figures(&jobs, &dead, &node),
+            Err(_) => BTreeMap::new(),
+        }
+    }
+
     /// What the broker holds now: only the dead letters while consumers are attached.
     async fn snapshot(&mut self) -> Result<Snapshot, BackendError> {
         let (_, _, consumers) = self.counts().await?;
@@ -109,16 +123,22 @@ impl Inspect for RabbitLink {
         Ok(vec![self.shared.info.claim_sql.clone()])
     }
 
-    /// Messages waiting (jobs and retries) and dead letters; what is out unacknowledged the
-    /// broker does not say over AMQP.
+    /// Messages waiting (jobs and retries) and dead letters, counted over AMQP; what is
+    /// out unacknowledged, the memory and the counts come from the management API (which
+    /// refreshes them once a second), when it answers.
     async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
         let started = Instant::now();
         let (waiting, dead, _) = self.counts().await?;
+        let server = self.server_figures().await;
+        let figure = |name: &str| server.get(name).copied();
         Ok(DbSample {
             pending: waiting,
+            processing: figure("unacked"),
             dead_letter: full.then_some(dead),
             sample_ms: started.elapsed().as_secs_f64() * 1000.0,
             live_tuples: waiting + dead,
+            total_bytes: figure("node_memory_bytes").unwrap_or(0),
+            server,
             ..DbSample::default()
         })
     }
@@ -217,12 +237,35 @@ impl Inspect for RabbitLink {
 
 #[async_trait]
 impl Disrupt for RabbitLink {
+    /// Closes `count` of the run's connections of `roles`, picked at random, through the
+    /// management API (`rabbitmqctl close_connection` does the same). Only connections the
+    /// API already lists can be picked: one opened in the last few seconds is not yet known
+    /// by name, so the count closed may be lower (the fault's event says how many).
     async fn terminate_sessions(
         &mut self,
-        _roles: &[&str],
-        _count: u32,
+        roles: &[&str],
+        count: u32,
     ) -> Result<(&'static str, u64), BackendError> {
-        Err(unsupported("kill_backends"))
+        let admin = self.shared.admin.as_ref().ok_or_else(|| {
+            unsupported("kill_backends without the management API (a queue attached in a worker)")
+        })?;
+        let prefix = format!("dbq-bench/{}/", self.shared.namespace);
+        let mut names: Vec<String> = admin
+            .connections(&prefix)
+            .await?
+            .into_iter()
+            .filter(|(_, role)| roles.iter().any(|r| role.starts_with(r)))
+            .map(|(name, _)| name)
+            .collect();
+        rand::seq::SliceRandom::shuffle(names.as_mut_slice(), &mut rand::rng());
+        let mut closed = 0;
+        for name in &names {
+            if closed == u64::from(count) {
+                break;
+            }
+            closed += u64::from(admin.close_connection(name).await?);
+        }
+        Ok(("close_connection", closed))
     }
 
     /// Nothing to clean: an acknowledged message is gone.

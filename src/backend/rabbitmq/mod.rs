@@ -13,6 +13,7 @@
 //! left (nothing may wait or be unacknowledged at the end, dead letters are read back by id)
 //! and the completions come from the harness's ledger.
 
+mod admin;
 mod inspect;
 mod link;
 mod provider;
@@ -25,6 +26,7 @@ use super::seam::{
 use super::sql::namespace_name;
 use crate::engine::{Engine, ShutdownMode};
 use crate::scenario::{BackoffPlan, Finish, QueuePlan, RabbitQueue};
+use admin::Admin;
 use async_trait::async_trait;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::{AMQPValue, FieldTable};
@@ -91,6 +93,9 @@ pub struct Shared {
     pub max_retries: i32,
     /// Ids are the harness's: the broker has no counter. Only the runner enqueues.
     pub next_id: AtomicI64,
+    /// The management API, for the sampler and `kill_backends` (the runner's queue only:
+    /// worker processes have no use for it).
+    pub admin: Option<Admin>,
 }
 
 impl Shared {
@@ -247,7 +252,8 @@ impl Driver for RabbitDriver {
         _settings: &[(String, String)],
     ) -> Result<Arc<dyn Endpoint>, String> {
         Engine::Rabbitmq.check_url(url)?;
-        Ok(Arc::new(RabbitEndpoint::new(url.to_string())))
+        let admin_port = admin::port_of(url)?;
+        Ok(Arc::new(RabbitEndpoint::new(url.to_string(), admin_port)))
     }
 
     fn shutdown_signal(&self, mode: ShutdownMode) -> nix::sys::signal::Signal {
@@ -271,6 +277,7 @@ impl Driver for RabbitDriver {
             at.url.clone(),
             at.namespace.clone(),
             queue,
+            None,
         )?))
     }
 }
@@ -279,11 +286,14 @@ impl Driver for RabbitDriver {
 pub struct RabbitEndpoint {
     /// `amqp://user:password@host:port/vhost`: never shown.
     url: String,
+    /// Its management API on the URL's host and `admin_port`.
+    admin: Option<Admin>,
 }
 
 impl RabbitEndpoint {
-    pub fn new(url: String) -> RabbitEndpoint {
-        RabbitEndpoint { url }
+    pub fn new(url: String, admin_port: u16) -> RabbitEndpoint {
+        let admin = Admin::at(&url, admin_port);
+        RabbitEndpoint { url, admin }
     }
 }
 
@@ -303,11 +313,16 @@ impl Endpoint for RabbitEndpoint {
         Ok(())
     }
 
+    /// The version comes from the management API (the AMQP client does not expose the
+    /// broker's properties); without the API it is only "RabbitMQ".
     async fn describe(&self) -> Result<ServerFacts, BackendError> {
         self.ping().await?;
+        let version = match &self.admin {
+            Some(admin) => admin.version().await.ok(),
+            None => None,
+        };
         Ok(ServerFacts {
-            // The AMQP client does not expose the broker's properties (its version).
-            version: "RabbitMQ".into(),
+            version: version.unwrap_or_else(|| "RabbitMQ".into()),
             settings: BTreeMap::new(),
         })
     }
@@ -319,7 +334,7 @@ impl Endpoint for RabbitEndpoint {
         _audit: bool,
     ) -> Result<Arc<dyn Backend>, InstallError> {
         let name = namespace_name(prefix)?;
-        let backend = RabbitQueueBackend::new(self.url.clone(), name, queue)?;
+        let backend = RabbitQueueBackend::new(self.url.clone(), name, queue, self.admin.clone())?;
         let conn = connect(&self.url, "dbq-bench").await?;
         let channel = conn.create_channel().await?;
         within(backend.shared.declare(&channel)).await?;
@@ -335,7 +350,12 @@ pub struct RabbitQueueBackend {
 }
 
 impl RabbitQueueBackend {
-    fn new(url: String, namespace: String, q: &QueuePlan) -> Result<Self, BackendError> {
+    fn new(
+        url: String,
+        namespace: String,
+        q: &QueuePlan,
+        admin: Option<Admin>,
+    ) -> Result<Self, BackendError> {
         let info = design_info(&namespace, q)?;
         Ok(RabbitQueueBackend {
             url,
@@ -346,6 +366,7 @@ impl RabbitQueueBackend {
                 backoff: q.backoff,
                 max_retries: q.max_retries,
                 next_id: AtomicI64::new(0),
+                admin,
             }),
         })
     }

@@ -5,20 +5,38 @@
 //! are the `rabbit` application's environment (`-rabbit key value`, values as Erlang terms,
 //! e.g. `vm_memory_high_watermark = "0.6"`).
 
-use super::RabbitEndpoint;
-use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer};
+use super::{RabbitEndpoint, admin};
+use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer, Ports};
 use anyhow::{Result, anyhow};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-/// `-rabbit key value …`: what the scenario sets, as arguments the broker's Erlang VM reads.
+/// `-rabbit key value …`: what the scenario sets, as arguments the broker's Erlang VM reads,
+/// after the harness's own: the queues and connections report their figures every second,
+/// and the management API takes them in every second (both 5 s by default), as often as
+/// the sampler asks and soon enough for `kill_backends` to find a new connection by name.
 fn arguments(settings: &[(String, String)]) -> Vec<String> {
-    settings
-        .iter()
-        .flat_map(|(k, v)| ["-rabbit".to_string(), k.clone(), v.clone()])
-        .collect()
+    let mut args: Vec<String> = [
+        "-rabbit",
+        "collect_statistics_interval",
+        "1000",
+        "-rabbitmq_management",
+        "sample_retention_policies",
+        "[{global,[{605,1}]},{basic,[{605,1}]},{detailed,[{605,1}]}]",
+    ]
+    .map(String::from)
+    .into();
+    args.extend(
+        settings
+            .iter()
+            .flat_map(|(k, v)| ["-rabbit".to_string(), k.clone(), v.clone()]),
+    );
+    args
 }
+
+/// The plugin that serves the management API.
+const MANAGEMENT: &str = "rabbitmq_management";
 
 /// A port free now on 127.0.0.1 (the node's distribution port).
 fn free_port() -> u16 {
@@ -64,14 +82,16 @@ impl LocalServer for Local {
     }
 
     /// The node runs in the foreground as the child itself (`NOTIFY_SOCKET` makes the
-    /// script exec the VM, so the provider's signals reach the broker), without plugins.
+    /// script exec the VM, so the provider's signals reach the broker), with the management
+    /// plugin only, its API on 127.0.0.1:`ports.admin`.
     fn serve(
         &self,
         bins: &LocalBinaries,
         dir: &Path,
-        port: u16,
+        ports: Ports,
         settings: &[(String, String)],
     ) -> Command {
+        let port = ports.main;
         let mut cmd = Command::new(bins.bin_dir.join("rabbitmq-server"));
         let at = |name: &str| dir.join(name).into_os_string();
         cmd.env("HOME", dir)
@@ -85,17 +105,19 @@ impl LocalServer for Local {
             .env("RABBITMQ_PID_FILE", at("rabbitmq.pid"))
             .env("RABBITMQ_CONF_ENV_FILE", at("rabbitmq-env.conf"))
             .env("RABBITMQ_CONFIG_FILE", at("rabbitmq"))
-            .env("RABBITMQ_ENABLED_PLUGINS", "")
+            .env("RABBITMQ_ENABLED_PLUGINS", MANAGEMENT)
             .env("NOTIFY_SOCKET", at("notify.sock"))
+            .arg("-rabbitmq_management")
+            .arg("tcp_config")
+            .arg(format!("[{{port,{}}},{{ip,\"127.0.0.1\"}}]", ports.admin))
             .args(arguments(settings));
         cmd
     }
 
     /// The `guest` account, which may connect from loopback only.
-    fn endpoint(&self, port: u16) -> Arc<dyn Endpoint> {
-        Arc::new(RabbitEndpoint::new(format!(
-            "amqp://guest:guest@127.0.0.1:{port}/%2f"
-        )))
+    fn endpoint(&self, ports: Ports) -> Arc<dyn Endpoint> {
+        let url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", ports.main);
+        Arc::new(RabbitEndpoint::new(url, ports.admin))
     }
 
     fn stop_hint(&self, dir: &Path) -> String {
@@ -109,6 +131,14 @@ pub static CONTAINER: Container = Container;
 impl ContainerImage for Container {
     fn port(&self) -> u16 {
         5672
+    }
+
+    fn admin_port(&self) -> Option<u16> {
+        Some(admin::DEFAULT_PORT)
+    }
+
+    fn environment(&self) -> Vec<(&'static str, String)> {
+        vec![("RABBITMQ_ENABLED_PLUGINS", MANAGEMENT.to_string())]
     }
 
     fn password_variable(&self) -> &'static str {
@@ -133,10 +163,9 @@ impl ContainerImage for Container {
         cmd
     }
 
-    fn endpoint(&self, host_port: u16, password: &str) -> Arc<dyn Endpoint> {
-        Arc::new(RabbitEndpoint::new(format!(
-            "amqp://guest:{password}@127.0.0.1:{host_port}/%2f"
-        )))
+    fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint> {
+        let url = format!("amqp://guest:{password}@127.0.0.1:{}/%2f", ports.main);
+        Arc::new(RabbitEndpoint::new(url, ports.admin))
     }
 
     fn alternatives(&self, image: &str) -> String {

@@ -188,13 +188,22 @@ impl Inspect for RedisLink {
     /// file as the log written.
     async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
         let started = Instant::now();
-        let [entries, working, _delayed, dead, ever] = self.counts().await?;
+        let [entries, working, delayed, dead, ever] = self.counts().await?;
         let info = self.info().await?;
         let figure = |f: &str| {
             info_field(&info, f)
                 .and_then(|v| v.parse::<i64>().ok())
                 .unwrap_or(0)
         };
+        let server = [
+            ("stream_entries", entries),
+            ("pending_entries", working),
+            ("delayed", delayed),
+            ("dead_letters", dead),
+            ("used_memory_bytes", figure("used_memory")),
+            ("aof_bytes", figure("aof_current_size")),
+            ("commands_total", figure("total_commands_processed")),
+        ];
         Ok(DbSample {
             pending: entries - working,
             processing: full.then_some(working),
@@ -205,6 +214,7 @@ impl Inspect for RedisLink {
             total_bytes: figure("used_memory"),
             wal_bytes: figure("aof_current_size"),
             xact_commit: figure("total_commands_processed"),
+            server: server.map(|(k, v)| (k.to_string(), v)).into(),
             ..DbSample::default()
         })
     }

@@ -6,7 +6,7 @@
 //! the measurement. `database.settings` follow as `--key value` and override these.
 
 use super::RedisEndpoint;
-use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer};
+use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer, Ports};
 use anyhow::{Result, anyhow};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -80,9 +80,10 @@ impl LocalServer for Local {
         &self,
         bins: &LocalBinaries,
         dir: &Path,
-        port: u16,
+        ports: Ports,
         settings: &[(String, String)],
     ) -> Command {
+        let port = ports.main;
         let mut cmd = Command::new(bins.bin_dir.join("redis-server"));
         cmd.arg("--port")
             .arg(port.to_string())
@@ -95,7 +96,8 @@ impl LocalServer for Local {
         cmd
     }
 
-    fn endpoint(&self, port: u16) -> Arc<dyn Endpoint> {
+    fn endpoint(&self, ports: Ports) -> Arc<dyn Endpoint> {
+        let port = ports.main;
         let client = redis::Client::open(format!("redis://127.0.0.1:{port}/0"))
             .expect("a loopback URL parses");
         Arc::new(RedisEndpoint::new(client))
@@ -130,7 +132,8 @@ impl ContainerImage for Container {
         cmd
     }
 
-    fn endpoint(&self, host_port: u16, password: &str) -> Arc<dyn Endpoint> {
+    fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint> {
+        let host_port = ports.main;
         let client = redis::Client::open(format!("redis://:{password}@127.0.0.1:{host_port}/0"))
             .expect("a loopback URL parses");
         Arc::new(RedisEndpoint::new(client))
