@@ -8,7 +8,8 @@ use std::path::Path;
 /// Changes the command line makes to a scenario before it is validated.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
-    /// `key.path=value` assignments (`--set`), applied in order.
+    /// `key.path=value` assignments (`--set`), applied in order. A `queue.dir` given here is
+    /// relative to the current directory.
     pub sets: Vec<String>,
     /// `--db`: beats `database.provider`.
     pub provider: Option<ProviderKind>,
@@ -91,6 +92,22 @@ impl ScenarioFile {
                 // A key a --set wrote is that flag's fault, not the file's.
                 blame_the_flag(InputError::new(&self.source, key, reason), overrides)
             })?;
+        let dir_key = |key: &str| key == "queue.dir";
+        let dir_from_flag = overrides
+            .sets
+            .iter()
+            .filter_map(|s| Assignment::parse(s).ok())
+            .any(|a| dir_key(&a.key))
+            && !extra.iter().any(|a| dir_key(&a.key));
+        if dir_from_flag {
+            // A directory typed on the command line is relative to where the user is, not
+            // to the scenario file's folder.
+            scenario.queue.dir = scenario
+                .queue
+                .dir
+                .take()
+                .map(|d| std::path::absolute(&d).unwrap_or(d));
+        }
         if let Some(p) = overrides.provider {
             scenario.database.provider = p;
         }
@@ -422,6 +439,22 @@ mod tests {
         );
         assert_eq!(s.consumers.handler.error_rate, 0.25);
         assert_eq!(s.producers.count, 7);
+    }
+
+    /// `queue.dir` in the file is the file's (resolved later, against its folder); given
+    /// with `--set` it is the current directory's.
+    #[test]
+    fn a_directory_set_on_the_command_line_is_relative_to_the_current_directory() {
+        let text = "[queue]\nvariant = \"custom\"\ndir = \"designs/mine\"\n";
+        let from_file = parse("sub/s.toml", text, &Overrides::default()).unwrap();
+        assert_eq!(from_file.queue.dir.unwrap(), Path::new("designs/mine"));
+        let o = Overrides {
+            sets: vec!["queue.dir=designs/other".into()],
+            ..Default::default()
+        };
+        let from_flag = parse("sub/s.toml", text, &o).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(from_flag.queue.dir.unwrap(), cwd.join("designs/other"));
     }
 
     #[test]

@@ -299,7 +299,8 @@ pub struct QueueSection {
     /// above 1 its claim.sql takes `$1`, how many, and its complete.sql `$1`, the ids).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_batch: Option<u32>,
-    /// The directory of a `custom` variant's `.sql` files (relative to the scenario file).
+    /// The directory of a `custom` variant's `.sql` files (relative to the scenario file; to
+    /// the current directory when given with `--set`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<std::path::PathBuf>,
     /// The queue table's fillfactor (10–100), for HOT updates; default: the server's (100).

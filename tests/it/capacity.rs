@@ -497,7 +497,7 @@ fn a_capacity_of_a_custom_design_is_cited_as_that_design() {
         "--set",
         "queue.variant=\"custom\"",
         "--set",
-        "queue.dir=\"custom-seed\"",
+        "queue.dir=\"scenarios/custom-seed\"",
     ];
     let mut args = vec![
         "--set",
