@@ -232,6 +232,26 @@ async fn a_broken_custom_directory_fails_before_any_load_naming_the_file() {
     );
     assert!(!err.contains("load started"), "no load may start: {err}");
 
+    // A payload that is not JSON would decode to defaults: refused, with the fix.
+    let text_payload = broken_custom(
+        "claim.sql",
+        Some(
+            "UPDATE job_queue SET status = 'processing' WHERE id = (SELECT id FROM job_queue \
+             WHERE status = 'pending' LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             RETURNING id, type, payload::text AS payload",
+        ),
+    );
+    let (code, err) = run_custom(text_payload.path());
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(code, Some(2), "expected exit 2; stderr: {err}");
+    assert!(
+        errors.len() == 1
+            && errors[0].contains("claim.sql: returns payload as TEXT")
+            && errors[0].contains("payload::jsonb"),
+        "expected one error line naming claim.sql, the type and the fix; stderr: {err}"
+    );
+    assert!(!err.contains("load started"), "no load may start: {err}");
+
     let bad_sql = broken_custom(
         "fail.sql",
         Some("UPDATE no_such_table SET x = 1 RETURNING status"),

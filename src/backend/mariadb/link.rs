@@ -95,7 +95,10 @@ impl MariaLink {
                 Ok(ClaimedJob {
                     id: row.try_get("id")?,
                     job_type: row.try_get("type")?,
-                    payload: serde_json::from_str::<JobPayload>(&payload).unwrap_or_default(),
+                    // Never defaults: a payload that is not the harness's JSON loses the
+                    // job's stamps, so it fails the claim instead.
+                    payload: serde_json::from_str::<JobPayload>(&payload)
+                        .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
                     redelivered: false,
                 })
             })

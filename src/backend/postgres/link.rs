@@ -102,9 +102,7 @@ impl PgLink {
         let rows = query.fetch_all(&mut self.conn).await?;
         rows.iter()
             .map(|row| {
-                let payload: Json<JobPayload> = row
-                    .try_get("payload")
-                    .unwrap_or(Json(JobPayload::default()));
+                let payload: Json<JobPayload> = row.try_get("payload")?;
                 Ok(ClaimedJob {
                     id: row.try_get("id")?,
                     job_type: row.try_get("type")?,
@@ -385,8 +383,9 @@ pub(super) async fn install_tables(
 }
 
 /// Checks a custom design's statements against the installed schema: each one is prepared,
-/// and those whose rows the harness reads must return the columns it reads. Names the file
-/// of the first statement that fails.
+/// those whose rows the harness reads must return the columns it reads, and the claim's
+/// columns must have the types it decodes (never read as defaults). Names the file of the
+/// first statement that fails.
 pub(super) async fn check_statements(
     conn: &mut PgConnection,
     d: &SqlDesign,
@@ -441,6 +440,40 @@ pub(super) async fn check_statements(
                 ),
             });
         }
+        if file == "claim.sql" {
+            claim_types(&statement).map_err(|reason| DesignError {
+                file: d.file(file),
+                reason,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The claim's `id` is a `bigint` and its `payload` JSON: a payload of another type would
+/// lose the job's latency stamps and poison flag.
+fn claim_types(statement: &sqlx::postgres::PgStatement) -> Result<(), String> {
+    use sqlx::{Column, Statement, TypeInfo};
+    let type_of = |name: &str| {
+        statement
+            .columns()
+            .iter()
+            .find(|c| c.name() == name)
+            .map(|c| c.type_info().name().to_string())
+            .unwrap_or_default()
+    };
+    let id = type_of("id");
+    if id != "INT8" {
+        return Err(format!(
+            "returns id as {id}; ids are bigint (cast it: `id::bigint`; UUID-keyed queues are not supported)"
+        ));
+    }
+    let payload = type_of("payload");
+    if !matches!(payload.as_str(), "JSON" | "JSONB") {
+        return Err(format!(
+            "returns payload as {payload}; the harness reads the job's stamps from it as JSON: \
+             return json or jsonb (for a text column holding JSON, `payload::jsonb`)"
+        ));
     }
     Ok(())
 }
