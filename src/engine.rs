@@ -146,6 +146,7 @@ const POSTGRES: EngineFacts = EngineFacts {
             "delete",
             "archive",
             "plain_index",
+            "advisory_lock",
             "custom",
         ],
         faults: ALL_FAULTS,

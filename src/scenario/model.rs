@@ -232,6 +232,9 @@ pub enum VariantName {
     Archive,
     /// A plain index led by `status` instead of the seed's partial index.
     PlainIndex,
+    /// Que's design: the claim takes an advisory lock on the first free pending job and
+    /// writes no row; completion deletes.
+    AdvisoryLock,
     /// A user's own SQL files in `queue.dir`.
     Custom,
 }
@@ -261,7 +264,7 @@ impl VariantName {
     /// How the variant's finished jobs leave the table.
     pub fn finish(self) -> Finish {
         match self {
-            VariantName::Delete => Finish::Delete,
+            VariantName::Delete | VariantName::AdvisoryLock => Finish::Delete,
             VariantName::Archive => Finish::Archive,
             _ => Finish::Update,
         }
@@ -285,6 +288,7 @@ impl VariantName {
             VariantName::Delete => "delete",
             VariantName::Archive => "archive",
             VariantName::PlainIndex => "plain_index",
+            VariantName::AdvisoryLock => "advisory_lock",
             VariantName::Custom => "custom",
         }
     }

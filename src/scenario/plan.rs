@@ -209,6 +209,17 @@ impl Plan {
         fill_resolved(&mut scenario, &database, &queue);
         let mut producers = producer_plan(&scenario.producers, source)?;
         let consumers = consumer_plan(&scenario.consumers, scenario.database.engine, source)?;
+        if scenario.queue.variant == VariantName::AdvisoryLock
+            && consumers.claim_mode == ClaimMode::Committed
+        {
+            return Err(InputError::new(
+                source,
+                "consumers.claim_mode",
+                "the advisory_lock design's claim is a lock that ends with the claim's \
+                 transaction, so a claim committed before the work would leave the job free \
+                 for another worker: use claim_mode = \"in_transaction\"",
+            ));
+        }
         let default_rate = scenario.producers.rate;
         let phases = phase_plans(
             &mut scenario.phases,

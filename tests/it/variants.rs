@@ -10,7 +10,7 @@ use std::process::Command;
 
 /// Where each variant keeps the evidence that a job finished, and a statement that removes
 /// one job's evidence behind the harness's back.
-const EVIDENCE: [(&str, &str); 6] = [
+const EVIDENCE: [(&str, &str); 7] = [
     (
         "seed",
         "DELETE FROM job_queue WHERE id = (SELECT min(id) FROM job_queue WHERE status = 'done') RETURNING id",
@@ -29,6 +29,10 @@ const EVIDENCE: [(&str, &str); 6] = [
     ),
     (
         "delete",
+        "DELETE FROM dbq_bench_completion_audit WHERE job_id = (SELECT min(job_id) FROM dbq_bench_completion_audit) RETURNING job_id",
+    ),
+    (
+        "advisory_lock",
         "DELETE FROM dbq_bench_completion_audit WHERE job_id = (SELECT min(job_id) FROM dbq_bench_completion_audit) RETURNING job_id",
     ),
     (
@@ -145,6 +149,45 @@ async fn notify_wakes_idle_workers_long_before_their_poll() {
         s.jobs.enqueued,
         s.accounting.verdict
     );
+}
+
+/// Que's design under crashing workers and a closed-loop drain: a crashed worker's lock goes
+/// with its transaction, so its job runs again at once (no reaper), and no job is ever
+/// handed to two live workers; a claim committed before the work is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advisory_lock_claims_never_hand_a_job_to_two_workers() {
+    let p = plan(
+        SMALL,
+        &[
+            "queue.variant=advisory_lock",
+            "producers.prefill=3000",
+            "consumers.count=6",
+            "consumers.handler.duration.fixed=0ms",
+            "phases.0.faults=[{ kind = \"crash_workers\", every = \"300ms\" }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(s.faults.worker_crashes > 0, "{:?}", s.faults.events);
+    assert!(
+        s.accounting.ok && s.jobs.lost == 0,
+        "{}",
+        s.accounting.verdict
+    );
+    assert_eq!(s.faults.duplicate_completions, 0, "{:?}", s.accounting);
+    assert_eq!(s.accounting.executions.unexplained_executions, 0);
+    assert_eq!(s.faults.reaped, 0, "nothing for a reaper: {:?}", s.faults);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["validate", "scenarios/smoke.toml", "--set"])
+        .args([
+            "queue.variant=advisory_lock",
+            "--set",
+            "consumers.claim_mode=committed",
+        ])
+        .output()
+        .unwrap();
+    crate::support::assert_bad_input(&out, "advisory_lock committed", "in_transaction");
 }
 
 fn custom_seed_dir() -> String {

@@ -69,6 +69,7 @@ pub fn design(plan: &VariantPlan) -> Result<SqlDesign, DesignError> {
             },
             ..seed
         },
+        VariantName::AdvisoryLock => advisory_lock(seed),
         VariantName::Custom => read_custom(plan, seed)?,
     };
     Ok(with_storage(d, plan))
@@ -88,6 +89,23 @@ fn delete(seed: SqlDesign) -> SqlDesign {
             ..seed.sql.clone()
         },
         ..seed
+    }
+}
+
+/// Que's design: the claim locks a job with an advisory lock instead of writing its row;
+/// a finished job is deleted (so the proof reads the completion audit, as for `delete`).
+fn advisory_lock(seed: SqlDesign) -> SqlDesign {
+    let d = delete(seed);
+    SqlDesign {
+        sql: Statements {
+            schema: vec![
+                sql!("../../../migrations/seed/0001_job_queue.sql"),
+                sql!("../../../migrations/advisory_lock/0001_claim_function.sql"),
+            ],
+            claim: sql!("variants/advisory_lock/claim.sql"),
+            ..d.sql.clone()
+        },
+        ..d
     }
 }
 
