@@ -455,15 +455,32 @@ fn cost_explanation(s: &Summary) -> String {
         return "No probe found a job ready to claim, so there is nothing to compare.".into();
     };
     let autovacuums: i64 = s.db_stats.per_phase.iter().map(|p| p.autovacuums).sum();
+    let walked = match index_walked(&most.probe.plan) {
+        Some(index) => format!("A claim walks {index} in order"),
+        None => "A claim that walks an index in order (see its plan below)".to_string(),
+    };
     format!(
-        "Each probe runs the seed's claim once under EXPLAIN (ANALYZE, BUFFERS) inside a transaction that is rolled back. \
+        "Each probe runs the claim of {} once under EXPLAIN (ANALYZE, BUFFERS) inside a transaction that is rolled back. \
          When it found a job, it touched {} shared buffers at \"{}\", {} at \"{}\", and {} at most (\"{}\"). \
-         A claim walks idx_job_queue_pending in order and visits every entry it meets, including those of jobs already \
+         {walked} and visits every entry it meets, including those of jobs already \
          claimed or finished whose row versions are dead but not yet removed by VACUUM, before it reaches a live pending job: \
          its cost grows with the dead tuples left since the last vacuum and drops when VACUUM clears them \
          (autovacuum ran {autovacuums} time(s) on the table during the run; see the dead tuples chart).",
-        first.buffers, first.label, last.buffers, last.label, most.buffers, most.label
+        s.design.label(),
+        first.buffers,
+        first.label,
+        last.buffers,
+        last.label,
+        most.buffers,
+        most.label
     )
+}
+
+/// The index a claim's plan scans (`Index Scan using idx_job_queue_pending on job_queue`),
+/// from the design's own plan rather than the seed's.
+fn index_walked(plan: &[String]) -> Option<&str> {
+    plan.iter()
+        .find_map(|node| node.split(" using ").nth(1)?.split_whitespace().next())
 }
 
 fn faults(s: &Summary) -> Option<Section> {
@@ -581,4 +598,20 @@ fn measurement(s: &Summary) -> Section {
         escape(&s.database.schema)
     );
     Section::new("How this was measured", h)
+}
+
+#[cfg(test)]
+mod claim_wording {
+    #[test]
+    fn the_index_named_is_the_one_the_plan_scans() {
+        let plan = [
+            "Update on job_queue".to_string(),
+            "Index Scan using idx_job_queue_status on job_queue".to_string(),
+        ];
+        assert_eq!(super::index_walked(&plan), Some("idx_job_queue_status"));
+        assert_eq!(
+            super::index_walked(&["Seq Scan on job_queue".to_string()]),
+            None
+        );
+    }
 }
