@@ -209,17 +209,8 @@ impl Plan {
         fill_resolved(&mut scenario, &database, &queue);
         let mut producers = producer_plan(&scenario.producers, source)?;
         let consumers = consumer_plan(&scenario.consumers, scenario.database.engine, source)?;
-        if scenario.queue.variant == VariantName::AdvisoryLock
-            && consumers.claim_mode == ClaimMode::Committed
-        {
-            return Err(InputError::new(
-                source,
-                "consumers.claim_mode",
-                "the advisory_lock design's claim is a lock that ends with the claim's \
-                 transaction, so a claim committed before the work would leave the job free \
-                 for another worker: use claim_mode = \"in_transaction\"",
-            ));
-        }
+        check_design_claims(&queue, &consumers, &scenario.reaper)
+            .map_err(|(key, reason)| err(key, reason))?;
         let default_rate = scenario.producers.rate;
         let phases = phase_plans(
             &mut scenario.phases,
@@ -581,6 +572,51 @@ fn max_producers(p: &ProducersSection, source: &str) -> Result<usize, InputError
         ));
     }
     Ok(max as usize)
+}
+
+/// What a design's claims ask of the scenario: Que's lock lasts the claim's transaction,
+/// and a custom design without reap.sql has no reaper, so a committed claim of a crashed
+/// worker could never come back.
+fn check_design_claims(
+    queue: &QueuePlan,
+    consumers: &ConsumerPlan,
+    reaper: &super::model::ReaperSection,
+) -> Result<(), (&'static str, String)> {
+    let committed = consumers.claim_mode == ClaimMode::Committed;
+    if queue.variant.name == VariantName::AdvisoryLock && committed {
+        return Err((
+            "consumers.claim_mode",
+            "the advisory_lock design's claim is a lock that ends with the claim's \
+             transaction, so a claim committed before the work would leave the job free for \
+             another worker: use claim_mode = \"in_transaction\""
+                .into(),
+        ));
+    }
+    let Some(dir) = &queue.variant.dir else {
+        return Ok(());
+    };
+    let has = |file: &str| dir.join(file).is_file();
+    if committed && reaper.enabled && !has("reap.sql") {
+        return Err((
+            "consumers.claim_mode",
+            format!(
+                "claims committed before the work need the design's reaper, and {} has no \
+                 reap.sql: add one (`$1` stale_after → id, status) or use claim_mode = \
+                 \"in_transaction\"",
+                dir.display()
+            ),
+        ));
+    }
+    if committed && reaper.enabled && reaper.count_as_attempt && !has("reap_counting.sql") {
+        return Err((
+            "reaper.count_as_attempt",
+            format!(
+                "counting reaps as attempts needs reap_counting.sql in {}, or count_as_attempt = false",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `[consumers]`, checked.

@@ -295,6 +295,21 @@ async fn a_broken_custom_directory_fails_before_any_load_naming_the_file() {
     );
     assert!(!err.contains("load started"), "no load may start: {err}");
 
+    // Without reap.sql the design has no reaper: committed claims are refused.
+    let no_reaper = broken_custom("reap.sql", None);
+    let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args([
+            "validate",
+            "scenarios/smoke.toml",
+            "--set",
+            "queue.variant=custom",
+        ])
+        .args(["--set", "consumers.claim_mode=committed", "--set"])
+        .arg(format!("queue.dir=\"{}\"", no_reaper.path().display()))
+        .output()
+        .unwrap();
+    crate::support::assert_bad_input(&out, "no reap.sql", "has no reap.sql");
+
     let bad_sql = broken_custom(
         "fail.sql",
         Some("UPDATE no_such_table SET x = 1 RETURNING status"),

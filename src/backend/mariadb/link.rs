@@ -191,6 +191,7 @@ impl MariaLink {
         } else {
             &d.sql.reap
         };
+        let update = follow_up(update, "reap.sql")?;
         sqlx::query(text(update))
             .bind(json_ids(&ids))
             .execute(&mut self.conn)

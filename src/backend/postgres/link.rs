@@ -348,6 +348,9 @@ impl Work for PgLink {
             true => &self.shared.design.sql.reap_counting,
             false => &self.shared.design.sql.reap,
         };
+        let Some(sql) = sql else {
+            return Ok(Vec::new());
+        };
         let rows: Vec<(i64, JobStatus)> = sqlx::query_as(AssertSqlSafe(sql.as_str()))
             .bind(stale_after)
             .fetch_all(&mut self.conn)
@@ -392,14 +395,23 @@ pub(super) async fn check_statements(
 ) -> Result<(), DesignError> {
     use sqlx::{Column, Statement};
     let sql = &d.sql;
+    let none = String::new();
     let checks: [(&str, &str, &[&str]); 13] = [
         ("enqueue.sql", &sql.enqueue, &["id"]),
         ("prefill.sql", &sql.prefill, &["id"]),
         ("claim.sql", &sql.claim, &["id", "type", "payload"]),
         ("complete.sql", &sql.complete, &[]),
         ("fail.sql", &sql.fail, &["status"]),
-        ("reap.sql", &sql.reap, &["id", "status"]),
-        ("reap_counting.sql", &sql.reap_counting, &["id", "status"]),
+        (
+            "reap.sql",
+            sql.reap.as_ref().unwrap_or(&none),
+            &["id", "status"],
+        ),
+        (
+            "reap_counting.sql",
+            sql.reap_counting.as_ref().unwrap_or(&none),
+            &["id", "status"],
+        ),
         ("pending_count.sql", &sql.pending_count, &[]),
         ("status_counts.sql", &sql.status_counts, &[]),
         (
@@ -415,7 +427,8 @@ pub(super) async fn check_statements(
         ),
         ("jobs_by_key.sql", &sql.jobs_by_key, &["id", "key"]),
     ];
-    for (file, text, columns) in checks {
+    // A design without a reaper has no reaper statements to check.
+    for (file, text, columns) in checks.into_iter().filter(|(_, text, _)| !text.is_empty()) {
         let statement = conn
             .prepare(sqlx::SqlSafeStr::into_sql_str(AssertSqlSafe(
                 text.to_string(),

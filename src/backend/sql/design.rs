@@ -28,10 +28,11 @@ pub struct Statements {
     pub complete: String,
     /// `$1` id, `$2` error, `$3` backoff base, `$4` factor, `$5` cap, `$6` jitter → `status`.
     pub fail: String,
-    /// `$1` stale_after → `id`, `status` per reaped job.
-    pub reap: String,
+    /// `$1` stale_after → `id`, `status` per reaped job; `None` for a design without a
+    /// reaper (a custom directory without reap.sql), where nothing is ever stale.
+    pub reap: Option<String>,
     /// As `reap`, counting the reap as a failed attempt.
-    pub reap_counting: String,
+    pub reap_counting: Option<String>,
     /// → count of pending jobs.
     pub pending_count: String,
     /// → `status`, count.
@@ -192,6 +193,9 @@ fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String
         got.insert(name, read(name)?);
     }
     let files_sha256 = sha256_of(&got);
+    // A design's reaper is its own: the seed's would not fit its table.
+    let reap = got.remove("reap.sql").flatten();
+    let reap_counting = got.remove("reap_counting.sql").flatten();
     let mut take = |name: &str, default: String| got.remove(name).flatten().unwrap_or(default);
     let sql = Statements {
         schema: vec![take("schema.sql", String::new())],
@@ -201,8 +205,8 @@ fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String
         complete: take("complete.sql", String::new()),
         fail: take("fail.sql", String::new()),
         prefill: take("prefill.sql", seed.prefill),
-        reap: take("reap.sql", seed.reap),
-        reap_counting: take("reap_counting.sql", seed.reap_counting),
+        reap,
+        reap_counting,
         pending_count: take("pending_count.sql", seed.pending_count),
         status_counts: take("status_counts.sql", seed.status_counts),
         ledger_check: take("ledger_check.sql", seed.ledger_check),
