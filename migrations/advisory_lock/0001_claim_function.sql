@@ -10,6 +10,8 @@ DECLARE
   queue int := 'job_queue'::regclass::oid::int;
   locked_id bigint;
 BEGIN
+  FOR attempt IN 1..10 LOOP
+  locked_id := NULL;
   WITH RECURSIVE candidate AS (
     (SELECT (j).id, (j).priority, (j).next_run_at,
             pg_try_advisory_xact_lock(queue, (j).id::int) AS locked
@@ -39,5 +41,9 @@ BEGIN
   RETURN QUERY
     SELECT j.id, j.type, j.payload FROM job_queue AS j
     WHERE j.id = locked_id AND j.status = 'pending';
+  IF FOUND THEN
+    RETURN;
+  END IF;
+  END LOOP;
 END
 $$;
