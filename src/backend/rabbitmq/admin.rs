@@ -68,19 +68,27 @@ impl Admin {
         &self.base
     }
 
-    async fn get(&self, path: &str) -> Result<Value, BackendError> {
-        let response = self
-            .client
-            .get(format!("{}/{path}", self.base))
+    /// Sends `request` with the account; the broker's answer, whatever its status.
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, BackendError> {
+        request
             .basic_auth(&self.user, Some(&self.password))
             .send()
             .await
-            .and_then(|r| r.error_for_status())
-            .map_err(|e| error(&self.base, e.without_url()))?;
-        response
-            .json()
-            .await
-            .map_err(|e| error(&self.base, e.without_url()))
+            .map_err(|e| self.failed(e))
+    }
+
+    fn failed(&self, e: reqwest::Error) -> BackendError {
+        error(&self.base, e.without_url())
+    }
+
+    async fn get(&self, path: &str) -> Result<Value, BackendError> {
+        let request = self.client.get(format!("{}/{path}", self.base));
+        let response = self.send(request).await?;
+        let response = response.error_for_status().map_err(|e| self.failed(e))?;
+        response.json().await.map_err(|e| self.failed(e))
     }
 
     /// The broker's version (`RabbitMQ 3.10.8`).
@@ -146,20 +154,15 @@ impl Admin {
         let path: String =
             percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC)
                 .collect();
-        let response = self
+        let request = self
             .client
             .delete(format!("{}/connections/{path}", self.base))
-            .basic_auth(&self.user, Some(&self.password))
-            .header("X-Reason", "dbq-bench kill_backends")
-            .send()
-            .await
-            .map_err(|e| error(&self.base, e.without_url()))?;
+            .header("X-Reason", "dbq-bench kill_backends");
+        let response = self.send(request).await?;
         if response.status() == reqwest::StatusCode::NOT_FOUND {
             return Ok(false);
         }
-        response
-            .error_for_status()
-            .map_err(|e| error(&self.base, e.without_url()))?;
+        response.error_for_status().map_err(|e| self.failed(e))?;
         Ok(true)
     }
 }
