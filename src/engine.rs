@@ -147,6 +147,8 @@ const POSTGRES: EngineFacts = EngineFacts {
             "archive",
             "plain_index",
             "advisory_lock",
+            "visibility_timeout",
+            "rotation",
             "custom",
         ],
         faults: ALL_FAULTS,
@@ -189,7 +191,7 @@ const MARIADB: EngineFacts = EngineFacts {
     default_image: "mariadb:10.11",
     image_variable: "DBQ_MARIADB_IMAGE",
     supports: Supports {
-        variants: &["seed", "batch"],
+        variants: &["seed", "batch", "delete"],
         faults: &[
             "crash_workers",
             "kill_workers",
@@ -601,6 +603,6 @@ mod tests {
             assert!(e.supports().variants.contains(&"seed"));
             assert!(e.supports().faults.iter().all(|f| ALL_FAULTS.contains(f)));
         }
-        assert!(Engine::Mariadb.offers().contains("seed or batch"));
+        assert!(Engine::Mariadb.offers().contains("seed, batch or delete"));
     }
 }

@@ -85,6 +85,11 @@ pub trait Work: Send {
         stale_after: Duration,
         count_as_attempt: bool,
     ) -> Result<Vec<(JobId, bool)>, BackendError>;
+    /// One round of the design's ticker (rotation's truncation), for designs whose
+    /// [`DesignInfo::ticks`](super::seam::DesignInfo) says they have one.
+    async fn tick(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
 }
 
 /// What the run's own connections read: set-up, the sampler, the proof.

@@ -12,7 +12,7 @@ use crate::fleet::jobs::JobFactory;
 use crate::fleet::pacer::{ProducerFleet, ScheduledPhase};
 use crate::fleet::process::{self, WorkerConfig};
 use crate::fleet::producer::ProducerShared;
-use crate::fleet::reaper::StaleJobReaper;
+use crate::fleet::reaper::{DesignTicker, StaleJobReaper};
 use crate::fleet::registry::WorkerRegistry;
 use crate::fleet::{FleetContext, consumer};
 use crate::metrics::{
@@ -124,7 +124,8 @@ pub(super) struct Load {
     sampler_stop: CancellationToken,
     consumers: JoinSet<()>,
     stop_consumers: CancellationToken,
-    reaper: Option<JoinHandle<()>>,
+    /// The reaper and the design's ticker, when there are.
+    chores: Vec<JoinHandle<()>>,
     producers: JoinSet<()>,
     bystander: Option<JoinHandle<()>>,
     fault_tasks: JoinSet<()>,
@@ -167,7 +168,7 @@ impl Load {
         let stop_consumers = CancellationToken::new();
         let registry = Arc::new(WorkerRegistry::new(plan.consumers.count));
         let consumers = start_consumers(plan, opts, &ctx, &registry, &stop_consumers);
-        let reaper = start_reaper(plan, &ctx, &stop_consumers);
+        let chores = start_chores(plan, &ctx, &stop_consumers);
         let stop_load = shutdown.child_token();
         // A permanent database error (reported by any fleet, in any process) stops the load.
         tokio::spawn(stop_on_fatal(live.clone(), stop_load.clone()));
@@ -210,7 +211,7 @@ impl Load {
             sampler_stop,
             consumers,
             stop_consumers,
-            reaper,
+            chores,
             producers,
             bystander,
             fault_tasks,
@@ -268,8 +269,8 @@ impl Load {
         }
         self.stop_consumers.cancel();
         while self.consumers.join_next().await.is_some() {}
-        if let Some(r) = self.reaper {
-            r.await.ok();
+        for chore in self.chores {
+            chore.await.ok();
         }
         self.sampler_stop.cancel();
         self.sampler.await.ok();
@@ -375,20 +376,23 @@ fn start_bystander(
     Some(tokio::spawn(bystander.run(ctx.clone(), span, stop.clone())))
 }
 
-/// The stale-job reaper, when the plan has one; it stops with the consumers.
-fn start_reaper(
-    plan: &Plan,
-    ctx: &FleetContext,
-    stop: &CancellationToken,
-) -> Option<JoinHandle<()>> {
-    plan.reaper.map(|r| {
+/// The stale-job reaper, when the plan has one, and the design's ticker, when it has one;
+/// they stop with the consumers.
+fn start_chores(plan: &Plan, ctx: &FleetContext, stop: &CancellationToken) -> Vec<JoinHandle<()>> {
+    let reaper = plan.reaper.map(|r| {
         let reaper = StaleJobReaper {
             interval: r.interval,
             stale_after: r.stale_after,
             count_as_attempt: r.count_as_attempt,
         };
         tokio::spawn(reaper.run(ctx.clone(), stop.clone()))
-    })
+    });
+    let ticker = ctx
+        .backend
+        .design()
+        .ticks
+        .then(|| tokio::spawn(DesignTicker.run(ctx.clone(), stop.clone())));
+    reaper.into_iter().chain(ticker).collect()
 }
 
 /// Cancels `stop_load` as soon as a permanent error is reported.

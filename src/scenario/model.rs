@@ -235,6 +235,13 @@ pub enum VariantName {
     /// Que's design: the claim takes an advisory lock on the first free pending job and
     /// writes no row; completion deletes.
     AdvisoryLock,
+    /// pgmq's design: no status column; a claim hides the job for `queue.visibility_timeout`
+    /// and counts the read; completion deletes; a crashed worker's job reappears when its
+    /// timeout runs out.
+    VisibilityTimeout,
+    /// PgQ's design: jobs go to three partitions in turn; a partition whose jobs have all
+    /// finished is truncated instead of vacuumed.
+    Rotation,
     /// A user's own SQL files in `queue.dir`.
     Custom,
 }
@@ -249,6 +256,8 @@ pub enum Finish {
     Delete,
     /// The row moves to an archive table.
     Archive,
+    /// The row stays until its whole table is truncated.
+    Truncate,
 }
 
 /// The files a `custom` variant's directory must hold (the others default to the seed's).
@@ -264,20 +273,45 @@ impl VariantName {
     /// How the variant's finished jobs leave the table.
     pub fn finish(self) -> Finish {
         match self {
-            VariantName::Delete | VariantName::AdvisoryLock => Finish::Delete,
+            VariantName::Delete | VariantName::AdvisoryLock | VariantName::VisibilityTimeout => {
+                Finish::Delete
+            }
             VariantName::Archive => Finish::Archive,
+            VariantName::Rotation => Finish::Truncate,
             _ => Finish::Update,
         }
     }
 
     /// The proof needs the completion audit: a finished job's row leaves no trace of its own.
     pub fn needs_audit(self) -> bool {
-        self.finish() == Finish::Delete
+        matches!(self.finish(), Finish::Delete | Finish::Truncate)
     }
 
     /// Claims more than one job per statement when `queue.claim_batch` says so.
     pub fn claims_in_batches(self) -> bool {
         matches!(self, VariantName::Batch | VariantName::Custom)
+    }
+
+    /// What the variant takes that the engines without it lack, for their refusal.
+    pub fn takes(self) -> &'static str {
+        match self {
+            VariantName::Seed | VariantName::Batch => "",
+            VariantName::Notify => " (it wakes workers with LISTEN/NOTIFY)",
+            VariantName::PlainIndex => {
+                " (it weighs PostgreSQL's partial index against a plain one; MariaDB, without partial indexes, has a plain one in its seed)"
+            }
+            VariantName::AdvisoryLock => {
+                " (it takes transaction-scoped advisory locks, pg_try_advisory_xact_lock; MariaDB's GET_LOCK lasts for a session)"
+            }
+            VariantName::Delete => " (its statements, audit and proof queries are SQL)",
+            VariantName::Archive | VariantName::VisibilityTimeout => {
+                " (its statements, audit and proof queries are written for PostgreSQL only so far)"
+            }
+            VariantName::Rotation => {
+                " (its partitions, truncation and ticker are written for PostgreSQL only so far)"
+            }
+            VariantName::Custom => " (a custom directory is run and checked as PostgreSQL SQL)",
+        }
     }
 
     pub fn as_str(&self) -> &'static str {
@@ -289,6 +323,8 @@ impl VariantName {
             VariantName::Archive => "archive",
             VariantName::PlainIndex => "plain_index",
             VariantName::AdvisoryLock => "advisory_lock",
+            VariantName::VisibilityTimeout => "visibility_timeout",
+            VariantName::Rotation => "rotation",
             VariantName::Custom => "custom",
         }
     }
@@ -307,6 +343,14 @@ pub struct QueueSection {
     /// the current directory when given with `--set`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<std::path::PathBuf>,
+    /// How long a claimed job stays invisible: variant `visibility_timeout` (default 30s),
+    /// or a `custom` claim that takes `:visibility_timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility_timeout: Option<HumanDuration>,
+    /// How often the `rotation` variant moves producers on to its next partition (default
+    /// 10s; at least 1s, the ticker's interval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotation_period: Option<HumanDuration>,
     /// The queue table's fillfactor (10–100), for HOT updates; default: the server's (100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fillfactor: Option<u32>,
@@ -355,6 +399,8 @@ impl Default for QueueSection {
         QueueSection {
             variant: VariantName::Seed,
             claim_batch: None,
+            visibility_timeout: None,
+            rotation_period: None,
             dir: None,
             fillfactor: None,
             unlogged: false,

@@ -72,6 +72,10 @@ pub struct VariantPlan {
     pub name: VariantName,
     /// Jobs per claim statement (`batch`, and `custom` when above 1).
     pub claim_batch: u32,
+    /// `queue.visibility_timeout`, where given (the design supplies its default).
+    pub visibility_timeout: Option<Duration>,
+    /// `queue.rotation_period` (rotation only).
+    pub rotation_period: Duration,
     /// A `custom` variant's directory, resolved against the scenario file's.
     pub dir: Option<std::path::PathBuf>,
     pub fillfactor: Option<u32>,
@@ -592,17 +596,34 @@ fn check_design_claims(
                 .into(),
         ));
     }
+    if queue.variant.name == VariantName::VisibilityTimeout
+        && committed
+        && reaper.enabled
+        && reaper.count_as_attempt
+    {
+        return Err((
+            "reaper.count_as_attempt",
+            "the visibility_timeout design has no reaper: a job whose worker died comes back \
+             when its timeout runs out, and its read count is not capped (as in pgmq); use \
+             count_as_attempt = false"
+                .into(),
+        ));
+    }
     let Some(dir) = &queue.variant.dir else {
         return Ok(());
     };
     let has = |file: &str| dir.join(file).is_file();
-    if committed && reaper.enabled && !has("reap.sql") {
+    // A claim that hides its jobs for a visibility timeout recovers a lost worker's job by
+    // itself, when the timeout runs out (the claim's text is checked in full at install).
+    let recovers_by_timeout = std::fs::read_to_string(dir.join("claim.sql"))
+        .is_ok_and(|claim| claim.contains(":visibility_timeout"));
+    if committed && reaper.enabled && !has("reap.sql") && !recovers_by_timeout {
         return Err((
             "consumers.claim_mode",
             format!(
                 "claims committed before the work need the design's reaper, and {} has no \
-                 reap.sql: add one (`$1` stale_after → id, status) or use claim_mode = \
-                 \"in_transaction\"",
+                 reap.sql: add one (`$1` stale_after → id, status), hide claimed jobs for \
+                 :visibility_timeout in claim.sql, or use claim_mode = \"in_transaction\"",
                 dir.display()
             ),
         ));
@@ -950,7 +971,7 @@ fn needs(scenario: &Scenario) -> Vec<Need> {
     let variant = q.variant.as_str();
     let mut needs = vec![Need::new(
         "queue.variant",
-        format!("variant {variant} runs"),
+        format!("variant {variant} runs{}", q.variant.takes()),
         move |s| s.variants.contains(&variant),
     )];
     if q.fillfactor.is_some() {
@@ -1057,6 +1078,21 @@ fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError
         ));
     }
     let dir = custom_dir_of(q, source).map_err(|r| err("queue.dir", r))?;
+    let visibility_timeout =
+        visibility_timeout_of(q).map_err(|r| err("queue.visibility_timeout", r))?;
+    let rotation_period = rotation_period_of(q).map_err(|r| err("queue.rotation_period", r))?;
+    if q.variant == VariantName::Rotation && (q.fillfactor.is_some() || q.unlogged) {
+        return Err(err(
+            if q.unlogged {
+                "queue.unlogged"
+            } else {
+                "queue.fillfactor"
+            },
+            "the rotation design's table is partitioned, and its partitions are truncated \
+             rather than updated in place: leave fillfactor and unlogged out"
+                .into(),
+        ));
+    }
     if q.variant.needs_audit() && !scenario.verify.completion_audit {
         return Err(err(
             "verify.completion_audit",
@@ -1078,6 +1114,8 @@ fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError
     let variant = VariantPlan {
         name: q.variant,
         claim_batch,
+        visibility_timeout,
+        rotation_period,
         dir,
         fillfactor: q.fillfactor,
         unlogged: q.unlogged,
@@ -1113,6 +1151,44 @@ fn claim_batch_of(q: &super::model::QueueSection) -> Result<u32, String> {
         return Err(format!("must be between 1 and 10000, got {n}"));
     }
     Ok(n)
+}
+
+/// `queue.visibility_timeout`: for the designs with a claim that can take one.
+fn visibility_timeout_of(q: &super::model::QueueSection) -> Result<Option<Duration>, String> {
+    let Some(given) = q.visibility_timeout else {
+        return Ok(None);
+    };
+    if !matches!(
+        q.variant,
+        VariantName::VisibilityTimeout | VariantName::Custom
+    ) {
+        return Err(format!(
+            "the {} variant has no visibility timeout (visibility_timeout and custom designs do)",
+            q.variant.as_str()
+        ));
+    }
+    if given.0 < Duration::from_millis(100) {
+        return Err(format!(
+            "must be at least 100ms, got {given}; a claim would expire before its job ran"
+        ));
+    }
+    Ok(Some(given.0))
+}
+
+/// `queue.rotation_period`: the rotation variant's only.
+fn rotation_period_of(q: &super::model::QueueSection) -> Result<Duration, String> {
+    match (q.variant, q.rotation_period) {
+        (VariantName::Rotation, None) => Ok(Duration::from_secs(10)),
+        (VariantName::Rotation, Some(p)) if p.0 < Duration::from_secs(1) => Err(format!(
+            "must be at least 1s (the ticker runs once a second), got {p}"
+        )),
+        (VariantName::Rotation, Some(p)) => Ok(p.0),
+        (_, None) => Ok(Duration::ZERO),
+        (other, Some(_)) => Err(format!(
+            "only the rotation variant rotates its tables, not {}",
+            other.as_str()
+        )),
+    }
 }
 
 /// A `custom` variant's directory, resolved against the scenario file's and made absolute

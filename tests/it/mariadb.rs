@@ -132,6 +132,50 @@ async fn batch_claims_on_mariadb_take_several_jobs_per_statement() {
     queue.drop_namespace().await.unwrap();
 }
 
+/// Delete on completion on MariaDB: the rows go, the audit's deletion records are what the
+/// proof finds them by (and without one, the job is named lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_on_mariadb_keeps_every_job_in_its_audit() {
+    let p = mariadb_plan(
+        SMALL,
+        &[
+            "queue.variant=\"delete\"",
+            "producers.prefill=300",
+            "producers.poison_fraction=0.02",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    assert_nothing_lost(s);
+    assert!(s.jobs.dead_lettered > 0, "{:?}", s.jobs);
+    let queue = outcome.kept_queue.as_ref().expect("kept");
+    let mut conn = maria_sql(&**queue).await;
+    let (rows, gone): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM job_queue), \
+                (SELECT MIN(job_id) FROM dbq_bench_completion_audit WHERE status = 'done')",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        rows as u64, s.jobs.dead_lettered,
+        "only dead letters keep a row"
+    );
+    sqlx::query("DELETE FROM dbq_bench_completion_audit WHERE job_id = ?")
+        .bind(gone)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let proof = prove_again(&**queue, &outcome.ledger, crate::support::DRAINED_AUDITED).await;
+    assert!(
+        !proof.ok && proof.lost.iter().any(|l| l.id == gone),
+        "{}",
+        proof.verdict
+    );
+    conn.close().await.ok();
+    queue.drop_namespace().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_worker_processes_and_backends_on_mariadb_lose_nothing() {
     // chaos-crash, shortened: worker processes SIGKILLed, claims committed before the work,
@@ -235,7 +279,10 @@ fn mariadb_refuses_what_only_postgres_has_in_one_line() {
     let out = validate_on_mariadb("queue.variant=\"notify\"");
     crate::support::assert_bad_input(&out, "notify on mariadb", "queue.variant");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("seed or batch"), "{err}");
+    assert!(
+        err.contains("LISTEN/NOTIFY") && err.contains("seed, batch or delete"),
+        "{err}"
+    );
     // Vacuum settings are PostgreSQL's: refused before a server would refuse to start.
     let out = validate_on_mariadb("database.settings.autovacuum_naptime=\"1s\"");
     crate::support::assert_bad_input(

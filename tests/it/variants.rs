@@ -10,7 +10,7 @@ use std::process::Command;
 
 /// Where each variant keeps the evidence that a job finished, and a statement that removes
 /// one job's evidence behind the harness's back.
-const EVIDENCE: [(&str, &str); 7] = [
+const EVIDENCE: [(&str, &str); 9] = [
     (
         "seed",
         "DELETE FROM job_queue WHERE id = (SELECT min(id) FROM job_queue WHERE status = 'done') RETURNING id",
@@ -36,6 +36,16 @@ const EVIDENCE: [(&str, &str); 7] = [
         "DELETE FROM dbq_bench_completion_audit WHERE job_id = (SELECT min(job_id) FROM dbq_bench_completion_audit) RETURNING job_id",
     ),
     (
+        "visibility_timeout",
+        "DELETE FROM dbq_bench_completion_audit WHERE job_id = (SELECT min(job_id) FROM dbq_bench_completion_audit) RETURNING job_id",
+    ),
+    // The audit and, where its partition was not truncated yet, the row.
+    (
+        "rotation",
+        "WITH gone AS (DELETE FROM dbq_bench_completion_audit WHERE job_id = (SELECT min(job_id) FROM dbq_bench_completion_audit) RETURNING job_id), \
+         dropped AS (DELETE FROM job_queue WHERE id IN (SELECT job_id FROM gone)) SELECT job_id FROM gone",
+    ),
+    (
         "archive",
         "DELETE FROM job_queue_archive WHERE id = (SELECT min(id) FROM job_queue_archive) RETURNING id",
     ),
@@ -59,6 +69,13 @@ async fn every_built_in_variant_keeps_every_job_and_its_proof_can_fail() {
             s.accounting.ok && s.jobs.lost == 0 && s.jobs.completed > 0,
             "expected variant {variant} to finish every job; the proof says: {}",
             s.accounting.verdict
+        );
+        // The sampler read the design's table (a partitioned one through its partitions).
+        let sampled = s.db_stats.per_phase.iter().map(|p| p.total_bytes_end);
+        assert!(
+            sampled.max().unwrap_or(0) > 0,
+            "variant {variant}: the sampler saw no table: {:?}",
+            s.db_stats.per_phase
         );
         let queue = outcome.kept_queue.expect("kept");
         let mut conn = sql(&*queue).await;
@@ -190,6 +207,197 @@ async fn advisory_lock_claims_never_hand_a_job_to_two_workers() {
     crate::support::assert_bad_input(&out, "advisory_lock committed", "in_transaction");
 }
 
+/// pgmq's design with claims committed before the work and crashing workers: a crashed
+/// worker's job comes back when its visibility timeout runs out, and each comeback is
+/// counted as the design's recovery (a reap), with no reaper running a statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn visibility_timeout_redelivers_a_crashed_workers_job_and_counts_it_as_a_reap() {
+    crashes_come_back_as_reaps(&["queue.variant=visibility_timeout"]).await;
+}
+
+/// Committed claims, crashing workers and a 500 ms visibility timeout: every job ends, and
+/// the jobs that came back after their timeout are counted as reaps.
+async fn crashes_come_back_as_reaps(design: &[&str]) {
+    let sets = [
+        "queue.visibility_timeout=500ms",
+        "consumers.claim_mode=committed",
+        "producers.prefill=1500",
+        "consumers.handler.duration.fixed=1ms",
+        "phases.0.faults=[{ kind = \"crash_workers\", every = \"300ms\" }]",
+        "drain.timeout=30s",
+    ];
+    let p = plan(SMALL, &[design, &sets].concat());
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(s.faults.worker_crashes > 0, "{:?}", s.faults.events);
+    assert!(
+        s.accounting.ok && s.jobs.lost == 0,
+        "{}",
+        s.accounting.verdict
+    );
+    assert!(
+        s.faults.reaped > 0,
+        "expected the crashed workers' jobs to come back after their timeout, counted as reaps: {:?}",
+        s.faults
+    );
+    assert_eq!(s.accounting.executions.unexplained_executions, 0);
+}
+
+/// PgQ's design with a held horizon: partitions whose jobs have all finished are
+/// truncated, so the table holds fewer rows than the jobs that went through it, and the
+/// proof finds a truncated job's completion in the audit (and names it lost without it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotation_truncates_finished_partitions_and_the_proof_still_sees_their_jobs() {
+    let p = plan(
+        SMALL,
+        &[
+            "queue.variant=rotation",
+            "queue.rotation_period=1s",
+            "phases.0.duration=5s",
+            "producers.rate=150",
+            "phases.0.faults=[{ kind = \"idle_in_transaction\" }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    assert!(
+        s.accounting.ok && s.jobs.lost == 0,
+        "{}",
+        s.accounting.verdict
+    );
+    let queue = outcome.kept_queue.expect("kept");
+    let mut conn = sql(&*queue).await;
+    let (rows, truncated): (i64, Option<i64>) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM job_queue), \
+                (SELECT min(a.job_id) FROM dbq_bench_completion_audit a \
+                 WHERE NOT EXISTS (SELECT 1 FROM job_state j WHERE j.id = a.job_id))",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    let truncated = truncated.unwrap_or_else(|| {
+        panic!(
+            "expected truncated partitions: {rows} rows left for {} jobs completed",
+            s.jobs.completed
+        )
+    });
+    conn.close().await.ok();
+    let audit = "DELETE FROM dbq_bench_completion_audit WHERE job_id = $1";
+    expect_lost_without(&*queue, &outcome.ledger, audit, truncated).await;
+    queue.drop_namespace().await.unwrap();
+}
+
+/// Removes job `id`'s evidence with `delete` (its `$1` the id) and checks that the proof,
+/// run again, names the job lost.
+async fn expect_lost_without(
+    queue: &dyn dbq_bench::backend::Backend,
+    ledger: &dbq_bench::metrics::Ledger,
+    delete: &'static str,
+    id: i64,
+) {
+    let mut conn = sql(queue).await;
+    sqlx::query(delete)
+        .bind(id)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.ok();
+    let proof = prove_again(queue, ledger, DRAINED_AUDITED).await;
+    assert!(
+        !proof.ok && proof.lost.iter().any(|l| l.id == id),
+        "expected job {id} named lost after `{delete}`: {}",
+        proof.verdict
+    );
+}
+
+fn custom_pgmq_dir() -> String {
+    format!("{}/scenarios/custom-pgmq", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A custom design without a status column (pgmq's shape, archive on completion) runs with
+/// the completion audit on (its own, audit.sql) and the reaper at its default; its proof
+/// reads its own evidence and can fail; with committed claims and crashing workers, the
+/// jobs that come back after their visibility timeout are counted as reaps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_visibility_timeout_design_brings_its_own_audit_and_recovery() {
+    let dir = format!("queue.dir=\"{}\"", custom_pgmq_dir());
+    let p = plan(SMALL, &["queue.variant=custom", &dir]);
+    let (outcome, _dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    assert!(
+        s.accounting.ok && s.jobs.completed > 0,
+        "{}",
+        s.accounting.verdict
+    );
+    assert_eq!(s.faults.duplicate_completions, 0);
+    let queue = outcome.kept_queue.expect("kept");
+    let mut conn = sql(&*queue).await;
+    let (audited, gone): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM dbq_bench_completion_audit), \
+                (SELECT id FROM job_archive ORDER BY id LIMIT 1)",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(audited as u64, s.jobs.completed, "the design's own audit");
+    conn.close().await.ok();
+    let archive = "DELETE FROM job_archive WHERE id = $1";
+    expect_lost_without(&*queue, &outcome.ledger, archive, gone).await;
+    queue.drop_namespace().await.unwrap();
+
+    crashes_come_back_as_reaps(&["queue.variant=custom", &dir]).await;
+}
+
+/// A claim's named parameters: a name the harness does not bind, a scenario value the claim
+/// never takes and a batch size with no `:batch` are each refused in one line before any
+/// load.
+#[test]
+fn named_parameters_unknown_or_unused_are_refused_before_the_load() {
+    let unknown = broken_custom(
+        "claim.sql",
+        Some("SELECT id, type, payload FROM job_queue LIMIT :limit"),
+    );
+    let (code, err) = run_custom(unknown.path(), &[]);
+    assert_one_error(
+        code,
+        &err,
+        &["claim.sql", ":limit", ":batch, :visibility_timeout"],
+    );
+
+    let seed = broken_custom("reap_counting.sql", None);
+    let (code, err) = run_custom(seed.path(), &["queue.visibility_timeout=5s"]);
+    assert_one_error(code, &err, &["claim.sql", "takes no :visibility_timeout"]);
+    let (code, err) = run_custom(seed.path(), &["queue.claim_batch=5"]);
+    assert_one_error(
+        code,
+        &err,
+        &["claim.sql", "takes no :batch", "claim_batch = 5"],
+    );
+
+    // The completion's `$1` is checked as the harness binds it: ids[] for batch claims.
+    let pgmq = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(custom_pgmq_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, pgmq.path().join(path.file_name().unwrap())).unwrap();
+    }
+    let (code, err) = run_custom(pgmq.path(), &["queue.claim_batch=5"]);
+    assert_one_error(
+        code,
+        &err,
+        &["complete.sql", "does not prepare", "bigint[]"],
+    );
+}
+
+fn assert_one_error(code: Option<i32>, err: &str, needles: &[&str]) {
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(code, Some(2), "expected exit 2; stderr: {err}");
+    assert!(
+        errors.len() == 1 && needles.iter().all(|n| errors[0].contains(n)),
+        "expected one error line with {needles:?}; stderr: {err}"
+    );
+    assert!(!err.contains("load started"), "no load may start: {err}");
+}
+
 fn custom_seed_dir() -> String {
     format!("{}/scenarios/custom-seed", env!("CARGO_MANIFEST_DIR"))
 }
@@ -237,9 +445,10 @@ fn broken_custom(file: &str, text: Option<&str>) -> tempfile::TempDir {
     dir
 }
 
-fn run_custom(dir: &std::path::Path) -> (Option<i32>, String) {
+fn run_custom(dir: &std::path::Path, sets: &[&str]) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
         .args(smoke_on_shared_server())
+        .args(sets.iter().flat_map(|s| ["--set", s]))
         .args(["--set", "queue.variant=custom", "--set"])
         .arg(format!("queue.dir=\"{}\"", dir.display()))
         .args(["--out"])
@@ -255,7 +464,7 @@ fn run_custom(dir: &std::path::Path) -> (Option<i32>, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_custom_directory_fails_before_any_load_naming_the_file() {
     let missing = broken_custom("claim.sql", None);
-    let (code, err) = run_custom(missing.path());
+    let (code, err) = run_custom(missing.path(), &[]);
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(code, Some(2), "expected exit 2; stderr: {err}");
     assert!(
@@ -265,7 +474,7 @@ async fn a_broken_custom_directory_fails_before_any_load_naming_the_file() {
     assert!(!err.contains("load started"), "no load may start: {err}");
 
     let wrong = broken_custom("claim.sql", Some("SELECT id FROM job_queue LIMIT 1"));
-    let (code, err) = run_custom(wrong.path());
+    let (code, err) = run_custom(wrong.path(), &[]);
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(code, Some(2), "expected exit 2; stderr: {err}");
     assert!(
@@ -284,7 +493,7 @@ async fn a_broken_custom_directory_fails_before_any_load_naming_the_file() {
              RETURNING id, type, payload::text AS payload",
         ),
     );
-    let (code, err) = run_custom(text_payload.path());
+    let (code, err) = run_custom(text_payload.path(), &[]);
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(code, Some(2), "expected exit 2; stderr: {err}");
     assert!(
@@ -314,7 +523,7 @@ async fn a_broken_custom_directory_fails_before_any_load_naming_the_file() {
         "fail.sql",
         Some("UPDATE no_such_table SET x = 1 RETURNING status"),
     );
-    let (code, err) = run_custom(bad_sql.path());
+    let (code, err) = run_custom(bad_sql.path(), &[]);
     assert_eq!(code, Some(2), "expected exit 2; stderr: {err}");
     assert!(
         err.contains("fail.sql: does not prepare: relation \"no_such_table\" does not exist"),

@@ -9,8 +9,9 @@ use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::job::{ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob};
 use crate::backend::seam::{Connection, Enqueue, Work};
 use crate::backend::sql::Shared;
-use crate::backend::sql::design::{ClaimShape, CompleteShape};
+use crate::backend::sql::design::{ClaimShape, CompleteShape, SqlDesign};
 use crate::backend::sql::jitter_floor;
+use crate::backend::sql::params::ClaimParam;
 use crate::scenario::ClaimMode;
 use async_trait::async_trait;
 use sqlx::mysql::MySqlConnection;
@@ -50,6 +51,21 @@ pub(super) fn text(sql: &str) -> AssertSqlSafe<&str> {
     AssertSqlSafe(sql)
 }
 
+/// Binds the claim's parameters to `query` (the claim's text, maybe `EXPLAIN`ed).
+pub(super) fn bind_claim<'q>(
+    d: &SqlDesign,
+    mut query: sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments>,
+) -> sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments> {
+    for param in &d.claim_binds {
+        query = match param {
+            ClaimParam::Batch => query.bind(i64::from(d.claim_size())),
+            // MariaDB has no interval type: seconds, for `NOW(6) + INTERVAL ? SECOND`.
+            ClaimParam::VisibilityTimeout => query.bind(d.visibility_timeout.as_secs_f64()),
+        };
+    }
+    query
+}
+
 fn follow_up<'a>(sql: &'a Option<String>, what: &str) -> Result<&'a str, BackendError> {
     sql.as_deref().ok_or_else(|| {
         BackendError::new(
@@ -83,10 +99,7 @@ impl MariaLink {
     /// The locking SELECT, then the UPDATE of what it locked; in the open transaction.
     pub(super) async fn select_and_mark(&mut self) -> Result<Vec<ClaimedJob>, BackendError> {
         let d = &self.shared.design;
-        let mut select = sqlx::query(text(&d.sql.claim));
-        if let ClaimShape::Batch(n) = d.claim {
-            select = select.bind(i64::from(n));
-        }
+        let select = bind_claim(d, sqlx::query(text(&d.sql.claim)));
         let rows = select.fetch_all(&mut self.conn).await?;
         let jobs = rows
             .iter()

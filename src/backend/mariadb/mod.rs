@@ -221,6 +221,11 @@ impl MariaQueue {
             }
             if audit {
                 sqlx::raw_sql(COMPLETION_AUDIT).execute(&mut conn).await?;
+                for ddl in &self.shared.design.sql.audit {
+                    sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
+                        .execute(&mut conn)
+                        .await?;
+                }
             }
             Ok::<(), sqlx::Error>(())
         }

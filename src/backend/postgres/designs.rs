@@ -3,7 +3,8 @@
 //! own directory. The tables are in `migrations/`.
 
 use crate::backend::seam::{DesignError, WakeUp};
-use crate::backend::sql::design::{SqlDesign, Statements, read_custom};
+use crate::backend::sql::design::{SqlDesign, StateModel, Statements, read_custom};
+use crate::backend::sql::params::Placeholders;
 use crate::scenario::{Finish, VariantName, VariantPlan};
 
 macro_rules! sql {
@@ -17,6 +18,8 @@ fn seed_sql() -> Statements {
     Statements {
         schema: vec![sql!("../../../migrations/seed/0001_job_queue.sql")],
         audit: Vec::new(),
+        state: StateModel::StatusColumn,
+        tick: None,
         enqueue: sql!("seed/enqueue.sql"),
         prefill: sql!("seed/prefill.sql"),
         claim: sql!("seed/claim.sql"),
@@ -70,9 +73,14 @@ pub fn design(plan: &VariantPlan) -> Result<SqlDesign, DesignError> {
             ..seed
         },
         VariantName::AdvisoryLock => advisory_lock(seed),
+        VariantName::VisibilityTimeout => visibility_timeout(seed),
+        VariantName::Rotation => rotation(seed),
         VariantName::Custom => read_custom(plan, seed)?,
     };
-    Ok(with_storage(d, plan))
+    Ok(with_storage(
+        d.bind_claim(plan, Placeholders::Numbered)?,
+        plan,
+    ))
 }
 
 /// Finished jobs are deleted; the completion audit is what the proof reads them from.
@@ -80,6 +88,10 @@ fn delete(seed: SqlDesign) -> SqlDesign {
     SqlDesign {
         finish: Finish::Delete,
         sql: Statements {
+            schema: vec![
+                sql!("../../../migrations/seed/0001_job_queue.sql"),
+                sql!("../../../migrations/delete/0000_job_state.sql"),
+            ],
             audit: vec![sql!("../../../migrations/delete/0001_completion_audit.sql")],
             complete: sql!("variants/delete/complete.sql"),
             ledger_check: sql!("variants/delete/ledger_check.sql"),
@@ -100,9 +112,64 @@ fn advisory_lock(seed: SqlDesign) -> SqlDesign {
         sql: Statements {
             schema: vec![
                 sql!("../../../migrations/seed/0001_job_queue.sql"),
+                sql!("../../../migrations/delete/0000_job_state.sql"),
                 sql!("../../../migrations/advisory_lock/0001_claim_function.sql"),
             ],
             claim: sql!("variants/advisory_lock/claim.sql"),
+            ..d.sql.clone()
+        },
+        ..d
+    }
+}
+
+/// pgmq's design: no status column; a claim makes the job invisible for the visibility
+/// timeout and counts the read, completion deletes, a failure hides the job for its
+/// back-off, and a crashed worker's job comes back when its timeout runs out (a
+/// redelivery, which the claim reports). Its state is derived by the `job_state` view the
+/// proof reads, and its audit is its own.
+fn visibility_timeout(seed: SqlDesign) -> SqlDesign {
+    let d = delete(seed);
+    SqlDesign {
+        sql: Statements {
+            schema: vec![sql!(
+                "../../../migrations/visibility_timeout/0001_job_queue.sql"
+            )],
+            state: StateModel::OwnAudit,
+            audit: vec![
+                sql!("../../../migrations/delete/0001_completion_audit.sql"),
+                sql!("../../../migrations/visibility_timeout/0002_completion_audit.sql"),
+            ],
+            claim: sql!("variants/visibility_timeout/claim.sql"),
+            fail: sql!("variants/visibility_timeout/fail.sql"),
+            reap: None,
+            reap_counting: None,
+            pending_count: sql!("variants/visibility_timeout/pending_count.sql"),
+            status_counts: sql!("stats/state_counts.sql"),
+            ..d.sql.clone()
+        },
+        ..d
+    }
+}
+
+/// PgQ's design: jobs go to one of three partitions in turn, and a partition whose jobs
+/// have all finished is truncated (by the ticker, `tick.sql`), so finished rows never wait
+/// for vacuum. Claims and updates are the seed's; the proof reads the audit, the partitions
+/// and the dead letters kept from truncated partitions.
+fn rotation(seed: SqlDesign) -> SqlDesign {
+    let complete = seed.sql.complete.clone();
+    let d = delete(seed);
+    SqlDesign {
+        finish: Finish::Truncate,
+        sql: Statements {
+            schema: vec![sql!("../../../migrations/rotation/0001_job_queue.sql")],
+            audit: vec![sql!(
+                "../../../migrations/rotation/0002_completion_audit.sql"
+            )],
+            enqueue: sql!("variants/rotation/enqueue.sql"),
+            prefill: sql!("variants/rotation/prefill.sql"),
+            complete,
+            status_counts: sql!("stats/state_counts.sql"),
+            tick: Some(sql!("variants/rotation/tick.sql")),
             ..d.sql.clone()
         },
         ..d

@@ -122,12 +122,23 @@ impl Disrupt for PgLink {
 
     async fn hold_autovacuum(&mut self, off: bool) -> Result<(), BackendError> {
         // The table name is the design's constant, not user input.
+        // Storage parameters belong to a plain table, or to a partitioned table's leaves
+        // (pg_partition_tree lists no rows for a plain table).
         let table = &self.shared.design.table;
-        let alter = if off {
-            format!("ALTER TABLE {table} SET (autovacuum_enabled = off)")
-        } else {
-            format!("ALTER TABLE {table} RESET (autovacuum_enabled)")
+        let change = match off {
+            true => "SET (autovacuum_enabled = off)",
+            false => "RESET (autovacuum_enabled)",
         };
+        let alter = format!(
+            "DO $$ DECLARE leaf regclass; BEGIN \
+               FOR leaf IN SELECT oid::regclass FROM pg_class \
+                             WHERE oid = '{table}'::regclass AND relkind = 'r' \
+                           UNION ALL \
+                           SELECT relid FROM pg_partition_tree('{table}') WHERE isleaf LOOP \
+                 EXECUTE format('ALTER TABLE %s {change}', leaf); \
+               END LOOP; \
+             END $$"
+        );
         Ok(self.execute(&alter).await?)
     }
 

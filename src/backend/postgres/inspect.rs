@@ -7,7 +7,6 @@ use crate::backend::figures::{ClaimProbe, DbSample, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
 use crate::backend::seam::Inspect;
 use crate::backend::sql::count_statuses;
-use crate::backend::sql::design::ClaimShape;
 use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, Row};
 
@@ -28,11 +27,8 @@ impl PgLink {
         &self,
         text: String,
     ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-        let mut query = sqlx::query(AssertSqlSafe(text)).persistent(false);
-        if let ClaimShape::Batch(n) = self.shared.design.claim {
-            query = query.bind(i64::from(n));
-        }
-        query
+        let query = sqlx::query(AssertSqlSafe(text)).persistent(false);
+        super::link::bind_claim(&self.shared.design, query)
     }
 
     /// Jobs by status (`full`: a scan of the table), or only the waiting ones.

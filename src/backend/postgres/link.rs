@@ -6,11 +6,12 @@ use crate::backend::error::BackendError;
 use crate::backend::job::{ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob};
 use crate::backend::seam::{Connection, DesignError, Enqueue, WakeUp, Work};
 use crate::backend::sql::Shared;
-use crate::backend::sql::design::{ClaimShape, CompleteShape, SqlDesign};
+use crate::backend::sql::design::{CompleteShape, SqlDesign, StateModel, Statements};
+use crate::backend::sql::params::ClaimParam;
 use crate::backend::sql::{jitter_floor, one_line};
 use crate::scenario::ClaimMode;
 use async_trait::async_trait;
-use sqlx::postgres::PgConnection;
+use sqlx::postgres::{PgConnection, PgTypeInfo};
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Connection as _, Executor, Row};
 use std::fmt::Write as _;
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 
 const COMPLETION_AUDIT: &str =
     include_str!("../../../migrations/harness/0001_completion_audit.sql");
+const STATUS_TRIGGER: &str = include_str!("../../../migrations/harness/0002_status_trigger.sql");
 const OUTBOX_PAY: &str = include_str!("outbox_pay.sql");
 
 /// The session's name for the design's success update, prepared once per worker connection
@@ -95,10 +97,8 @@ impl PgLink {
 
     /// Runs the claim statement (in whatever transaction is open).
     pub(super) async fn claim_rows(&mut self) -> sqlx::Result<Vec<ClaimedJob>> {
-        let mut query = sqlx::query(AssertSqlSafe(self.shared.design.sql.claim.as_str()));
-        if let ClaimShape::Batch(n) = self.shared.design.claim {
-            query = query.bind(i64::from(n));
-        }
+        let d = &self.shared.design;
+        let query = bind_claim(d, sqlx::query(AssertSqlSafe(d.sql.claim.as_str())));
         let rows = query.fetch_all(&mut self.conn).await?;
         rows.iter()
             .map(|row| {
@@ -107,7 +107,7 @@ impl PgLink {
                     id: row.try_get("id")?,
                     job_type: row.try_get("type")?,
                     payload: payload.0,
-                    redelivered: false,
+                    redelivered: redelivered(row)?,
                 })
             })
             .collect()
@@ -360,6 +360,38 @@ impl Work for PgLink {
             .map(|(id, status)| (id, status == JobStatus::DeadLetter))
             .collect())
     }
+
+    async fn tick(&mut self) -> Result<(), BackendError> {
+        if let Some(sql) = &self.shared.design.sql.tick {
+            sqlx::query(AssertSqlSafe(sql.as_str()))
+                .bind(self.shared.design.rotation_period)
+                .execute(&mut self.conn)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// Binds the claim's parameters to `query` (the claim's text, maybe `EXPLAIN`ed).
+pub(super) fn bind_claim<'q>(
+    d: &SqlDesign,
+    mut query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    for param in &d.claim_binds {
+        query = match param {
+            ClaimParam::Batch => query.bind(i64::from(d.claim_size())),
+            ClaimParam::VisibilityTimeout => query.bind(d.visibility_timeout),
+        };
+    }
+    query
+}
+
+/// The claim's optional `redelivered` column: an earlier claim of the job never finished.
+fn redelivered(row: &sqlx::postgres::PgRow) -> sqlx::Result<bool> {
+    match row.try_get("redelivered") {
+        Err(sqlx::Error::ColumnNotFound(_)) => Ok(false),
+        other => other,
+    }
 }
 
 /// Creates the design's tables, and the completion audit when asked, in the schema the
@@ -376,6 +408,9 @@ pub(super) async fn install_tables(
     }
     if audit {
         sqlx::raw_sql(COMPLETION_AUDIT).execute(&mut *conn).await?;
+        if d.sql.state == StateModel::StatusColumn {
+            sqlx::raw_sql(STATUS_TRIGGER).execute(&mut *conn).await?;
+        }
         for ddl in &d.sql.audit {
             sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
                 .execute(&mut *conn)
@@ -394,45 +429,9 @@ pub(super) async fn check_statements(
     d: &SqlDesign,
 ) -> Result<(), DesignError> {
     use sqlx::{Column, Statement};
-    let sql = &d.sql;
-    let none = String::new();
-    let checks: [(&str, &str, &[&str]); 13] = [
-        ("enqueue.sql", &sql.enqueue, &["id"]),
-        ("prefill.sql", &sql.prefill, &["id"]),
-        ("claim.sql", &sql.claim, &["id", "type", "payload"]),
-        ("complete.sql", &sql.complete, &[]),
-        ("fail.sql", &sql.fail, &["status"]),
-        (
-            "reap.sql",
-            sql.reap.as_ref().unwrap_or(&none),
-            &["id", "status"],
-        ),
-        (
-            "reap_counting.sql",
-            sql.reap_counting.as_ref().unwrap_or(&none),
-            &["id", "status"],
-        ),
-        ("pending_count.sql", &sql.pending_count, &[]),
-        ("status_counts.sql", &sql.status_counts, &[]),
-        (
-            "ledger_check.sql",
-            &sql.ledger_check,
-            &["id", "status", "expected"],
-        ),
-        ("untracked.sql", &sql.untracked, &["id", "status"]),
-        (
-            "job_status.sql",
-            &sql.job_status,
-            &["id", "status", "retry_count"],
-        ),
-        ("jobs_by_key.sql", &sql.jobs_by_key, &["id", "key"]),
-    ];
     // A design without a reaper has no reaper statements to check.
-    for (file, text, columns) in checks.into_iter().filter(|(_, text, _)| !text.is_empty()) {
-        let statement = conn
-            .prepare(sqlx::SqlSafeStr::into_sql_str(AssertSqlSafe(
-                text.to_string(),
-            )))
+    for (file, text, columns) in statement_checks(&d.sql) {
+        let statement = prepare_as_bound(conn, d, file, text)
             .await
             .map_err(|e| DesignError {
                 file: d.file(file),
@@ -461,6 +460,64 @@ pub(super) async fn check_statements(
         }
     }
     Ok(())
+}
+
+/// Each statement the design has, with the columns the harness reads from it.
+fn statement_checks(sql: &Statements) -> Vec<(&'static str, &str, &'static [&'static str])> {
+    fn optional(s: &Option<String>) -> &str {
+        s.as_deref().unwrap_or_default()
+    }
+    let checks: [(&str, &str, &[&str]); 13] = [
+        ("enqueue.sql", &sql.enqueue, &["id"]),
+        ("prefill.sql", &sql.prefill, &["id"]),
+        ("claim.sql", &sql.claim, &["id", "type", "payload"]),
+        ("complete.sql", &sql.complete, &[]),
+        ("fail.sql", &sql.fail, &["status"]),
+        ("reap.sql", optional(&sql.reap), &["id", "status"]),
+        (
+            "reap_counting.sql",
+            optional(&sql.reap_counting),
+            &["id", "status"],
+        ),
+        ("pending_count.sql", &sql.pending_count, &[]),
+        ("status_counts.sql", &sql.status_counts, &[]),
+        (
+            "ledger_check.sql",
+            &sql.ledger_check,
+            &["id", "status", "expected"],
+        ),
+        ("untracked.sql", &sql.untracked, &["id", "status"]),
+        (
+            "job_status.sql",
+            &sql.job_status,
+            &["id", "status", "retry_count"],
+        ),
+        ("jobs_by_key.sql", &sql.jobs_by_key, &["id", "key"]),
+    ];
+    checks
+        .into_iter()
+        .filter(|(_, text, _)| !text.is_empty())
+        .collect()
+}
+
+/// Prepares `text`; the completion's `$1` typed as the harness binds it (an id, or the
+/// batch's ids), so a statement written for the other shape fails here, not under load.
+async fn prepare_as_bound(
+    conn: &mut PgConnection,
+    d: &SqlDesign,
+    file: &str,
+    text: &str,
+) -> sqlx::Result<sqlx::postgres::PgStatement> {
+    let types = match (file, d.complete) {
+        ("complete.sql", CompleteShape::PerJob) => vec![PgTypeInfo::with_name("int8")],
+        ("complete.sql", CompleteShape::PerBatch) => vec![PgTypeInfo::with_name("_int8")],
+        _ => Vec::new(),
+    };
+    conn.prepare_with(
+        sqlx::SqlSafeStr::into_sql_str(AssertSqlSafe(text.to_string())),
+        &types,
+    )
+    .await
 }
 
 /// The claim's `id` is a `bigint` and its `payload` JSON: a payload of another type would

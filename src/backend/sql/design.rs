@@ -6,8 +6,14 @@
 //! from a directory of its own ([`read_custom`]).
 
 use super::super::seam::{DesignError, DesignInfo, WakeUp};
+use super::params::{ClaimParam, Placeholders, rewrite};
 use crate::scenario::{CUSTOM_REQUIRED_FILES, Finish, VariantPlan};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a claimed job stays invisible when a design's claim takes
+/// `:visibility_timeout` and the scenario gives none (pgmq's examples use 30 s).
+pub const DEFAULT_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The statements of one design. Each is one SQL statement; the README's "Comparing queue
 /// designs" lists each one's parameters and the columns it returns.
@@ -17,12 +23,16 @@ pub struct Statements {
     pub schema: Vec<String>,
     /// DDL added to the harness's completion audit (triggers on the design's own tables).
     pub audit: Vec<String>,
+    /// The harness attaches its audit to a `status` column (`state = StatusColumn`);
+    /// otherwise the design's `audit` is the whole of it.
+    pub state: StateModel,
     /// `$1` type, `$2` payload (JSON text), `$3` priority, `$4` max_retries
     /// [, `$5` the wake-up channel] → `id`.
     pub enqueue: String,
     /// `$1` types[], `$2` payloads[], `$3` priorities[], `$4` max_retries → `id` per row.
     pub prefill: String,
-    /// [`$1` how many] → `id`, `type`, `payload`, one row per claimed job.
+    /// [`:batch` how many] [`:visibility_timeout`] → `id`, `type`, `payload`, one row per
+    /// claimed job [, `redelivered`: an earlier claim of the job was never finished].
     pub claim: String,
     /// `$1` id, or `$1` ids[] when the design completes per batch.
     pub complete: String,
@@ -33,6 +43,9 @@ pub struct Statements {
     pub reap: Option<String>,
     /// As `reap`, counting the reap as a failed attempt.
     pub reap_counting: Option<String>,
+    /// The design's ticker, run every second on a connection of its own (rotation's
+    /// truncation): `$1` the rotation period; `None` for designs without one.
+    pub tick: Option<String>,
     /// → count of pending jobs.
     pub pending_count: String,
     /// → `status`, count.
@@ -49,6 +62,17 @@ pub struct Statements {
     /// SELECT, and the locking SELECT that `reap` / `reap_counting` follow.
     pub mark_claimed: Option<String>,
     pub find_stale: Option<String>,
+}
+
+/// How a design records where a job is, which is what the completion audit attaches to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateModel {
+    /// A `status` column (`pending`, `processing`, `done`, `dead_letter`): the harness's
+    /// audit records each update of it to a final status.
+    StatusColumn,
+    /// No status column (a visibility timeout, a read count, rows deleted or moved): the
+    /// design brings its own audit, and its proof statements derive each job's status.
+    OwnAudit,
 }
 
 /// How a worker claims.
@@ -80,6 +104,12 @@ pub struct SqlDesign {
     pub wake_up: WakeUp,
     /// The hot table: what the statistics, VACUUM, ANALYZE and readers look at.
     pub table: &'static str,
+    /// What the claim binds, in placeholder order.
+    pub claim_binds: Vec<ClaimParam>,
+    /// The value bound to `:visibility_timeout`.
+    pub visibility_timeout: Duration,
+    /// The value bound to the ticker's `$1` (rotation's period).
+    pub rotation_period: Duration,
     /// Where a custom design's files are, and their SHA-256.
     pub dir: Option<PathBuf>,
     pub files_sha256: Option<String>,
@@ -97,6 +127,11 @@ impl SqlDesign {
             complete: CompleteShape::PerJob,
             wake_up: WakeUp::Poll,
             table: "job_queue",
+            claim_binds: Vec::new(),
+            visibility_timeout: plan
+                .visibility_timeout
+                .unwrap_or(DEFAULT_VISIBILITY_TIMEOUT),
+            rotation_period: plan.rotation_period,
             dir: None,
             files_sha256: None,
             sql,
@@ -116,15 +151,58 @@ impl SqlDesign {
     pub fn info(&self) -> DesignInfo {
         DesignInfo {
             label: self.label.clone(),
-            claim_batch: match self.claim {
-                ClaimShape::Single => 1,
-                ClaimShape::Batch(n) => n,
-            },
+            claim_batch: self.claim_size(),
             finish: self.finish,
             wake_up: self.wake_up,
             table: self.table.to_string(),
             claim_sql: self.sql.claim.trim().to_string(),
             files_sha256: self.files_sha256.clone(),
+            ticks: self.sql.tick.is_some(),
+        }
+    }
+
+    /// Replaces the claim's named parameters by `style`'s placeholders and records what to
+    /// bind; a claim with `$1` / `?` of its own and batch claims binds the batch size there.
+    /// A parameter the scenario sets that the claim never takes is refused, as is a name
+    /// the harness does not bind.
+    pub fn bind_claim(
+        mut self,
+        plan: &VariantPlan,
+        style: Placeholders,
+    ) -> Result<Self, DesignError> {
+        let fail = |reason: String| DesignError {
+            file: self.file("claim.sql"),
+            reason,
+        };
+        let r = rewrite(&self.sql.claim, style).map_err(fail)?;
+        let batch = matches!(self.claim, ClaimShape::Batch(_));
+        let binds = match r.binds.is_empty() && r.positional && batch {
+            true => vec![ClaimParam::Batch],
+            false => r.binds,
+        };
+        if let ClaimShape::Batch(n) = self.claim
+            && n > 1
+            && !binds.contains(&ClaimParam::Batch)
+        {
+            return Err(fail(format!(
+                "takes no :batch, but queue.claim_batch = {n}: use :batch where the claim limits its rows, or leave claim_batch out"
+            )));
+        }
+        if plan.visibility_timeout.is_some() && !binds.contains(&ClaimParam::VisibilityTimeout) {
+            return Err(fail(
+                "takes no :visibility_timeout, but the scenario sets queue.visibility_timeout: use it in the claim, or leave the key out".into(),
+            ));
+        }
+        self.sql.claim = r.sql;
+        self.claim_binds = binds;
+        Ok(self)
+    }
+
+    /// Jobs one claim takes at most.
+    pub fn claim_size(&self) -> u32 {
+        match self.claim {
+            ClaimShape::Single => 1,
+            ClaimShape::Batch(n) => n,
         }
     }
 
@@ -193,13 +271,19 @@ fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String
         got.insert(name, read(name)?);
     }
     let files_sha256 = sha256_of(&got);
+    only_the_claim_is_named(dir, &got)?;
     // A design's reaper is its own: the seed's would not fit its table.
     let reap = got.remove("reap.sql").flatten();
     let reap_counting = got.remove("reap_counting.sql").flatten();
+    let own_audit = got.remove("audit.sql").flatten();
     let mut take = |name: &str, default: String| got.remove(name).flatten().unwrap_or(default);
     let sql = Statements {
         schema: vec![take("schema.sql", String::new())],
-        audit: Vec::new(),
+        state: match own_audit {
+            Some(_) => StateModel::OwnAudit,
+            None => StateModel::StatusColumn,
+        },
+        audit: own_audit.into_iter().collect(),
         enqueue: take("enqueue.sql", String::new()),
         claim: take("claim.sql", String::new()),
         complete: take("complete.sql", String::new()),
@@ -207,6 +291,7 @@ fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String
         prefill: take("prefill.sql", seed.prefill),
         reap,
         reap_counting,
+        tick: None,
         pending_count: take("pending_count.sql", seed.pending_count),
         status_counts: take("status_counts.sql", seed.status_counts),
         ledger_check: take("ledger_check.sql", seed.ledger_check),
@@ -217,6 +302,31 @@ fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String
         find_stale: None,
     };
     Ok((sql, files_sha256))
+}
+
+/// Named parameters are the claim's: one in another statement would reach the server as
+/// text. (DDL files are not statements the harness binds, and are not looked at.)
+fn only_the_claim_is_named(
+    dir: &Path,
+    files: &std::collections::BTreeMap<&str, Option<String>>,
+) -> Result<(), DesignError> {
+    let statements = files
+        .iter()
+        .filter(|(name, _)| !matches!(**name, "claim.sql" | "schema.sql" | "audit.sql"));
+    for (name, text) in statements {
+        let Some(text) = text else { continue };
+        let named = rewrite(text, Placeholders::Numbered).map(|r| r.binds);
+        if !matches!(named, Ok(ref binds) if binds.is_empty()) {
+            return Err(DesignError {
+                file: dir.join(name).display().to_string(),
+                reason: format!(
+                    "takes a named parameter; only claim.sql does ({}), the other statements take the positional $n the README lists",
+                    ClaimParam::allowed()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// SHA-256 over each file read (its name, then its text), in name order.
@@ -233,7 +343,8 @@ fn sha256_of(files: &std::collections::BTreeMap<&str, Option<String>>) -> String
 }
 
 /// The files a custom design may bring to replace the seed's.
-const OPTIONAL_FILES: [&str; 9] = [
+const OPTIONAL_FILES: [&str; 10] = [
+    "audit.sql",
     "prefill.sql",
     "reap.sql",
     "reap_counting.sql",

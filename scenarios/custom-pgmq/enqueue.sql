@@ -1,0 +1,4 @@
+-- pgmq's send.
+INSERT INTO job_queue (type, payload, priority, max_retries)
+VALUES ($1, $2::jsonb, $3, $4)
+RETURNING id

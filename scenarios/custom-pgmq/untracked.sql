@@ -1,0 +1,6 @@
+-- Jobs in the queue or the archive that the harness never saw committed.
+SELECT j.id, j.status
+FROM   job_state j
+LEFT   JOIN UNNEST($1::bigint[]) AS l(id) ON l.id = j.id
+WHERE  l.id IS NULL
+ORDER  BY j.id

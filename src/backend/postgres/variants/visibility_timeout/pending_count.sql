@@ -1,0 +1,3 @@
+-- Queue depth: jobs waiting (visible, or hidden for a back-off), not those being worked.
+SELECT count(*) FROM job_queue
+WHERE  dead_at IS NULL AND (claimed_at IS NULL OR vt <= NOW())
