@@ -169,7 +169,7 @@ const POSTGRES: EngineFacts = EngineFacts {
         size: "table and index",
         while_held: "during (VACUUM while held)",
         once_released: "after (VACUUM once released)",
-        server_figures: "",
+        server_figures: "The design's other tables that keep jobs (job_queue_archive for archive, job_dead_letter for rotation): their rows (the statistics collector's estimate) and size with indexes.",
     },
 };
 

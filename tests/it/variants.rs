@@ -77,6 +77,15 @@ async fn every_built_in_variant_keeps_every_job_and_its_proof_can_fail() {
             "variant {variant}: the sampler saw no table: {:?}",
             s.db_stats.per_phase
         );
+        // An archive's size is reported beside the hot table's.
+        if variant == "archive" {
+            let archive = s
+                .db_stats
+                .per_phase
+                .iter()
+                .filter_map(|p| p.server.get("job_queue_archive_bytes").map(|f| f.end));
+            assert!(archive.max().unwrap_or(0) > 0, "{:?}", s.db_stats.per_phase);
+        }
         let queue = outcome.kept_queue.expect("kept");
         let mut conn = sql(&*queue).await;
         let again = prove_again(&*queue, &outcome.ledger, DRAINED_AUDITED).await;

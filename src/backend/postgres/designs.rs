@@ -172,6 +172,7 @@ fn rotation(seed: SqlDesign) -> SqlDesign {
             tick: Some(sql!("variants/rotation/tick.sql")),
             ..d.sql.clone()
         },
+        side_tables: vec!["job_dead_letter"],
         ..d
     }
 }
@@ -195,6 +196,7 @@ fn archive(seed: SqlDesign) -> SqlDesign {
             jobs_by_key: sql!("variants/archive/jobs_by_key.sql"),
             ..seed.sql.clone()
         },
+        side_tables: vec!["job_queue_archive"],
         ..seed
     }
 }

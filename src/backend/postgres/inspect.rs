@@ -18,6 +18,7 @@ const OUTBOX_PAID: &str = include_str!("outbox_paid.sql");
 const TABLE: &str = include_str!("stats/table.sql");
 const TABLE_SIZES: &str = include_str!("stats/table_sizes.sql");
 const INDEXES: &str = include_str!("stats/indexes.sql");
+const SIDE_TABLE: &str = include_str!("stats/side_table.sql");
 const DATABASE: &str = include_str!("stats/database.sql");
 const WAIT_EVENTS: &str = include_str!("stats/wait_events.sql");
 
@@ -65,6 +66,14 @@ impl PgLink {
             .await?
             .into_iter()
             .collect();
+        for side in &self.shared.design.side_tables {
+            let (rows, bytes): (i64, i64) = sqlx::query_as(SIDE_TABLE)
+                .bind(side)
+                .fetch_one(&mut self.conn)
+                .await?;
+            s.server.insert(format!("{side}_rows"), rows);
+            s.server.insert(format!("{side}_bytes"), bytes);
+        }
         let d = sqlx::query(DATABASE).fetch_one(&mut self.conn).await?;
         s.xact_commit = d.try_get("xact_commit")?;
         s.xact_rollback = d.try_get("xact_rollback")?;

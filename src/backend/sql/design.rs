@@ -104,6 +104,9 @@ pub struct SqlDesign {
     pub wake_up: WakeUp,
     /// The hot table: what the statistics, VACUUM, ANALYZE and readers look at.
     pub table: &'static str,
+    /// The design's other tables that keep jobs (an archive, kept dead letters): the
+    /// sampler reports their rows and size.
+    pub side_tables: Vec<&'static str>,
     /// What the claim binds, in placeholder order.
     pub claim_binds: Vec<ClaimParam>,
     /// The value bound to `:visibility_timeout`.
@@ -127,6 +130,7 @@ impl SqlDesign {
             complete: CompleteShape::PerJob,
             wake_up: WakeUp::Poll,
             table: "job_queue",
+            side_tables: Vec::new(),
             claim_binds: Vec::new(),
             visibility_timeout: plan
                 .visibility_timeout
