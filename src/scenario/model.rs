@@ -305,10 +305,10 @@ impl VariantName {
             }
             VariantName::Delete => " (its statements, audit and proof queries are SQL)",
             VariantName::Archive | VariantName::VisibilityTimeout => {
-                " (its statements, audit and proof queries are written for PostgreSQL only so far)"
+                " (its statements, audit and proof queries are not written for the other engines yet)"
             }
             VariantName::Rotation => {
-                " (its partitions, truncation and ticker are written for PostgreSQL only so far)"
+                " (its partitions, truncation and ticker are not written for the other engines yet)"
             }
             VariantName::Custom => " (a custom directory is run and checked as PostgreSQL SQL)",
         }

@@ -100,6 +100,10 @@ impl PgLink {
         let d = &self.shared.design;
         let query = bind_claim(d, sqlx::query(AssertSqlSafe(d.sql.claim.as_str())));
         let rows = query.fetch_all(&mut self.conn).await?;
+        let reports_redelivery = rows.first().is_some_and(|row| {
+            use sqlx::Column;
+            row.columns().iter().any(|c| c.name() == "redelivered")
+        });
         rows.iter()
             .map(|row| {
                 let payload: Json<JobPayload> = row.try_get("payload")?;
@@ -107,7 +111,7 @@ impl PgLink {
                     id: row.try_get("id")?,
                     job_type: row.try_get("type")?,
                     payload: payload.0,
-                    redelivered: redelivered(row)?,
+                    redelivered: reports_redelivery && row.try_get("redelivered")?,
                 })
             })
             .collect()
@@ -384,14 +388,6 @@ pub(super) fn bind_claim<'q>(
         };
     }
     query
-}
-
-/// The claim's optional `redelivered` column: an earlier claim of the job never finished.
-fn redelivered(row: &sqlx::postgres::PgRow) -> sqlx::Result<bool> {
-    match row.try_get("redelivered") {
-        Err(sqlx::Error::ColumnNotFound(_)) => Ok(false),
-        other => other,
-    }
 }
 
 /// Creates the design's tables, and the completion audit when asked, in the schema the
