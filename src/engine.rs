@@ -191,7 +191,14 @@ const MARIADB: EngineFacts = EngineFacts {
     default_image: "mariadb:10.11",
     image_variable: "DBQ_MARIADB_IMAGE",
     supports: Supports {
-        variants: &["seed", "batch", "delete"],
+        variants: &[
+            "seed",
+            "batch",
+            "delete",
+            "archive",
+            "visibility_timeout",
+            "custom",
+        ],
         faults: &[
             "crash_workers",
             "kill_workers",
@@ -603,6 +610,10 @@ mod tests {
             assert!(e.supports().variants.contains(&"seed"));
             assert!(e.supports().faults.iter().all(|f| ALL_FAULTS.contains(f)));
         }
-        assert!(Engine::Mariadb.offers().contains("seed, batch or delete"));
+        assert!(
+            Engine::Mariadb
+                .offers()
+                .contains("seed, batch, delete, archive, visibility_timeout or custom")
+        );
     }
 }

@@ -22,6 +22,7 @@ pub mod faults;
 pub mod fleet;
 pub mod matrix;
 pub mod metrics;
+pub mod named_params;
 pub mod progress;
 pub mod provider;
 pub mod report;

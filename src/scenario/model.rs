@@ -303,14 +303,15 @@ impl VariantName {
             VariantName::AdvisoryLock => {
                 " (it takes transaction-scoped advisory locks, pg_try_advisory_xact_lock; MariaDB's GET_LOCK lasts for a session)"
             }
-            VariantName::Delete => " (its statements, audit and proof queries are SQL)",
-            VariantName::Archive | VariantName::VisibilityTimeout => {
-                " (its statements, audit and proof queries are not written for the other engines yet)"
+            VariantName::Delete | VariantName::Archive | VariantName::VisibilityTimeout => {
+                " (its statements, audit and proof queries are SQL)"
             }
             VariantName::Rotation => {
                 " (its partitions, truncation and ticker are not written for the other engines yet)"
             }
-            VariantName::Custom => " (a custom directory is run and checked as PostgreSQL SQL)",
+            VariantName::Custom => {
+                " (a custom directory is SQL, in PostgreSQL's or MariaDB's dialect)"
+            }
         }
     }
 

@@ -11,6 +11,7 @@ use super::thresholds::{self, Threshold};
 use super::values::{DurationDist, Rate};
 use crate::engine::{Engine, Supports};
 use crate::error::InputError;
+use crate::named_params::{ClaimParam, MarkParam, takes};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -91,6 +92,25 @@ pub struct BackoffPlan {
     pub factor: f64,
     pub cap: Option<Duration>,
     pub jitter: Jitter,
+}
+
+impl BackoffPlan {
+    /// The seed's formula, which `[queue.backoff]` departs from: a design with a back-off of
+    /// its own is refused only a value set away from this.
+    pub fn seed() -> BackoffPlan {
+        (&crate::scenario::model::BackoffSection::default()).into()
+    }
+}
+
+impl From<&crate::scenario::model::BackoffSection> for BackoffPlan {
+    fn from(b: &crate::scenario::model::BackoffSection) -> BackoffPlan {
+        BackoffPlan {
+            base: b.base.0,
+            factor: b.factor,
+            cap: b.cap.map(|c| c.0),
+            jitter: b.jitter,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -615,8 +635,9 @@ fn check_design_claims(
     let has = |file: &str| dir.join(file).is_file();
     // A claim that hides its jobs for a visibility timeout recovers a lost worker's job by
     // itself, when the timeout runs out (the claim's text is checked in full at install).
-    let recovers_by_timeout = std::fs::read_to_string(dir.join("claim.sql"))
-        .is_ok_and(|claim| claim.contains(":visibility_timeout"));
+    let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+    let recovers_by_timeout = takes(&read("claim.sql"), ClaimParam::VisibilityTimeout)
+        || takes(&read("mark_claimed.sql"), MarkParam::VisibilityTimeout);
     if committed && reaper.enabled && !has("reap.sql") && !recovers_by_timeout {
         return Err((
             "consumers.claim_mode",
@@ -1124,12 +1145,7 @@ fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError
     Ok(QueuePlan {
         variant,
         max_retries: q.max_retries,
-        backoff: BackoffPlan {
-            base: b.base.0,
-            factor: b.factor,
-            cap: b.cap.map(|c| c.0),
-            jitter: b.jitter,
-        },
+        backoff: b.into(),
     })
 }
 

@@ -176,6 +176,191 @@ async fn delete_on_mariadb_keeps_every_job_in_its_audit() {
     queue.drop_namespace().await.unwrap();
 }
 
+/// Move-to-archive on MariaDB: finished jobs leave the queue for the archive (by the
+/// design's procedure), the proof reads them there, and names one lost without its row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn archive_on_mariadb_moves_finished_jobs_and_the_proof_reads_the_archive() {
+    let p = mariadb_plan(
+        SMALL,
+        &[
+            "queue.variant=\"archive\"",
+            "producers.prefill=300",
+            "producers.poison_fraction=0.02",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    assert_nothing_lost(s);
+    assert!(s.jobs.dead_lettered > 0, "{:?}", s.jobs);
+    let queue = outcome.kept_queue.as_ref().expect("kept");
+    let mut conn = maria_sql(&**queue).await;
+    let (rows, archived, first): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM job_queue), (SELECT COUNT(*) FROM job_queue_archive), \
+                (SELECT MIN(id) FROM job_queue_archive)",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(rows as u64, s.jobs.dead_lettered, "only dead letters stay");
+    assert_eq!(
+        archived as u64, s.jobs.completed,
+        "every completed job archived"
+    );
+    sqlx::query("DELETE FROM job_queue_archive WHERE id = ?")
+        .bind(first)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let proof = prove_again(&**queue, &outcome.ledger, crate::support::DRAINED_AUDITED).await;
+    assert!(
+        !proof.ok && proof.lost.iter().any(|l| l.id == first),
+        "{}",
+        proof.verdict
+    );
+    conn.close().await.ok();
+    queue.drop_namespace().await.unwrap();
+}
+
+/// pgmq's shape on MariaDB: no status column, completion deletes the row, dead letters are
+/// marked; the proof reads the design's own audit and view, and names a job lost without
+/// its audit row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn visibility_timeout_on_mariadb_keeps_every_job_in_its_audit() {
+    let p = mariadb_plan(
+        SMALL,
+        &[
+            "queue.variant=\"visibility_timeout\"",
+            "producers.prefill=300",
+            "producers.poison_fraction=0.02",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    assert_nothing_lost(s);
+    assert!(s.jobs.dead_lettered > 0, "{:?}", s.jobs);
+    let queue = outcome.kept_queue.as_ref().expect("kept");
+    let mut conn = maria_sql(&**queue).await;
+    let (rows, dead, gone): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM job_queue), \
+                (SELECT COUNT(*) FROM job_queue WHERE dead_at IS NOT NULL), \
+                (SELECT MIN(job_id) FROM dbq_bench_completion_audit WHERE status = 'done')",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        (rows as u64, dead as u64),
+        (s.jobs.dead_lettered, s.jobs.dead_lettered),
+        "only dead letters keep a row"
+    );
+    sqlx::query("DELETE FROM dbq_bench_completion_audit WHERE job_id = ?")
+        .bind(gone)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let proof = prove_again(&**queue, &outcome.ledger, crate::support::DRAINED_AUDITED).await;
+    assert!(
+        !proof.ok && proof.lost.iter().any(|l| l.id == gone),
+        "{}",
+        proof.verdict
+    );
+    conn.close().await.ok();
+    queue.drop_namespace().await.unwrap();
+}
+
+/// Crashed workers' jobs come back when their visibility timeout runs out on MariaDB too,
+/// counted as reaps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn visibility_timeout_on_mariadb_redelivers_a_crashed_workers_job_as_a_reap() {
+    crate::variants::crashes_come_back_as_reaps(
+        mariadb_plan,
+        &["queue.variant=\"visibility_timeout\""],
+    )
+    .await;
+}
+
+fn custom_seed_mariadb_dir() -> String {
+    format!(
+        "{}/scenarios/custom-seed-mariadb",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// A custom directory in MariaDB's dialect, the MariaDB seed's own statements, runs like the
+/// seed: its claim read from the directory, every job accounted for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_directory_runs_on_mariadb_like_the_seed() {
+    let dir = format!("queue.dir=\"{}\"", custom_seed_mariadb_dir());
+    let p = mariadb_plan(
+        SMALL,
+        &[
+            "queue.variant=\"custom\"",
+            &dir,
+            "producers.prefill=300",
+            "consumers.handler.error_rate=0.1",
+            "producers.poison_fraction=0.02",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert_nothing_lost(s);
+    assert!(
+        s.jobs.dead_lettered > 0 && s.jobs.failed_attempts > 0,
+        "{:?}",
+        s.jobs
+    );
+    let seed_claim = include_str!("../../src/backend/mariadb/seed/claim.sql");
+    assert_eq!(
+        s.queue.claim_sql,
+        seed_claim.trim(),
+        "the directory's claim"
+    );
+}
+
+/// A custom directory on MariaDB is checked against the server before any load, and a file
+/// that does not fit is named in one line.
+#[test]
+fn a_custom_directory_that_does_not_fit_mariadb_is_refused_naming_the_file() {
+    use crate::variants::{assert_one_error, broken_copy, run_custom_on};
+    let server = [
+        "run",
+        "scenarios/smoke.toml",
+        "--db",
+        "url",
+        "--database-url",
+        shared_mariadb_url(),
+        "--set",
+        "database.engine=\"mariadb\"",
+    ];
+    let src = custom_seed_mariadb_dir();
+    let no_mark = broken_copy(&src, "mark_claimed.sql", None);
+    let (code, err) = run_custom_on(&server, no_mark.path(), &[]);
+    assert_one_error(code, &err, &["mark_claimed.sql: is missing", "UPDATE"]);
+
+    let int_payload = broken_copy(
+        &src,
+        "claim.sql",
+        Some(
+            "SELECT id, type, LENGTH(payload) AS payload FROM job_queue LIMIT 1 FOR UPDATE SKIP LOCKED",
+        ),
+    );
+    let (code, err) = run_custom_on(&server, int_payload.path(), &[]);
+    assert_one_error(code, &err, &["claim.sql: returns payload as", "JSON"]);
+
+    let bad_column = broken_copy(
+        &src,
+        "complete.sql",
+        Some("UPDATE job_queue SET state = 'done' WHERE id = ?"),
+    );
+    let (code, err) = run_custom_on(&server, bad_column.path(), &[]);
+    assert_one_error(code, &err, &["complete.sql: does not prepare", "state"]);
+
+    // PostgreSQL is given the MariaDB directory: its two-statement claim is refused.
+    let copy = broken_copy(&src, "README.md", Some(""));
+    let (code, err) = run_custom_on(&crate::support::smoke_on_shared_server(), copy.path(), &[]);
+    assert_one_error(code, &err, &["mark_claimed.sql: is MariaDB's"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_worker_processes_and_backends_on_mariadb_lose_nothing() {
     // chaos-crash, shortened: worker processes SIGKILLed, claims committed before the work,
@@ -280,7 +465,8 @@ fn mariadb_refuses_what_only_postgres_has_in_one_line() {
     crate::support::assert_bad_input(&out, "notify on mariadb", "queue.variant");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("LISTEN/NOTIFY") && err.contains("seed, batch or delete"),
+        err.contains("LISTEN/NOTIFY")
+            && err.contains("seed, batch, delete, archive, visibility_timeout or custom"),
         "{err}"
     );
     // Vacuum settings are PostgreSQL's: refused before a server would refuse to start.

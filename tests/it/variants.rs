@@ -221,12 +221,16 @@ async fn advisory_lock_claims_never_hand_a_job_to_two_workers() {
 /// counted as the design's recovery (a reap), with no reaper running a statement.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn visibility_timeout_redelivers_a_crashed_workers_job_and_counts_it_as_a_reap() {
-    crashes_come_back_as_reaps(&["queue.variant=visibility_timeout"]).await;
+    crashes_come_back_as_reaps(plan, &["queue.variant=visibility_timeout"]).await;
 }
 
 /// Committed claims, crashing workers and a 500 ms visibility timeout: every job ends, and
-/// the jobs that came back after their timeout are counted as reaps.
-async fn crashes_come_back_as_reaps(design: &[&str]) {
+/// the jobs that came back after their timeout are counted as reaps. `on` builds the plan
+/// for an engine's shared server.
+pub(crate) async fn crashes_come_back_as_reaps(
+    on: fn(&str, &[&str]) -> dbq_bench::scenario::Plan,
+    design: &[&str],
+) {
     let sets = [
         "queue.visibility_timeout=500ms",
         "consumers.claim_mode=committed",
@@ -235,7 +239,7 @@ async fn crashes_come_back_as_reaps(design: &[&str]) {
         "phases.0.faults=[{ kind = \"crash_workers\", every = \"300ms\" }]",
         "drain.timeout=30s",
     ];
-    let p = plan(SMALL, &[design, &sets].concat());
+    let p = on(SMALL, &[design, &sets].concat());
     let (outcome, _dir) = run_plan(&p, false).await;
     let s = &outcome.results.summary;
     assert!(s.faults.worker_crashes > 0, "{:?}", s.faults.events);
@@ -354,7 +358,7 @@ async fn a_custom_visibility_timeout_design_brings_its_own_audit_and_recovery() 
     expect_lost_without(&*queue, &outcome.ledger, archive, gone).await;
     queue.drop_namespace().await.unwrap();
 
-    crashes_come_back_as_reaps(&["queue.variant=custom", &dir]).await;
+    crashes_come_back_as_reaps(plan, &["queue.variant=custom", &dir]).await;
 }
 
 /// A claim's named parameters: a name the harness does not bind, a scenario value the claim
@@ -383,6 +387,37 @@ fn named_parameters_unknown_or_unused_are_refused_before_the_load() {
         &["claim.sql", "takes no :batch", "claim_batch = 5"],
     );
 
+    // The failure update's names: it must say which job, and take each back-off value set.
+    let fail = "UPDATE job_queue SET retry_count = retry_count + 1, error_msg = :error, \
+                status = CASE WHEN retry_count + 1 >= max_retries THEN 'dead_letter' ELSE 'pending' END, \
+                next_run_at = NOW() + :backoff_base::interval * POWER(:backoff_factor::float8, retry_count) \
+                WHERE id = :id RETURNING status";
+    let no_id = broken_custom(
+        "fail.sql",
+        Some(&fail.replace("WHERE id = :id", "WHERE id = 0")),
+    );
+    let (code, err) = run_custom(no_id.path(), &[]);
+    assert_one_error(code, &err, &["fail.sql", "takes no :id"]);
+    let named_fail = broken_custom("fail.sql", Some(fail));
+    let (code, err) = run_custom(named_fail.path(), &["queue.backoff.cap=10s"]);
+    assert_one_error(
+        code,
+        &err,
+        &["fail.sql", "takes no :backoff_cap", "queue.backoff.cap"],
+    );
+    let (code, err) = run_custom(named_fail.path(), &["queue.backoff.jitter=full"]);
+    assert_one_error(code, &err, &["fail.sql", "takes no :backoff_jitter"]);
+    let named_status = broken_custom(
+        "job_status.sql",
+        Some("SELECT id, status, retry_count FROM job_queue WHERE id = :id"),
+    );
+    let (code, err) = run_custom(named_status.path(), &[]);
+    assert_one_error(
+        code,
+        &err,
+        &["job_status.sql", "only claim.sql", "fail.sql"],
+    );
+
     // The completion's `$1` is checked as the harness binds it: ids[] for batch claims.
     let pgmq = tempfile::tempdir().unwrap();
     for entry in std::fs::read_dir(custom_pgmq_dir()).unwrap() {
@@ -397,7 +432,69 @@ fn named_parameters_unknown_or_unused_are_refused_before_the_load() {
     );
 }
 
-fn assert_one_error(code: Option<i32>, err: &str, needles: &[&str]) {
+/// A design whose payload column is `text` holding JSON runs, its jobs' stamps read (every
+/// job's latency is measured), and its failures take the back-off by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_payload_holding_json_and_a_named_failure_update_run() {
+    let dir = broken_custom(
+        "schema.sql",
+        Some(
+            &std::fs::read_to_string(format!("{}/schema.sql", custom_seed_dir()))
+                .unwrap()
+                .replace(
+                    "payload       JSONB NOT NULL",
+                    "payload       TEXT NOT NULL",
+                ),
+        ),
+    );
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "enqueue.sql",
+        "INSERT INTO job_queue (type, payload, priority, max_retries) VALUES ($1, $2, $3, $4) RETURNING id",
+    );
+    write(
+        "prefill.sql",
+        "INSERT INTO job_queue (type, payload, priority, max_retries) \
+         SELECT t, p, pr, $4 FROM unnest($1::text[], $2::text[], $3::int[]) AS u(t, p, pr) RETURNING id",
+    );
+    write(
+        "jobs_by_key.sql",
+        "SELECT id, payload::jsonb->>'k' AS key FROM job_queue WHERE payload::jsonb->>'k' = ANY($1::text[])",
+    );
+    write(
+        "fail.sql",
+        include_str!("../../src/backend/postgres/seed/fail.sql"),
+    );
+    let p = plan(
+        SMALL,
+        &[
+            "queue.variant=custom",
+            &format!("queue.dir=\"{}\"", dir.path().display()),
+            "producers.poison_fraction=0.05",
+            "queue.backoff.base=\"10ms\"",
+            "queue.backoff.cap=\"50ms\"",
+            "queue.backoff.jitter=\"equal\"",
+        ],
+    );
+    let (outcome, _out) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(
+        s.accounting.ok && s.jobs.completed > 0 && s.jobs.dead_lettered > 0,
+        "expected every job finished, poison ones dead-lettered after their retries: {} ({} done, {} dead)",
+        s.accounting.verdict,
+        s.jobs.completed,
+        s.jobs.dead_lettered
+    );
+    // The poison flag was read (dead letters above); so were the stamps: a defaulted stamp
+    // would put end-to-end latency decades long.
+    let e2e = &s.latency_ms.end_to_end;
+    assert!(
+        e2e.count > 0 && e2e.max < 3_600_000.0,
+        "expected the jobs' stamps read from the text payload: {e2e:?}"
+    );
+}
+
+pub(crate) fn assert_one_error(code: Option<i32>, err: &str, needles: &[&str]) {
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(code, Some(2), "expected exit 2; stderr: {err}");
     assert!(
@@ -440,10 +537,16 @@ async fn a_custom_variant_made_of_the_seeds_files_runs_like_the_seed() {
     );
 }
 
-/// A custom directory with `file` replaced by `text` (or removed when `None`).
+/// A copy of the custom seed with `file` replaced by `text` (or removed when `None`).
 fn broken_custom(file: &str, text: Option<&str>) -> tempfile::TempDir {
+    broken_copy(&custom_seed_dir(), file, text)
+}
+
+/// A copy of the custom directory `src` with `file` replaced by `text` (or removed when
+/// `None`).
+pub(crate) fn broken_copy(src: &str, file: &str, text: Option<&str>) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(custom_seed_dir()).unwrap() {
+    for entry in std::fs::read_dir(src).unwrap() {
         let path = entry.unwrap().path();
         std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
     }
@@ -455,8 +558,18 @@ fn broken_custom(file: &str, text: Option<&str>) -> tempfile::TempDir {
 }
 
 fn run_custom(dir: &std::path::Path, sets: &[&str]) -> (Option<i32>, String) {
+    run_custom_on(&smoke_on_shared_server(), dir, sets)
+}
+
+/// Runs the smoke scenario on `server` (the arguments naming it) with the custom design in
+/// `dir`: the exit code and stderr.
+pub(crate) fn run_custom_on(
+    server: &[&str],
+    dir: &std::path::Path,
+    sets: &[&str],
+) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
-        .args(smoke_on_shared_server())
+        .args(server)
         .args(sets.iter().flat_map(|s| ["--set", s]))
         .args(["--set", "queue.variant=custom", "--set"])
         .arg(format!("queue.dir=\"{}\"", dir.display()))
@@ -493,25 +606,21 @@ async fn a_broken_custom_directory_fails_before_any_load_naming_the_file() {
     );
     assert!(!err.contains("load started"), "no load may start: {err}");
 
-    // A payload that is not JSON would decode to defaults: refused, with the fix.
-    let text_payload = broken_custom(
+    // A payload that cannot hold JSON would lose the job's stamps: refused, with the fix.
+    let int_payload = broken_custom(
         "claim.sql",
         Some(
             "UPDATE job_queue SET status = 'processing' WHERE id = (SELECT id FROM job_queue \
              WHERE status = 'pending' LIMIT 1 FOR UPDATE SKIP LOCKED) \
-             RETURNING id, type, payload::text AS payload",
+             RETURNING id, type, length(payload::text) AS payload",
         ),
     );
-    let (code, err) = run_custom(text_payload.path(), &[]);
-    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(code, Some(2), "expected exit 2; stderr: {err}");
-    assert!(
-        errors.len() == 1
-            && errors[0].contains("claim.sql: returns payload as TEXT")
-            && errors[0].contains("payload::jsonb"),
-        "expected one error line naming claim.sql, the type and the fix; stderr: {err}"
+    let (code, err) = run_custom(int_payload.path(), &[]);
+    assert_one_error(
+        code,
+        &err,
+        &["claim.sql: returns payload as INT4", "text holding JSON"],
     );
-    assert!(!err.contains("load started"), "no load may start: {err}");
 
     // Without reap.sql the design has no reaper: committed claims are refused.
     let no_reaper = broken_custom("reap.sql", None);

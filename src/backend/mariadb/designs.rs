@@ -1,12 +1,13 @@
-//! The designs on MariaDB: the seed (`seed/`), batch claims (`batch/`) and delete on
-//! completion (`delete/`). The same steps
+//! The designs on MariaDB: the seed (`seed/`), batch claims (`batch/`), delete on
+//! completion (`delete/`), move to an archive (`archive/`) and a visibility timeout
+//! (`visibility_timeout/`), and a user's own directory in MariaDB's dialect. The same steps
 //! as PostgreSQL's, bound with `?`, arrays passed as JSON text; the README's "MariaDB"
 //! section lists each difference. The tables are in `migrations/mariadb/`.
 
 use crate::backend::seam::DesignError;
-use crate::backend::sql::design::{SqlDesign, StateModel, Statements};
-use crate::backend::sql::params::Placeholders;
-use crate::scenario::{Finish, VariantName, VariantPlan};
+use crate::backend::sql::design::{Returning, SqlDesign, StateModel, Statements, read_custom};
+use crate::named_params::{FailParam, Placeholders};
+use crate::scenario::{Finish, QueuePlan, VariantName};
 
 macro_rules! sql {
     ($path:literal) => {
@@ -39,7 +40,8 @@ fn seed_sql() -> Statements {
 }
 
 /// The design a plan names (the plan refuses the variants MariaDB does not run).
-pub fn design(plan: &VariantPlan) -> Result<SqlDesign, DesignError> {
+pub fn design(queue: &QueuePlan) -> Result<SqlDesign, DesignError> {
+    let plan = &queue.variant;
     let seed = SqlDesign::seed(plan, seed_sql());
     let d = match plan.name {
         VariantName::Seed => seed,
@@ -53,21 +55,10 @@ pub fn design(plan: &VariantPlan) -> Result<SqlDesign, DesignError> {
             ..seed
         }
         .batched(plan.claim_batch),
-        VariantName::Delete => SqlDesign {
-            finish: Finish::Delete,
-            sql: Statements {
-                audit: vec![sql!(
-                    "../../../migrations/mariadb/delete/0001_completion_audit.sql"
-                )],
-                complete: sql!("delete/complete.sql"),
-                ledger_check: sql!("delete/ledger_check.sql"),
-                untracked: sql!("delete/untracked.sql"),
-                job_status: sql!("delete/job_status.sql"),
-                jobs_by_key: sql!("delete/jobs_by_key.sql"),
-                ..seed.sql.clone()
-            },
-            ..seed
-        },
+        VariantName::Delete => delete(seed),
+        VariantName::Archive => archive(seed),
+        VariantName::VisibilityTimeout => visibility_timeout(seed),
+        VariantName::Custom => read_custom(plan, seed, Returning::Nothing)?,
         other => {
             return Err(DesignError {
                 file: format!("queue.variant = {}", other.as_str()),
@@ -78,5 +69,99 @@ pub fn design(plan: &VariantPlan) -> Result<SqlDesign, DesignError> {
             });
         }
     };
-    d.bind_claim(plan, Placeholders::Question)
+    d.bind_statements(queue, Placeholders::Question, &POSITIONAL_FAIL)
+}
+
+/// A fail.sql without names binds its `?` in this order: the id last, after the SET list.
+const POSITIONAL_FAIL: [FailParam; 7] = [
+    FailParam::Error,
+    FailParam::BackoffBase,
+    FailParam::BackoffFactor,
+    FailParam::BackoffCap,
+    FailParam::BackoffJitter,
+    FailParam::BackoffJitter,
+    FailParam::Id,
+];
+
+/// Finished jobs are deleted; the completion audit is what the proof reads them from.
+fn delete(seed: SqlDesign) -> SqlDesign {
+    SqlDesign {
+        finish: Finish::Delete,
+        sql: Statements {
+            schema: vec![
+                sql!("../../../migrations/mariadb/0001_job_queue.sql"),
+                sql!("../../../migrations/mariadb/delete/0000_job_state.sql"),
+            ],
+            audit: vec![sql!(
+                "../../../migrations/mariadb/delete/0001_completion_audit.sql"
+            )],
+            complete: sql!("delete/complete.sql"),
+            ..delete_like_proof(seed.sql.clone())
+        },
+        ..seed
+    }
+}
+
+/// The proof statements of the designs that delete finished rows, over their `job_state`.
+fn delete_like_proof(sql: Statements) -> Statements {
+    Statements {
+        ledger_check: sql!("delete/ledger_check.sql"),
+        untracked: sql!("delete/untracked.sql"),
+        job_status: sql!("delete/job_status.sql"),
+        jobs_by_key: sql!("delete/jobs_by_key.sql"),
+        ..sql
+    }
+}
+
+/// Finished jobs move to `job_queue_archive` (by a procedure: no INSERT from a DELETE).
+fn archive(seed: SqlDesign) -> SqlDesign {
+    SqlDesign {
+        finish: Finish::Archive,
+        sql: Statements {
+            schema: vec![
+                sql!("../../../migrations/mariadb/0001_job_queue.sql"),
+                sql!("../../../migrations/mariadb/archive/0001_job_queue_archive.sql"),
+            ],
+            audit: vec![sql!(
+                "../../../migrations/mariadb/archive/0002_completion_audit.sql"
+            )],
+            complete: sql!("archive/complete.sql"),
+            ledger_check: sql!("archive/ledger_check.sql"),
+            untracked: sql!("archive/untracked.sql"),
+            job_status: sql!("archive/job_status.sql"),
+            jobs_by_key: sql!("archive/jobs_by_key.sql"),
+            ..seed.sql.clone()
+        },
+        side_tables: vec!["job_queue_archive"],
+        ..seed
+    }
+}
+
+/// pgmq's shape: a visibility timeout and read count, no status column, deleted on
+/// completion; a crashed worker's job comes back when its timeout runs out (no reaper).
+fn visibility_timeout(seed: SqlDesign) -> SqlDesign {
+    SqlDesign {
+        finish: Finish::Delete,
+        sql: Statements {
+            schema: vec![sql!(
+                "../../../migrations/mariadb/visibility_timeout/0001_job_queue.sql"
+            )],
+            state: StateModel::OwnAudit,
+            audit: vec![
+                sql!("../../../migrations/mariadb/delete/0001_completion_audit.sql"),
+                sql!("../../../migrations/mariadb/visibility_timeout/0002_completion_audit.sql"),
+            ],
+            claim: sql!("visibility_timeout/claim.sql"),
+            mark_claimed: Some(sql!("visibility_timeout/mark_claimed.sql")),
+            complete: sql!("delete/complete.sql"),
+            fail: sql!("visibility_timeout/fail.sql"),
+            reap: None,
+            reap_counting: None,
+            find_stale: None,
+            pending_count: sql!("visibility_timeout/pending_count.sql"),
+            status_counts: sql!("visibility_timeout/status_counts.sql"),
+            ..delete_like_proof(seed.sql.clone())
+        },
+        ..seed
+    }
 }

@@ -11,7 +11,7 @@ use crate::backend::seam::{Connection, Enqueue, Work};
 use crate::backend::sql::Shared;
 use crate::backend::sql::design::{ClaimShape, CompleteShape, SqlDesign};
 use crate::backend::sql::jitter_floor;
-use crate::backend::sql::params::ClaimParam;
+use crate::named_params::{ClaimParam, FailParam, MarkParam};
 use crate::scenario::ClaimMode;
 use async_trait::async_trait;
 use sqlx::mysql::MySqlConnection;
@@ -46,6 +46,12 @@ pub(super) fn json_ids(ids: &[JobId]) -> String {
     s
 }
 
+/// MariaDB has no interval type: durations are bound as microseconds, for
+/// `NOW(6) + INTERVAL ? MICROSECOND`.
+fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
 /// One of the design's statements (never user input spliced in).
 pub(super) fn text(sql: &str) -> AssertSqlSafe<&str> {
     AssertSqlSafe(sql)
@@ -59,8 +65,7 @@ pub(super) fn bind_claim<'q>(
     for param in &d.claim_binds {
         query = match param {
             ClaimParam::Batch => query.bind(i64::from(d.claim_size())),
-            // MariaDB has no interval type: seconds, for `NOW(6) + INTERVAL ? SECOND`.
-            ClaimParam::VisibilityTimeout => query.bind(d.visibility_timeout.as_secs_f64()),
+            ClaimParam::VisibilityTimeout => query.bind(micros(d.visibility_timeout)),
         };
     }
     query
@@ -101,6 +106,10 @@ impl MariaLink {
         let d = &self.shared.design;
         let select = bind_claim(d, sqlx::query(text(&d.sql.claim)));
         let rows = select.fetch_all(&mut self.conn).await?;
+        let reports_redelivery = rows.first().is_some_and(|row| {
+            use sqlx::Column;
+            row.columns().iter().any(|c| c.name() == "redelivered")
+        });
         let jobs = rows
             .iter()
             .map(|row| {
@@ -112,7 +121,8 @@ impl MariaLink {
                     // job's stamps, so it fails the claim instead.
                     payload: serde_json::from_str::<JobPayload>(&payload)
                         .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-                    redelivered: false,
+                    // MariaDB's booleans are integers.
+                    redelivered: reports_redelivery && row.try_get::<i64, _>("redelivered")? != 0,
                 })
             })
             .collect::<sqlx::Result<Vec<_>>>()?;
@@ -120,13 +130,16 @@ impl MariaLink {
             return Ok(jobs);
         }
         let d = &self.shared.design;
-        let mark = sqlx::query(text(follow_up(&d.sql.mark_claimed, "mark_claimed.sql")?));
-        let mark = match d.claim {
-            ClaimShape::Single => mark.bind(jobs[0].id),
-            ClaimShape::Batch(_) => {
-                mark.bind(json_ids(&jobs.iter().map(|j| j.id).collect::<Vec<_>>()))
-            }
-        };
+        let mut mark = sqlx::query(text(follow_up(&d.sql.mark_claimed, "mark_claimed.sql")?));
+        for param in &d.mark_binds {
+            mark = match (param, d.claim) {
+                (MarkParam::Id, ClaimShape::Single) => mark.bind(jobs[0].id),
+                (MarkParam::Id, ClaimShape::Batch(_)) => {
+                    mark.bind(json_ids(&jobs.iter().map(|j| j.id).collect::<Vec<_>>()))
+                }
+                (MarkParam::VisibilityTimeout, _) => mark.bind(micros(d.visibility_timeout)),
+            };
+        }
         mark.execute(&mut self.conn).await?;
         Ok(jobs)
     }
@@ -188,11 +201,10 @@ impl MariaLink {
         stale_after: Duration,
         count_as_attempt: bool,
     ) -> Result<Vec<(JobId, bool)>, BackendError> {
-        let stale_us = i64::try_from(stale_after.as_micros()).unwrap_or(i64::MAX);
         let d = &self.shared.design;
         let ids: Vec<i64> =
             sqlx::query_scalar(text(follow_up(&d.sql.find_stale, "find_stale.sql")?))
-                .bind(stale_us)
+                .bind(micros(stale_after))
                 .fetch_all(&mut self.conn)
                 .await?;
         if ids.is_empty() {
@@ -287,18 +299,18 @@ impl Work for MariaLink {
     /// The failure update, then the job's status read back (no RETURNING on UPDATE).
     async fn fail(&mut self, id: JobId, error: &str) -> Result<FailOutcome, BackendError> {
         let b = self.shared.backoff;
-        let jitter = jitter_floor(b.jitter);
-        let micros = |d: Duration| i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
-        sqlx::query(text(&self.shared.design.sql.fail))
-            .bind(error)
-            .bind(micros(b.base))
-            .bind(b.factor)
-            .bind(b.cap.map(micros))
-            .bind(jitter)
-            .bind(jitter)
-            .bind(id)
-            .execute(&mut self.conn)
-            .await?;
+        let mut query = sqlx::query(text(&self.shared.design.sql.fail));
+        for param in &self.shared.design.fail_binds {
+            query = match param {
+                FailParam::Id => query.bind(id),
+                FailParam::Error => query.bind(error),
+                FailParam::BackoffBase => query.bind(micros(b.base)),
+                FailParam::BackoffFactor => query.bind(b.factor),
+                FailParam::BackoffCap => query.bind(b.cap.map(micros)),
+                FailParam::BackoffJitter => query.bind(jitter_floor(b.jitter)),
+            };
+        }
+        query.execute(&mut self.conn).await?;
         let statuses = self.statuses(&[id]).await?;
         Ok(match statuses.first() {
             Some((_, JobStatus::DeadLetter, _)) => FailOutcome::DeadLettered,
@@ -336,6 +348,10 @@ impl Work for MariaLink {
         stale_after: Duration,
         count_as_attempt: bool,
     ) -> Result<Vec<(JobId, bool)>, BackendError> {
+        // A design without a reaper (a visibility timeout) has nothing ever stale.
+        if self.shared.design.sql.find_stale.is_none() {
+            return Ok(Vec::new());
+        }
         self.alone(async |l| l.reap_locked(stale_after, count_as_attempt).await)
             .await
     }

@@ -5,6 +5,7 @@
 //! gaps between index entries, and producers' inserts would wait on workers' claims.
 
 mod bystand;
+mod check;
 mod designs;
 mod disrupt;
 mod inspect;
@@ -17,8 +18,8 @@ use super::seam::{
     Link, LocalServer, ServerFacts,
 };
 use super::sql::Shared;
-use super::sql::design::SqlDesign;
-use super::sql::namespace_name;
+use super::sql::design::{SqlDesign, StateModel};
+use super::sql::{namespace_name, one_line};
 use crate::engine::{Engine, ShutdownMode};
 use crate::scenario::QueuePlan;
 use async_trait::async_trait;
@@ -33,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 const COMPLETION_AUDIT: &str =
     include_str!("../../../migrations/mariadb/0002_completion_audit.sql");
+const STATUS_TRIGGER: &str = include_str!("../../../migrations/mariadb/0003_status_trigger.sql");
 
 /// The isolation level of the run's sessions.
 const ISOLATION: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
@@ -95,7 +97,7 @@ impl Driver for MariaDriver {
 
     fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
         let options = parse(&at.url)?;
-        let design = designs::design(&queue.variant).map_err(|e: DesignError| {
+        let design = designs::design(queue).map_err(|e: DesignError| {
             BackendError::new(super::error::ErrorClass::Permanent, e.to_string())
         })?;
         Ok(Arc::new(MariaQueue::new(
@@ -163,7 +165,7 @@ impl Endpoint for MariaEndpoint {
         queue: &QueuePlan,
         audit: bool,
     ) -> Result<Arc<dyn Backend>, InstallError> {
-        let design = designs::design(&queue.variant)?;
+        let design = designs::design(queue)?;
         let name = namespace_name(prefix)?;
         let mut conn = MySqlConnection::connect_with(&self.options).await?;
         // `name` is made of a validated prefix, digits and hex: safe to splice.
@@ -174,7 +176,7 @@ impl Endpoint for MariaEndpoint {
         let backend = MariaQueue::new(options, name, design, queue);
         if let Err(e) = backend.install(audit).await {
             backend.drop_namespace().await.ok();
-            return Err(e.into());
+            return Err(e);
         }
         Ok(Arc::new(backend))
     }
@@ -211,27 +213,47 @@ impl MariaQueue {
         Ok(conn)
     }
 
-    async fn install(&self, audit: bool) -> Result<(), BackendError> {
+    /// Creates the design's tables (and the completion audit when asked); a custom design's
+    /// schema and statements are checked here, before any load, and their failures blamed
+    /// on its files.
+    async fn install(&self, audit: bool) -> Result<(), InstallError> {
         let mut conn = self.raw_connect("main").await?;
-        let result = async {
-            for ddl in &self.shared.design.sql.schema {
+        let d = &self.shared.design;
+        let custom = d.dir.is_some();
+        let result = match self.install_tables(&mut conn, audit).await {
+            Err(e) if custom => Err(InstallError::Design(DesignError {
+                file: d.file("schema.sql"),
+                reason: format!("does not run: {}", one_line(&e)),
+            })),
+            Err(e) => Err(InstallError::Backend(e.into())),
+            Ok(()) if custom => check::check_statements(&mut conn, d)
+                .await
+                .map_err(InstallError::Design),
+            Ok(()) => Ok(()),
+        };
+        conn.close().await.ok();
+        result
+    }
+
+    async fn install_tables(&self, conn: &mut MySqlConnection, audit: bool) -> sqlx::Result<()> {
+        let d = &self.shared.design;
+        for ddl in &d.sql.schema {
+            sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
+                .execute(&mut *conn)
+                .await?;
+        }
+        if audit {
+            sqlx::raw_sql(COMPLETION_AUDIT).execute(&mut *conn).await?;
+            if d.sql.state == StateModel::StatusColumn {
+                sqlx::raw_sql(STATUS_TRIGGER).execute(&mut *conn).await?;
+            }
+            for ddl in &d.sql.audit {
                 sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
-                    .execute(&mut conn)
+                    .execute(&mut *conn)
                     .await?;
             }
-            if audit {
-                sqlx::raw_sql(COMPLETION_AUDIT).execute(&mut conn).await?;
-                for ddl in &self.shared.design.sql.audit {
-                    sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
-                        .execute(&mut conn)
-                        .await?;
-                }
-            }
-            Ok::<(), sqlx::Error>(())
         }
-        .await;
-        conn.close().await.ok();
-        Ok(result?)
+        Ok(())
     }
 }
 

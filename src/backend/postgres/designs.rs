@@ -3,9 +3,9 @@
 //! own directory. The tables are in `migrations/`.
 
 use crate::backend::seam::{DesignError, WakeUp};
-use crate::backend::sql::design::{SqlDesign, StateModel, Statements, read_custom};
-use crate::backend::sql::params::Placeholders;
-use crate::scenario::{Finish, VariantName, VariantPlan};
+use crate::backend::sql::design::{Returning, SqlDesign, StateModel, Statements, read_custom};
+use crate::named_params::{FailParam, Placeholders};
+use crate::scenario::{Finish, QueuePlan, VariantName, VariantPlan};
 
 macro_rules! sql {
     ($path:literal) => {
@@ -39,7 +39,8 @@ fn seed_sql() -> Statements {
 }
 
 /// The design a plan names, with its storage options applied.
-pub fn design(plan: &VariantPlan) -> Result<SqlDesign, DesignError> {
+pub fn design(queue: &QueuePlan) -> Result<SqlDesign, DesignError> {
+    let plan = &queue.variant;
     let seed = SqlDesign::seed(plan, seed_sql());
     let d = match plan.name {
         VariantName::Seed => seed,
@@ -75,13 +76,23 @@ pub fn design(plan: &VariantPlan) -> Result<SqlDesign, DesignError> {
         VariantName::AdvisoryLock => advisory_lock(seed),
         VariantName::VisibilityTimeout => visibility_timeout(seed),
         VariantName::Rotation => rotation(seed),
-        VariantName::Custom => read_custom(plan, seed)?,
+        VariantName::Custom => read_custom(plan, seed, Returning::Rows)?,
     };
     Ok(with_storage(
-        d.bind_claim(plan, Placeholders::Numbered)?,
+        d.bind_statements(queue, Placeholders::Numbered, &POSITIONAL_FAIL)?,
         plan,
     ))
 }
+
+/// A fail.sql without names binds `$1`…`$6` in this order (the README lists it).
+const POSITIONAL_FAIL: [FailParam; 6] = [
+    FailParam::Id,
+    FailParam::Error,
+    FailParam::BackoffBase,
+    FailParam::BackoffFactor,
+    FailParam::BackoffCap,
+    FailParam::BackoffJitter,
+];
 
 /// Finished jobs are deleted; the completion audit is what the proof reads them from.
 fn delete(seed: SqlDesign) -> SqlDesign {

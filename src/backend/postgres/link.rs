@@ -6,9 +6,11 @@ use crate::backend::error::BackendError;
 use crate::backend::job::{ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob};
 use crate::backend::seam::{Connection, DesignError, Enqueue, WakeUp, Work};
 use crate::backend::sql::Shared;
-use crate::backend::sql::design::{CompleteShape, SqlDesign, StateModel, Statements};
-use crate::backend::sql::params::ClaimParam;
+use crate::backend::sql::design::{
+    CompleteShape, Returning, SqlDesign, StateModel, missing_columns,
+};
 use crate::backend::sql::{jitter_floor, one_line};
+use crate::named_params::{ClaimParam, FailParam};
 use crate::scenario::ClaimMode;
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgTypeInfo};
@@ -100,18 +102,17 @@ impl PgLink {
         let d = &self.shared.design;
         let query = bind_claim(d, sqlx::query(AssertSqlSafe(d.sql.claim.as_str())));
         let rows = query.fetch_all(&mut self.conn).await?;
-        let reports_redelivery = rows.first().is_some_and(|row| {
-            use sqlx::Column;
-            row.columns().iter().any(|c| c.name() == "redelivered")
-        });
+        let Some(first) = rows.first() else {
+            return Ok(Vec::new());
+        };
+        let columns = ClaimColumns::of(first);
         rows.iter()
             .map(|row| {
-                let payload: Json<JobPayload> = row.try_get("payload")?;
                 Ok(ClaimedJob {
                     id: row.try_get("id")?,
                     job_type: row.try_get("type")?,
-                    payload: payload.0,
-                    redelivered: reports_redelivery && row.try_get("redelivered")?,
+                    payload: columns.payload(row)?,
+                    redelivered: columns.redelivered && row.try_get("redelivered")?,
                 })
             })
             .collect()
@@ -312,16 +313,18 @@ impl Work for PgLink {
 
     async fn fail(&mut self, id: JobId, error: &str) -> Result<FailOutcome, BackendError> {
         let b = self.shared.backoff;
-        let status: JobStatus =
-            sqlx::query_scalar(AssertSqlSafe(self.shared.design.sql.fail.as_str()))
-                .bind(id)
-                .bind(error)
-                .bind(b.base)
-                .bind(b.factor)
-                .bind(b.cap)
-                .bind(jitter_floor(b.jitter))
-                .fetch_one(&mut self.conn)
-                .await?;
+        let mut query = sqlx::query_scalar(AssertSqlSafe(self.shared.design.sql.fail.as_str()));
+        for param in &self.shared.design.fail_binds {
+            query = match param {
+                FailParam::Id => query.bind(id),
+                FailParam::Error => query.bind(error),
+                FailParam::BackoffBase => query.bind(b.base),
+                FailParam::BackoffFactor => query.bind(b.factor),
+                FailParam::BackoffCap => query.bind(b.cap),
+                FailParam::BackoffJitter => query.bind(jitter_floor(b.jitter)),
+            };
+        }
+        let status: JobStatus = query.fetch_one(&mut self.conn).await?;
         Ok(match status {
             JobStatus::DeadLetter => FailOutcome::DeadLettered,
             _ => FailOutcome::Retry,
@@ -376,6 +379,44 @@ impl Work for PgLink {
     }
 }
 
+/// What a claim's rows hold besides `id` and `type`, read once per claim from its first
+/// row: whether it reports redeliveries, and whether its payload is JSON text.
+struct ClaimColumns {
+    redelivered: bool,
+    payload_is_text: bool,
+}
+
+impl ClaimColumns {
+    fn of(row: &sqlx::postgres::PgRow) -> ClaimColumns {
+        use sqlx::{Column, TypeInfo};
+        let type_of = |name: &str| {
+            let column = row.columns().iter().find(|c| c.name() == name);
+            column.map(|c| c.type_info().name().to_string())
+        };
+        ClaimColumns {
+            redelivered: type_of("redelivered").is_some(),
+            payload_is_text: type_of("payload").is_some_and(|t| TEXT_TYPES.contains(&t.as_str())),
+        }
+    }
+
+    /// The job's payload: JSON, or text holding JSON; never defaults (a payload that is not
+    /// the harness's JSON would lose the job's stamps, so the claim fails instead).
+    fn payload(&self, row: &sqlx::postgres::PgRow) -> sqlx::Result<JobPayload> {
+        if !self.payload_is_text {
+            let payload: Json<JobPayload> = row.try_get("payload")?;
+            return Ok(payload.0);
+        }
+        let text: &str = row.try_get("payload")?;
+        serde_json::from_str(text).map_err(|e| sqlx::Error::ColumnDecode {
+            index: "payload".into(),
+            source: Box::new(e),
+        })
+    }
+}
+
+/// Column types that may hold a payload as JSON text.
+const TEXT_TYPES: [&str; 3] = ["TEXT", "VARCHAR", "BPCHAR"];
+
 /// Binds the claim's parameters to `query` (the claim's text, maybe `EXPLAIN`ed).
 pub(super) fn bind_claim<'q>(
     d: &SqlDesign,
@@ -426,7 +467,7 @@ pub(super) async fn check_statements(
 ) -> Result<(), DesignError> {
     use sqlx::{Column, Statement};
     // A design without a reaper has no reaper statements to check.
-    for (file, text, columns) in statement_checks(&d.sql) {
+    for (file, text, columns) in d.sql.checks(Returning::Rows) {
         let statement = prepare_as_bound(conn, d, file, text)
             .await
             .map_err(|e| DesignError {
@@ -434,20 +475,10 @@ pub(super) async fn check_statements(
                 reason: format!("does not prepare: {}", one_line(&e)),
             })?;
         let returned: Vec<&str> = statement.columns().iter().map(|c| c.name()).collect();
-        if let Some(missing) = columns.iter().find(|c| !returned.contains(c)) {
-            return Err(DesignError {
-                file: d.file(file),
-                reason: format!(
-                    "must return the columns {}; it returns {} (no column {missing})",
-                    columns.join(", "),
-                    if returned.is_empty() {
-                        "none".to_string()
-                    } else {
-                        returned.join(", ")
-                    }
-                ),
-            });
-        }
+        missing_columns(columns, &returned).map_err(|reason| DesignError {
+            file: d.file(file),
+            reason,
+        })?;
         if file == "claim.sql" {
             claim_types(&statement).map_err(|reason| DesignError {
                 file: d.file(file),
@@ -456,44 +487,6 @@ pub(super) async fn check_statements(
         }
     }
     Ok(())
-}
-
-/// Each statement the design has, with the columns the harness reads from it.
-fn statement_checks(sql: &Statements) -> Vec<(&'static str, &str, &'static [&'static str])> {
-    fn optional(s: &Option<String>) -> &str {
-        s.as_deref().unwrap_or_default()
-    }
-    let checks: [(&str, &str, &[&str]); 13] = [
-        ("enqueue.sql", &sql.enqueue, &["id"]),
-        ("prefill.sql", &sql.prefill, &["id"]),
-        ("claim.sql", &sql.claim, &["id", "type", "payload"]),
-        ("complete.sql", &sql.complete, &[]),
-        ("fail.sql", &sql.fail, &["status"]),
-        ("reap.sql", optional(&sql.reap), &["id", "status"]),
-        (
-            "reap_counting.sql",
-            optional(&sql.reap_counting),
-            &["id", "status"],
-        ),
-        ("pending_count.sql", &sql.pending_count, &[]),
-        ("status_counts.sql", &sql.status_counts, &[]),
-        (
-            "ledger_check.sql",
-            &sql.ledger_check,
-            &["id", "status", "expected"],
-        ),
-        ("untracked.sql", &sql.untracked, &["id", "status"]),
-        (
-            "job_status.sql",
-            &sql.job_status,
-            &["id", "status", "retry_count"],
-        ),
-        ("jobs_by_key.sql", &sql.jobs_by_key, &["id", "key"]),
-    ];
-    checks
-        .into_iter()
-        .filter(|(_, text, _)| !text.is_empty())
-        .collect()
 }
 
 /// Prepares `text`; the completion's `$1` typed as the harness binds it (an id, or the
@@ -516,8 +509,8 @@ async fn prepare_as_bound(
     .await
 }
 
-/// The claim's `id` is a `bigint` and its `payload` JSON: a payload of another type would
-/// lose the job's latency stamps and poison flag.
+/// The claim's `id` is a `bigint` and its `payload` JSON or text (read as JSON): a payload of
+/// another type would lose the job's latency stamps and poison flag.
 fn claim_types(statement: &sqlx::postgres::PgStatement) -> Result<(), String> {
     use sqlx::{Column, Statement, TypeInfo};
     let type_of = |name: &str| {
@@ -535,10 +528,10 @@ fn claim_types(statement: &sqlx::postgres::PgStatement) -> Result<(), String> {
         ));
     }
     let payload = type_of("payload");
-    if !matches!(payload.as_str(), "JSON" | "JSONB") {
+    if !matches!(payload.as_str(), "JSON" | "JSONB") && !TEXT_TYPES.contains(&payload.as_str()) {
         return Err(format!(
             "returns payload as {payload}; the harness reads the job's stamps from it as JSON: \
-             return json or jsonb (for a text column holding JSON, `payload::jsonb`)"
+             return json, jsonb or text holding JSON"
         ));
     }
     Ok(())

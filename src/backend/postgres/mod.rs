@@ -79,7 +79,7 @@ impl Driver for PgDriver {
 
     fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
         let options = PgConnectOptions::from_str(&at.url)?;
-        let design = designs::design(&queue.variant).map_err(design_error)?;
+        let design = designs::design(queue).map_err(design_error)?;
         Ok(Arc::new(PgQueue::new(
             harness_options(options),
             at.namespace.clone(),
@@ -157,7 +157,7 @@ impl Endpoint for PgEndpoint {
         queue: &QueuePlan,
         audit: bool,
     ) -> Result<Arc<dyn Backend>, InstallError> {
-        let design = designs::design(&queue.variant)?;
+        let design = designs::design(queue)?;
         let name = namespace_name(prefix)?;
         let mut conn = PgConnection::connect_with(&self.options).await?;
         // `name` is made of a validated prefix, digits and hex: safe to splice.

@@ -6,8 +6,10 @@
 //! from a directory of its own ([`read_custom`]).
 
 use super::super::seam::{DesignError, DesignInfo, WakeUp};
-use super::params::{ClaimParam, Placeholders, rewrite};
-use crate::scenario::{CUSTOM_REQUIRED_FILES, Finish, VariantPlan};
+use crate::named_params::{
+    ClaimParam, FailParam, MarkParam, Named, NoParam, Placeholders, rewrite,
+};
+use crate::scenario::{BackoffPlan, CUSTOM_REQUIRED_FILES, Finish, Jitter, QueuePlan, VariantPlan};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -36,7 +38,8 @@ pub struct Statements {
     pub claim: String,
     /// `$1` id, or `$1` ids[] when the design completes per batch.
     pub complete: String,
-    /// `$1` id, `$2` error, `$3` backoff base, `$4` factor, `$5` cap, `$6` jitter → `status`.
+    /// `:id`, `:error`, `:backoff_base`, `:backoff_factor`, `:backoff_cap`,
+    /// `:backoff_jitter` (or `$1`…`$6` in that order) → `status`.
     pub fail: String,
     /// `$1` stale_after → `id`, `status` per reaped job; `None` for a design without a
     /// reaper (a custom directory without reap.sql), where nothing is ever stale.
@@ -62,6 +65,76 @@ pub struct Statements {
     /// SELECT, and the locking SELECT that `reap` / `reap_counting` follow.
     pub mark_claimed: Option<String>,
     pub find_stale: Option<String>,
+}
+
+/// Whether an engine's updates return rows (PostgreSQL's `UPDATE … RETURNING`), or are
+/// followed by a read (MariaDB: the claim's `mark_claimed.sql`, the reaper's
+/// `find_stale.sql`, statuses read back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Returning {
+    Rows,
+    Nothing,
+}
+
+/// A statement a custom design's check prepares: its file, its text and the columns the
+/// harness reads from it.
+pub type StatementCheck<'a> = (&'static str, &'a str, &'static [&'static str]);
+
+impl Statements {
+    /// Each statement the design has, with the columns the harness reads from it.
+    pub fn checks(&self, returning: Returning) -> Vec<StatementCheck<'_>> {
+        fn optional(s: &Option<String>) -> &str {
+            s.as_deref().unwrap_or_default()
+        }
+        let (updated, reaped): (&[&str], &[&str]) = match returning {
+            Returning::Rows => (&["status"], &["id", "status"]),
+            Returning::Nothing => (&[], &[]),
+        };
+        let checks: [StatementCheck; 15] = [
+            ("enqueue.sql", &self.enqueue, &["id"]),
+            ("prefill.sql", &self.prefill, &["id"]),
+            ("claim.sql", &self.claim, &["id", "type", "payload"]),
+            ("mark_claimed.sql", optional(&self.mark_claimed), &[]),
+            ("complete.sql", &self.complete, &[]),
+            ("fail.sql", &self.fail, updated),
+            ("find_stale.sql", optional(&self.find_stale), &["id"]),
+            ("reap.sql", optional(&self.reap), reaped),
+            ("reap_counting.sql", optional(&self.reap_counting), reaped),
+            ("pending_count.sql", &self.pending_count, &[]),
+            ("status_counts.sql", &self.status_counts, &[]),
+            (
+                "ledger_check.sql",
+                &self.ledger_check,
+                &["id", "status", "expected"],
+            ),
+            ("untracked.sql", &self.untracked, &["id", "status"]),
+            (
+                "job_status.sql",
+                &self.job_status,
+                &["id", "status", "retry_count"],
+            ),
+            ("jobs_by_key.sql", &self.jobs_by_key, &["id", "key"]),
+        ];
+        checks
+            .into_iter()
+            .filter(|(_, text, _)| !text.is_empty())
+            .collect()
+    }
+}
+
+/// A statement must return `columns`; it returns `returned`.
+pub fn missing_columns(columns: &[&str], returned: &[&str]) -> Result<(), String> {
+    let Some(missing) = columns.iter().find(|c| !returned.contains(c)) else {
+        return Ok(());
+    };
+    let returned = match returned.is_empty() {
+        true => "none".to_string(),
+        false => returned.join(", "),
+    };
+    Err(format!(
+        "must return the columns {}; it returns {returned} (no column {missing})",
+        columns.join(", ")
+    ))
 }
 
 /// How a design records where a job is, which is what the completion audit attaches to.
@@ -109,6 +182,10 @@ pub struct SqlDesign {
     pub side_tables: Vec<&'static str>,
     /// What the claim binds, in placeholder order.
     pub claim_binds: Vec<ClaimParam>,
+    /// What the failure update binds, in placeholder order.
+    pub fail_binds: Vec<FailParam>,
+    /// What MariaDB's mark_claimed.sql binds, in placeholder order.
+    pub mark_binds: Vec<MarkParam>,
     /// The value bound to `:visibility_timeout`.
     pub visibility_timeout: Duration,
     /// The value bound to the ticker's `$1` (rotation's period).
@@ -132,6 +209,8 @@ impl SqlDesign {
             table: "job_queue",
             side_tables: Vec::new(),
             claim_binds: Vec::new(),
+            fail_binds: Vec::new(),
+            mark_binds: Vec::new(),
             visibility_timeout: plan
                 .visibility_timeout
                 .unwrap_or(DEFAULT_VISIBILITY_TIMEOUT),
@@ -165,20 +244,40 @@ impl SqlDesign {
         }
     }
 
-    /// Replaces the claim's named parameters by `style`'s placeholders and records what to
-    /// bind; a claim with `$1` / `?` of its own and batch claims binds the batch size there.
-    /// A parameter the scenario sets that the claim never takes is refused, as is a name
-    /// the harness does not bind.
-    pub fn bind_claim(
-        mut self,
-        plan: &VariantPlan,
+    /// Replaces the named parameters of the claim and the failure update by `style`'s
+    /// placeholders and records what to bind to each; a fail.sql written with positional
+    /// placeholders binds `positional_fail`, the engine's order.
+    pub fn bind_statements(
+        self,
+        queue: &QueuePlan,
         style: Placeholders,
+        positional_fail: &[FailParam],
     ) -> Result<Self, DesignError> {
+        let d = self.bind_claim(style)?.bind_mark(style)?.bind_fail(
+            &queue.backoff,
+            style,
+            positional_fail,
+        )?;
+        let hides = d.claim_binds.contains(&ClaimParam::VisibilityTimeout)
+            || d.mark_binds.contains(&MarkParam::VisibilityTimeout);
+        if queue.variant.visibility_timeout.is_some() && !hides {
+            return Err(DesignError {
+                file: d.file("claim.sql"),
+                reason: "takes no :visibility_timeout, but the scenario sets queue.visibility_timeout: use it in the claim, or leave the key out".into(),
+            });
+        }
+        Ok(d)
+    }
+
+    /// The claim's binds; a claim with `$1` / `?` of its own and batch claims binds the
+    /// batch size there. A batch size the claim never takes is refused, as is a name the
+    /// harness does not bind.
+    fn bind_claim(mut self, style: Placeholders) -> Result<Self, DesignError> {
         let fail = |reason: String| DesignError {
             file: self.file("claim.sql"),
             reason,
         };
-        let r = rewrite(&self.sql.claim, style).map_err(fail)?;
+        let r = rewrite::<ClaimParam>(&self.sql.claim, style).map_err(fail)?;
         let batch = matches!(self.claim, ClaimShape::Batch(_));
         let binds = match r.binds.is_empty() && r.positional && batch {
             true => vec![ClaimParam::Batch],
@@ -192,13 +291,63 @@ impl SqlDesign {
                 "takes no :batch, but queue.claim_batch = {n}: use :batch where the claim limits its rows, or leave claim_batch out"
             )));
         }
-        if plan.visibility_timeout.is_some() && !binds.contains(&ClaimParam::VisibilityTimeout) {
-            return Err(fail(
-                "takes no :visibility_timeout, but the scenario sets queue.visibility_timeout: use it in the claim, or leave the key out".into(),
-            ));
-        }
         self.sql.claim = r.sql;
         self.claim_binds = binds;
+        Ok(self)
+    }
+
+    /// MariaDB's mark_claimed.sql binds: its names, or the claimed id(s) alone.
+    fn bind_mark(mut self, style: Placeholders) -> Result<Self, DesignError> {
+        let Some(mark) = &self.sql.mark_claimed else {
+            return Ok(self);
+        };
+        let r = rewrite::<MarkParam>(mark, style).map_err(|reason| DesignError {
+            file: self.file("mark_claimed.sql"),
+            reason,
+        })?;
+        self.mark_binds = match r.binds.is_empty() {
+            true => vec![MarkParam::Id],
+            false => r.binds,
+        };
+        self.sql.mark_claimed = Some(r.sql);
+        Ok(self)
+    }
+
+    /// The failure update's binds: its names, or the engine's positional order. A named
+    /// fail.sql must take `:id`, and each back-off value the scenario sets.
+    fn bind_fail(
+        mut self,
+        backoff: &BackoffPlan,
+        style: Placeholders,
+        positional: &[FailParam],
+    ) -> Result<Self, DesignError> {
+        let fail = |reason: String| DesignError {
+            file: self.file("fail.sql"),
+            reason,
+        };
+        let r = rewrite::<FailParam>(&self.sql.fail, style).map_err(fail)?;
+        if r.binds.is_empty() {
+            self.fail_binds = positional.to_vec();
+            return Ok(self);
+        }
+        if r.positional {
+            return Err(fail(
+                "mixes named parameters with positional ones: write every value by its name".into(),
+            ));
+        }
+        if !r.binds.contains(&FailParam::Id) {
+            return Err(fail(
+                "takes no :id: the failure update must say which job failed".into(),
+            ));
+        }
+        if let Some((key, param)) = set_but_not_taken(backoff, &r.binds) {
+            return Err(fail(format!(
+                "takes no :{}, but the scenario sets {key}: use it in the back-off, or leave the key out",
+                param.name()
+            )));
+        }
+        self.sql.fail = r.sql;
+        self.fail_binds = r.binds;
         Ok(self)
     }
 
@@ -222,9 +371,14 @@ impl SqlDesign {
 /// A user's design: the seed's behaviour and defaults (`seed`), its statements from
 /// `plan.dir`. A claim.sql takes `$1` (how many) and its complete.sql `$1` (ids[]) when
 /// `queue.claim_batch` is above 1; otherwise both take one job, as the seed's.
-pub fn read_custom(plan: &VariantPlan, seed: SqlDesign) -> Result<SqlDesign, DesignError> {
+pub fn read_custom(
+    plan: &VariantPlan,
+    seed: SqlDesign,
+    returning: Returning,
+) -> Result<SqlDesign, DesignError> {
     let dir = plan.dir.as_deref().unwrap_or(Path::new("."));
     let (sql, files_sha256) = custom_statements(dir, seed.sql.clone())?;
+    engine_files(dir, &sql, returning)?;
     let design = SqlDesign {
         label: format!("custom:{}", dir.display()),
         sql,
@@ -236,6 +390,36 @@ pub fn read_custom(plan: &VariantPlan, seed: SqlDesign) -> Result<SqlDesign, Des
         n if n > 1 => design.batched(n),
         _ => design,
     })
+}
+
+/// The files one engine's shape needs: on MariaDB (no `UPDATE … RETURNING`) the claim's
+/// and the reaper's second statements; on PostgreSQL, neither.
+fn engine_files(dir: &Path, sql: &Statements, returning: Returning) -> Result<(), DesignError> {
+    let fail = |name: &str, reason: &str| {
+        Err(DesignError {
+            file: dir.join(name).display().to_string(),
+            reason: reason.to_string(),
+        })
+    };
+    match returning {
+        Returning::Rows if sql.mark_claimed.is_some() => fail(
+            "mark_claimed.sql",
+            "is MariaDB's (its claim is a SELECT and then an UPDATE); on PostgreSQL claim.sql updates and returns the rows itself: remove the file",
+        ),
+        Returning::Rows if sql.find_stale.is_some() => fail(
+            "find_stale.sql",
+            "is MariaDB's (its reaper locks, then updates); on PostgreSQL reap.sql updates and returns the rows itself: remove the file",
+        ),
+        Returning::Nothing if sql.mark_claimed.is_none() => fail(
+            "mark_claimed.sql",
+            "is missing; on MariaDB (no UPDATE … RETURNING) claim.sql is the locking SELECT and mark_claimed.sql the UPDATE of what it locked (:id, and :visibility_timeout if it hides jobs)",
+        ),
+        Returning::Nothing if sql.reap.is_some() != sql.find_stale.is_some() => fail(
+            "find_stale.sql",
+            "and reap.sql come together on MariaDB: find_stale.sql locks the stale jobs (`?` stale_after in microseconds → id), reap.sql updates them (`?` their ids as a JSON array)",
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Reads a custom design's directory: the required files must exist; the others replace
@@ -275,7 +459,7 @@ fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String
         got.insert(name, read(name)?);
     }
     let files_sha256 = sha256_of(&got);
-    only_the_claim_is_named(dir, &got)?;
+    only_claim_and_fail_are_named(dir, &got)?;
     // A design's reaper is its own: the seed's would not fit its table.
     let reap = got.remove("reap.sql").flatten();
     let reap_counting = got.remove("reap_counting.sql").flatten();
@@ -302,35 +486,60 @@ fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String
         untracked: take("untracked.sql", seed.untracked),
         job_status: take("job_status.sql", seed.job_status),
         jobs_by_key: take("jobs_by_key.sql", seed.jobs_by_key),
-        mark_claimed: None,
-        find_stale: None,
+        mark_claimed: got.remove("mark_claimed.sql").flatten(),
+        find_stale: got.remove("find_stale.sql").flatten(),
     };
     Ok((sql, files_sha256))
 }
 
-/// Named parameters are the claim's: one in another statement would reach the server as
-/// text. (DDL files are not statements the harness binds, and are not looked at.)
-fn only_the_claim_is_named(
+/// Named parameters are the claim's and the failure update's: one in another statement
+/// would reach the server as text. (DDL files are not statements the harness binds, and are
+/// not looked at.)
+fn only_claim_and_fail_are_named(
     dir: &Path,
     files: &std::collections::BTreeMap<&str, Option<String>>,
 ) -> Result<(), DesignError> {
-    let statements = files
-        .iter()
-        .filter(|(name, _)| !matches!(**name, "claim.sql" | "schema.sql" | "audit.sql"));
+    let statements = files.iter().filter(|(name, _)| {
+        !matches!(
+            **name,
+            "claim.sql" | "mark_claimed.sql" | "fail.sql" | "schema.sql" | "audit.sql"
+        )
+    });
     for (name, text) in statements {
         let Some(text) = text else { continue };
-        let named = rewrite(text, Placeholders::Numbered).map(|r| r.binds);
-        if !matches!(named, Ok(ref binds) if binds.is_empty()) {
-            return Err(DesignError {
-                file: dir.join(name).display().to_string(),
-                reason: format!(
-                    "takes a named parameter; only claim.sql does ({}), the other statements take the positional $n the README lists",
-                    ClaimParam::allowed()
-                ),
-            });
-        }
+        rewrite::<NoParam>(text, Placeholders::Numbered).map_err(|reason| DesignError {
+            file: dir.join(name).display().to_string(),
+            reason,
+        })?;
     }
     Ok(())
+}
+
+/// A back-off value the scenario sets (away from the seed's formula) that a named fail.sql
+/// never takes, with its key.
+fn set_but_not_taken(b: &BackoffPlan, taken: &[FailParam]) -> Option<(&'static str, FailParam)> {
+    let seed = BackoffPlan::seed();
+    let set = [
+        (
+            "queue.backoff.base",
+            FailParam::BackoffBase,
+            b.base != seed.base,
+        ),
+        (
+            "queue.backoff.factor",
+            FailParam::BackoffFactor,
+            b.factor != seed.factor,
+        ),
+        ("queue.backoff.cap", FailParam::BackoffCap, b.cap.is_some()),
+        (
+            "queue.backoff.jitter",
+            FailParam::BackoffJitter,
+            b.jitter != Jitter::None,
+        ),
+    ];
+    set.into_iter()
+        .find(|(_, param, set)| *set && !taken.contains(param))
+        .map(|(key, param, _)| (key, param))
 }
 
 /// SHA-256 over each file read (its name, then its text), in name order.
@@ -346,9 +555,12 @@ fn sha256_of(files: &std::collections::BTreeMap<&str, Option<String>>) -> String
     hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The files a custom design may bring to replace the seed's.
-const OPTIONAL_FILES: [&str; 10] = [
+/// The files a custom design may bring to replace the seed's; `mark_claimed.sql` and
+/// `find_stale.sql` are MariaDB's (the claim's and the reaper's first halves).
+const OPTIONAL_FILES: [&str; 12] = [
     "audit.sql",
+    "mark_claimed.sql",
+    "find_stale.sql",
     "prefill.sql",
     "reap.sql",
     "reap_counting.sql",

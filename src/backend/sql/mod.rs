@@ -2,7 +2,6 @@
 //! column type, and a queue design as statements (`design`).
 
 pub mod design;
-pub mod params;
 
 use super::error::{BackendError, ErrorClass};
 use super::job::JobStatus;

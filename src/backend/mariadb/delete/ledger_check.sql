@@ -1,5 +1,6 @@
--- Accounting proof, table side, for the delete design (MariaDB): as the seed's, but a job
--- whose row is gone counts as done when the completion audit recorded its deletion. Binds
+-- Accounting proof, table side, for the delete-like designs (MariaDB: delete,
+-- visibility_timeout): as the seed's over the design's job_state view, but a job whose row
+-- is gone counts as done when the completion audit recorded its deletion. Binds
 -- one JSON array of [id, expected] pairs.
 SELECT f.id, f.status, f.expected
 FROM (
@@ -10,7 +11,7 @@ FROM (
                   'missing') AS status
   FROM   JSON_TABLE(?, '$[*]' COLUMNS (id       BIGINT      PATH '$[0]',
                                        expected VARCHAR(20) PATH '$[1]')) AS l
-  LEFT   JOIN job_queue j ON j.id = l.id
+  LEFT   JOIN job_state j ON j.id = l.id
 ) AS f
 WHERE  f.status NOT IN ('done', 'dead_letter')
    OR  f.status <> f.expected
