@@ -493,16 +493,26 @@ pub async fn prove_again(
     options: dbq_bench::accounting::ProofOptions,
 ) -> dbq_bench::accounting::AccountingProof {
     let mut link = queue.connect("test").await.unwrap();
-    let proof = dbq_bench::accounting::prove(
-        &mut *link,
-        &mut ledger.clone(),
-        options,
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    let mut prove = async || {
+        dbq_bench::accounting::prove(
+            &mut *link,
+            &mut ledger.clone(),
+            options,
+            &Default::default(),
+        )
+        .await
+        .unwrap()
+    };
+    let first = prove().await;
+    // Again on the same connection, whose statements are now prepared: a statement that
+    // answers differently when executed again (a server's prepared-statement bug) shows.
+    let second = prove().await;
+    assert_eq!(
+        first.verdict, second.verdict,
+        "the proof, run twice on one connection, must agree with itself"
+    );
     link.close().await;
-    proof
+    second
 }
 
 /// A run's bystander at `rate` statements/s, measured alone for `quiet_s`: both
