@@ -432,6 +432,60 @@ fn named_parameters_unknown_or_unused_are_refused_before_the_load() {
     );
 }
 
+fn custom_uuid_dir() -> String {
+    format!("{}/scenarios/custom-uuid", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A UUID-keyed queue runs through a bigint handle, every job accounted for; a claim that
+/// hands the harness the uuid as its id is refused, pointing at the handle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_uuid_keyed_design_runs_through_a_bigint_handle() {
+    let p = plan(
+        SMALL,
+        &[
+            "queue.variant=custom",
+            &format!("queue.dir=\"{}\"", custom_uuid_dir()),
+            "producers.poison_fraction=0.05",
+        ],
+    );
+    let (outcome, _out) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    assert!(
+        s.accounting.ok && s.jobs.completed > 0 && s.jobs.dead_lettered > 0,
+        "{}",
+        s.accounting.verdict
+    );
+    let queue = outcome.kept_queue.expect("kept");
+    let mut conn = sql(&*queue).await;
+    let key_type: String = sqlx::query_scalar(
+        "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_index i \
+         JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
+         WHERE i.indrelid = 'job_queue'::regclass AND i.indisprimary",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(key_type, "uuid", "the table is keyed by uuid");
+    conn.close().await.ok();
+    queue.drop_namespace().await.unwrap();
+
+    let uuid_id = broken_copy(
+        &custom_uuid_dir(),
+        "claim.sql",
+        Some(
+            &std::fs::read_to_string(format!("{}/claim.sql", custom_uuid_dir()))
+                .unwrap()
+                .replace("RETURNING id,", "RETURNING key AS id,"),
+        ),
+    );
+    let (code, err) = run_custom(uuid_id.path(), &[]);
+    assert_one_error(
+        code,
+        &err,
+        &["claim.sql: returns id as UUID", "scenarios/custom-uuid/"],
+    );
+}
+
 /// A design whose payload column is `text` holding JSON runs, its jobs' stamps read (every
 /// job's latency is measured), and its failures take the back-off by name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -81,7 +81,7 @@ fn claim_types(statement: &MySqlStatement) -> Result<(), String> {
     let id = type_of("id");
     if id != "BIGINT" {
         return Err(format!(
-            "returns id as {id}; ids are BIGINT (cast it: `CAST(id AS SIGNED)`; UUID-keyed queues are not supported)"
+            "returns id as {id}; the harness tracks jobs by a BIGINT id: cast it (`CAST(id AS SIGNED)`), or for a uuid key add a BIGINT AUTO_INCREMENT column and return it as id"
         ));
     }
     let payload = type_of("payload");

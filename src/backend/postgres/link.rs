@@ -524,7 +524,7 @@ fn claim_types(statement: &sqlx::postgres::PgStatement) -> Result<(), String> {
     let id = type_of("id");
     if id != "INT8" {
         return Err(format!(
-            "returns id as {id}; ids are bigint (cast it: `id::bigint`; UUID-keyed queues are not supported)"
+            "returns id as {id}; the harness tracks jobs by a bigint id: cast it (`id::bigint`), or for a uuid key add a bigint identity column and return it as id (scenarios/custom-uuid/ shows how)"
         ));
     }
     let payload = type_of("payload");
