@@ -132,22 +132,55 @@ async fn batch_claims_on_mariadb_take_several_jobs_per_statement() {
     queue.drop_namespace().await.unwrap();
 }
 
-/// Delete on completion on MariaDB: the rows go, the audit's deletion records are what the
-/// proof finds them by (and without one, the job is named lost).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn delete_on_mariadb_keeps_every_job_in_its_audit() {
+/// Runs the design `variant` on the shared MariaDB with poison jobs, keeping its database:
+/// every job accounted for, some dead-lettered.
+async fn run_design_with_poison(variant: &str) -> (dbq_bench::run::RunOutcome, tempfile::TempDir) {
+    let variant = format!("queue.variant=\"{variant}\"");
     let p = mariadb_plan(
         SMALL,
         &[
-            "queue.variant=\"delete\"",
+            &variant,
             "producers.prefill=300",
             "producers.poison_fraction=0.02",
         ],
     );
-    let (outcome, _dir) = run_plan(&p, true).await;
+    let (outcome, dir) = run_plan(&p, true).await;
     let s = &outcome.results.summary;
     assert_nothing_lost(s);
     assert!(s.jobs.dead_lettered > 0, "{:?}", s.jobs);
+    (outcome, dir)
+}
+
+/// Removes job `id`'s evidence with `delete` (its `?` the id), checks that the proof, run
+/// again, names the job lost, and drops the run's database.
+async fn expect_lost_without(
+    queue: &dyn backend::Backend,
+    ledger: &dbq_bench::metrics::Ledger,
+    mut conn: sqlx::MySqlConnection,
+    delete: &'static str,
+    id: i64,
+) {
+    sqlx::query(delete)
+        .bind(id)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.ok();
+    let proof = prove_again(queue, ledger, crate::support::DRAINED_AUDITED).await;
+    assert!(
+        !proof.ok && proof.lost.iter().any(|l| l.id == id),
+        "expected job {id} named lost after `{delete}`: {}",
+        proof.verdict
+    );
+    queue.drop_namespace().await.unwrap();
+}
+
+/// Delete on completion on MariaDB: the rows go, the audit's deletion records are what the
+/// proof finds them by (and without one, the job is named lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_on_mariadb_keeps_every_job_in_its_audit() {
+    let (outcome, _dir) = run_design_with_poison("delete").await;
+    let s = &outcome.results.summary;
     let queue = outcome.kept_queue.as_ref().expect("kept");
     let mut conn = maria_sql(&**queue).await;
     let (rows, gone): (i64, i64) = sqlx::query_as(
@@ -161,37 +194,22 @@ async fn delete_on_mariadb_keeps_every_job_in_its_audit() {
         rows as u64, s.jobs.dead_lettered,
         "only dead letters keep a row"
     );
-    sqlx::query("DELETE FROM dbq_bench_completion_audit WHERE job_id = ?")
-        .bind(gone)
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    let proof = prove_again(&**queue, &outcome.ledger, crate::support::DRAINED_AUDITED).await;
-    assert!(
-        !proof.ok && proof.lost.iter().any(|l| l.id == gone),
-        "{}",
-        proof.verdict
-    );
-    conn.close().await.ok();
-    queue.drop_namespace().await.unwrap();
+    expect_lost_without(
+        &**queue,
+        &outcome.ledger,
+        conn,
+        "DELETE FROM dbq_bench_completion_audit WHERE job_id = ?",
+        gone,
+    )
+    .await;
 }
 
 /// Move-to-archive on MariaDB: finished jobs leave the queue for the archive (by the
 /// design's procedure), the proof reads them there, and names one lost without its row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn archive_on_mariadb_moves_finished_jobs_and_the_proof_reads_the_archive() {
-    let p = mariadb_plan(
-        SMALL,
-        &[
-            "queue.variant=\"archive\"",
-            "producers.prefill=300",
-            "producers.poison_fraction=0.02",
-        ],
-    );
-    let (outcome, _dir) = run_plan(&p, true).await;
+    let (outcome, _dir) = run_design_with_poison("archive").await;
     let s = &outcome.results.summary;
-    assert_nothing_lost(s);
-    assert!(s.jobs.dead_lettered > 0, "{:?}", s.jobs);
     let queue = outcome.kept_queue.as_ref().expect("kept");
     let mut conn = maria_sql(&**queue).await;
     let (rows, archived, first): (i64, i64, i64) = sqlx::query_as(
@@ -206,19 +224,14 @@ async fn archive_on_mariadb_moves_finished_jobs_and_the_proof_reads_the_archive(
         archived as u64, s.jobs.completed,
         "every completed job archived"
     );
-    sqlx::query("DELETE FROM job_queue_archive WHERE id = ?")
-        .bind(first)
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    let proof = prove_again(&**queue, &outcome.ledger, crate::support::DRAINED_AUDITED).await;
-    assert!(
-        !proof.ok && proof.lost.iter().any(|l| l.id == first),
-        "{}",
-        proof.verdict
-    );
-    conn.close().await.ok();
-    queue.drop_namespace().await.unwrap();
+    expect_lost_without(
+        &**queue,
+        &outcome.ledger,
+        conn,
+        "DELETE FROM job_queue_archive WHERE id = ?",
+        first,
+    )
+    .await;
 }
 
 /// pgmq's shape on MariaDB: no status column, completion deletes the row, dead letters are
@@ -226,18 +239,8 @@ async fn archive_on_mariadb_moves_finished_jobs_and_the_proof_reads_the_archive(
 /// its audit row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn visibility_timeout_on_mariadb_keeps_every_job_in_its_audit() {
-    let p = mariadb_plan(
-        SMALL,
-        &[
-            "queue.variant=\"visibility_timeout\"",
-            "producers.prefill=300",
-            "producers.poison_fraction=0.02",
-        ],
-    );
-    let (outcome, _dir) = run_plan(&p, true).await;
+    let (outcome, _dir) = run_design_with_poison("visibility_timeout").await;
     let s = &outcome.results.summary;
-    assert_nothing_lost(s);
-    assert!(s.jobs.dead_lettered > 0, "{:?}", s.jobs);
     let queue = outcome.kept_queue.as_ref().expect("kept");
     let mut conn = maria_sql(&**queue).await;
     let (rows, dead, gone): (i64, i64, i64) = sqlx::query_as(
@@ -253,19 +256,14 @@ async fn visibility_timeout_on_mariadb_keeps_every_job_in_its_audit() {
         (s.jobs.dead_lettered, s.jobs.dead_lettered),
         "only dead letters keep a row"
     );
-    sqlx::query("DELETE FROM dbq_bench_completion_audit WHERE job_id = ?")
-        .bind(gone)
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    let proof = prove_again(&**queue, &outcome.ledger, crate::support::DRAINED_AUDITED).await;
-    assert!(
-        !proof.ok && proof.lost.iter().any(|l| l.id == gone),
-        "{}",
-        proof.verdict
-    );
-    conn.close().await.ok();
-    queue.drop_namespace().await.unwrap();
+    expect_lost_without(
+        &**queue,
+        &outcome.ledger,
+        conn,
+        "DELETE FROM dbq_bench_completion_audit WHERE job_id = ?",
+        gone,
+    )
+    .await;
 }
 
 /// Crashed workers' jobs come back when their visibility timeout runs out on MariaDB too,

@@ -5,9 +5,9 @@
 
 use crate::backend::seam::DesignError;
 use crate::backend::sql::design::{Returning, SqlDesign, missing_columns};
-use crate::backend::sql::one_line;
+use crate::backend::sql::{column_type, one_line};
 use sqlx::mysql::{MySqlConnection, MySqlStatement};
-use sqlx::{AssertSqlSafe, Column, Executor, Row, Statement, TypeInfo};
+use sqlx::{AssertSqlSafe, Column, Executor, Row, Statement};
 
 pub(super) async fn check_statements(
     conn: &mut MySqlConnection,
@@ -70,14 +70,7 @@ async fn returned_by_insert(
 /// `LONGTEXT`): a payload of another type would lose the job's latency stamps and poison
 /// flag.
 fn claim_types(statement: &MySqlStatement) -> Result<(), String> {
-    let type_of = |name: &str| {
-        statement
-            .columns()
-            .iter()
-            .find(|c| c.name() == name)
-            .map(|c| c.type_info().name().to_string())
-            .unwrap_or_default()
-    };
+    let type_of = |name: &str| column_type(statement, name);
     let id = type_of("id");
     if id != "BIGINT" {
         return Err(format!(

@@ -4,7 +4,7 @@
 
 use crate::backend::seam::{DesignError, WakeUp};
 use crate::backend::sql::design::{Returning, SqlDesign, StateModel, Statements, read_custom};
-use crate::named_params::{FailParam, Placeholders};
+use crate::named_params::{FailParam, Named, Placeholders};
 use crate::scenario::{Finish, QueuePlan, VariantName, VariantPlan};
 
 macro_rules! sql {
@@ -79,20 +79,11 @@ pub fn design(queue: &QueuePlan) -> Result<SqlDesign, DesignError> {
         VariantName::Custom => read_custom(plan, seed, Returning::Rows)?,
     };
     Ok(with_storage(
-        d.bind_statements(queue, Placeholders::Numbered, &POSITIONAL_FAIL)?,
+        // A fail.sql without names binds `$1`…`$6` in the names' order (the README lists it).
+        d.bind_statements(queue, Placeholders::Numbered, FailParam::ALL)?,
         plan,
     ))
 }
-
-/// A fail.sql without names binds `$1`…`$6` in this order (the README lists it).
-const POSITIONAL_FAIL: [FailParam; 6] = [
-    FailParam::Id,
-    FailParam::Error,
-    FailParam::BackoffBase,
-    FailParam::BackoffFactor,
-    FailParam::BackoffCap,
-    FailParam::BackoffJitter,
-];
 
 /// Finished jobs are deleted; the completion audit is what the proof reads them from.
 fn delete(seed: SqlDesign) -> SqlDesign {

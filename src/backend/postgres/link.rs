@@ -9,7 +9,7 @@ use crate::backend::sql::Shared;
 use crate::backend::sql::design::{
     CompleteShape, Returning, SqlDesign, StateModel, missing_columns,
 };
-use crate::backend::sql::{jitter_floor, one_line};
+use crate::backend::sql::{column_type, jitter_floor, one_line};
 use crate::named_params::{ClaimParam, FailParam};
 use crate::scenario::ClaimMode;
 use async_trait::async_trait;
@@ -512,15 +512,7 @@ async fn prepare_as_bound(
 /// The claim's `id` is a `bigint` and its `payload` JSON or text (read as JSON): a payload of
 /// another type would lose the job's latency stamps and poison flag.
 fn claim_types(statement: &sqlx::postgres::PgStatement) -> Result<(), String> {
-    use sqlx::{Column, Statement, TypeInfo};
-    let type_of = |name: &str| {
-        statement
-            .columns()
-            .iter()
-            .find(|c| c.name() == name)
-            .map(|c| c.type_info().name().to_string())
-            .unwrap_or_default()
-    };
+    let type_of = |name: &str| column_type(statement, name);
     let id = type_of("id");
     if id != "INT8" {
         return Err(format!(

@@ -108,6 +108,18 @@ fn class_of(e: &sqlx::Error) -> ErrorClass {
     }
 }
 
+/// The type a prepared statement gives its column `name`, as the engine names it (`INT8`,
+/// `BIGINT`, …); empty when it has no such column. What a custom claim's types are checked by.
+pub fn column_type<S: sqlx::Statement>(statement: &S, name: &str) -> String {
+    use sqlx::{Column, TypeInfo};
+    statement
+        .columns()
+        .iter()
+        .find(|c| c.name() == name)
+        .map(|c| c.type_info().name().to_string())
+        .unwrap_or_default()
+}
+
 /// A database error's message alone, on one line.
 pub fn one_line(e: &sqlx::Error) -> String {
     match e {
