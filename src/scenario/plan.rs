@@ -643,8 +643,9 @@ fn check_design_claims(
             "consumers.claim_mode",
             format!(
                 "claims committed before the work need the design's reaper, and {} has no \
-                 reap.sql: add one (`$1` stale_after → id, status), hide claimed jobs for \
-                 :visibility_timeout in claim.sql, or use claim_mode = \"in_transaction\"",
+                 reap.sql: add one (with find_stale.sql on MariaDB; the README lists both), \
+                 hide claimed jobs for :visibility_timeout in claim.sql (mark_claimed.sql on \
+                 MariaDB), or use claim_mode = \"in_transaction\"",
                 dir.display()
             ),
         ));
