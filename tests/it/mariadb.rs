@@ -277,18 +277,14 @@ async fn visibility_timeout_on_mariadb_redelivers_a_crashed_workers_job_as_a_rea
     .await;
 }
 
-fn custom_seed_mariadb_dir() -> String {
-    format!(
-        "{}/scenarios/custom-seed-mariadb",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
-
 /// A custom directory in MariaDB's dialect, the MariaDB seed's own statements, runs like the
 /// seed: its claim read from the directory, every job accounted for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_custom_directory_runs_on_mariadb_like_the_seed() {
-    let dir = format!("queue.dir=\"{}\"", custom_seed_mariadb_dir());
+    let dir = format!(
+        "queue.dir=\"{}\"",
+        crate::support::scenario_dir("custom-seed-mariadb")
+    );
     let p = mariadb_plan(
         SMALL,
         &[
@@ -330,7 +326,7 @@ fn a_custom_directory_that_does_not_fit_mariadb_is_refused_naming_the_file() {
         "--set",
         "database.engine=\"mariadb\"",
     ];
-    let src = custom_seed_mariadb_dir();
+    let src = crate::support::scenario_dir("custom-seed-mariadb");
     let no_mark = broken_copy(&src, "mark_claimed.sql", None);
     let (code, err) = run_custom_on(&server, no_mark.path(), &[]);
     assert_one_error(code, &err, &["mark_claimed.sql: is missing", "UPDATE"]);
@@ -354,7 +350,7 @@ fn a_custom_directory_that_does_not_fit_mariadb_is_refused_naming_the_file() {
     assert_one_error(code, &err, &["complete.sql: does not prepare", "state"]);
 
     // PostgreSQL is given the MariaDB directory: its two-statement claim is refused.
-    let copy = broken_copy(&src, "README.md", Some(""));
+    let copy = crate::support::copy_of(&src);
     let (code, err) = run_custom_on(&crate::support::smoke_on_shared_server(), copy.path(), &[]);
     assert_one_error(code, &err, &["mark_claimed.sql: is MariaDB's"]);
 }

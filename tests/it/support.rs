@@ -574,3 +574,19 @@ pub async fn broker_serves_and_tears_down(
     server.teardown().await.unwrap();
     assert!(endpoint.ping().await.is_err(), "the server still answers");
 }
+
+/// The path of one of the repository's example directories under `scenarios/`.
+pub fn scenario_dir(name: &str) -> String {
+    format!("{}/scenarios/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A copy of the directory `src` in a directory of its own, to change or to write results
+/// into without touching the repository.
+pub fn copy_of(src: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+    }
+    dir
+}

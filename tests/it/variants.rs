@@ -3,7 +3,8 @@
 //! variant runs from its own files or fails before the load, naming the file.
 
 use crate::support::{
-    DRAINED_AUDITED, SMALL, plan, prove_again, run_plan, smoke_on_shared_server, sql,
+    DRAINED_AUDITED, SMALL, copy_of, plan, prove_again, run_plan, scenario_dir,
+    smoke_on_shared_server, sql,
 };
 use sqlx::Connection;
 use std::process::Command;
@@ -323,17 +324,13 @@ async fn expect_lost_without(
     );
 }
 
-fn custom_pgmq_dir() -> String {
-    format!("{}/scenarios/custom-pgmq", env!("CARGO_MANIFEST_DIR"))
-}
-
 /// A custom design without a status column (pgmq's shape, archive on completion) runs with
 /// the completion audit on (its own, audit.sql) and the reaper at its default; its proof
 /// reads its own evidence and can fail; with committed claims and crashing workers, the
 /// jobs that come back after their visibility timeout are counted as reaps.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_custom_visibility_timeout_design_brings_its_own_audit_and_recovery() {
-    let dir = format!("queue.dir=\"{}\"", custom_pgmq_dir());
+    let dir = format!("queue.dir=\"{}\"", scenario_dir("custom-pgmq"));
     let p = plan(SMALL, &["queue.variant=custom", &dir]);
     let (outcome, _dir) = run_plan(&p, true).await;
     let s = &outcome.results.summary;
@@ -419,21 +416,13 @@ fn named_parameters_unknown_or_unused_are_refused_before_the_load() {
     );
 
     // The completion's `$1` is checked as the harness binds it: ids[] for batch claims.
-    let pgmq = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(custom_pgmq_dir()).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, pgmq.path().join(path.file_name().unwrap())).unwrap();
-    }
+    let pgmq = copy_of(&scenario_dir("custom-pgmq"));
     let (code, err) = run_custom(pgmq.path(), &["queue.claim_batch=5"]);
     assert_one_error(
         code,
         &err,
         &["complete.sql", "does not prepare", "bigint[]"],
     );
-}
-
-fn custom_uuid_dir() -> String {
-    format!("{}/scenarios/custom-uuid", env!("CARGO_MANIFEST_DIR"))
 }
 
 /// A UUID-keyed queue runs through a bigint handle, every job accounted for; a claim that
@@ -444,7 +433,7 @@ async fn a_uuid_keyed_design_runs_through_a_bigint_handle() {
         SMALL,
         &[
             "queue.variant=custom",
-            &format!("queue.dir=\"{}\"", custom_uuid_dir()),
+            &format!("queue.dir=\"{}\"", scenario_dir("custom-uuid")),
             "producers.poison_fraction=0.05",
         ],
     );
@@ -470,10 +459,10 @@ async fn a_uuid_keyed_design_runs_through_a_bigint_handle() {
     queue.drop_namespace().await.unwrap();
 
     let uuid_id = broken_copy(
-        &custom_uuid_dir(),
+        &scenario_dir("custom-uuid"),
         "claim.sql",
         Some(
-            &std::fs::read_to_string(format!("{}/claim.sql", custom_uuid_dir()))
+            &std::fs::read_to_string(format!("{}/claim.sql", scenario_dir("custom-uuid")))
                 .unwrap()
                 .replace("RETURNING id,", "RETURNING key AS id,"),
         ),
@@ -493,7 +482,7 @@ async fn a_text_payload_holding_json_and_a_named_failure_update_run() {
     let dir = broken_custom(
         "schema.sql",
         Some(
-            &std::fs::read_to_string(format!("{}/schema.sql", custom_seed_dir()))
+            &std::fs::read_to_string(format!("{}/schema.sql", scenario_dir("custom-seed")))
                 .unwrap()
                 .replace(
                     "payload       JSONB NOT NULL",
@@ -558,17 +547,13 @@ pub(crate) fn assert_one_error(code: Option<i32>, err: &str, needles: &[&str]) {
     assert!(!err.contains("load started"), "no load may start: {err}");
 }
 
-fn custom_seed_dir() -> String {
-    format!("{}/scenarios/custom-seed", env!("CARGO_MANIFEST_DIR"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_custom_variant_made_of_the_seeds_files_runs_like_the_seed() {
     let p = plan(
         SMALL,
         &[
             "queue.variant=custom",
-            &format!("queue.dir=\"{}\"", custom_seed_dir()),
+            &format!("queue.dir=\"{}\"", scenario_dir("custom-seed")),
         ],
     );
     let (outcome, _dir) = run_plan(&p, false).await;
@@ -593,17 +578,13 @@ async fn a_custom_variant_made_of_the_seeds_files_runs_like_the_seed() {
 
 /// A copy of the custom seed with `file` replaced by `text` (or removed when `None`).
 fn broken_custom(file: &str, text: Option<&str>) -> tempfile::TempDir {
-    broken_copy(&custom_seed_dir(), file, text)
+    broken_copy(&scenario_dir("custom-seed"), file, text)
 }
 
 /// A copy of the custom directory `src` with `file` replaced by `text` (or removed when
 /// `None`).
 pub(crate) fn broken_copy(src: &str, file: &str, text: Option<&str>) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
-    }
+    let dir = copy_of(src);
     match text {
         Some(t) => std::fs::write(dir.path().join(file), t).unwrap(),
         None => std::fs::remove_file(dir.path().join(file)).unwrap(),
@@ -746,7 +727,8 @@ async fn storage_knobs_reach_the_queue_table() {
 /// met it and what the server said; partial results are written.
 #[test]
 fn a_permanent_insert_error_stops_the_run() {
-    let schema = std::fs::read_to_string(format!("{}/schema.sql", custom_seed_dir())).unwrap();
+    let schema =
+        std::fs::read_to_string(format!("{}/schema.sql", scenario_dir("custom-seed"))).unwrap();
     let rejecting = format!(
         "{schema}\nALTER TABLE job_queue ADD CONSTRAINT no_jobs_today CHECK (type = 'none');\n"
     );
