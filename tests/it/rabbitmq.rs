@@ -51,11 +51,12 @@ async fn the_seed_runs_on_rabbitmq_with_every_job_accounted_for() {
     );
     let steady = s.db_stats.per_phase.iter().find(|p| p.phase == "steady");
     let figures = &steady.expect("the steady phase's figures").server;
-    assert!(
-        figures["published_total"].per_s.unwrap() > 0.0,
-        "{figures:?}"
-    );
-    assert!(figures["acked_total"].per_s.unwrap() > 0.0, "{figures:?}");
+    // The counters, not their rate within the 2 s phase: the broker updates its message
+    // statistics once a second and the management API takes them in later still, so on a
+    // busy machine a short phase's samples can all see one value (seen in CI: 0/s while
+    // 409 acks had been counted).
+    assert!(figures["published_total"].max > 0, "{figures:?}");
+    assert!(figures["acked_total"].max > 0, "{figures:?}");
     assert!(figures["node_memory_bytes"].max > 0, "{figures:?}");
     assert!(figures.contains_key("unacked"), "{figures:?}");
     assert!(s.jobs.failed_attempts > 0, "{:?}", s.jobs);
