@@ -30,6 +30,7 @@ fn events() -> Vec<Event> {
             intended_us: Some(t),
             started_us: t + 1_000,
             claimed_us: t + 1_200,
+            first: true,
         });
         v.push(Event::Completed {
             job,

@@ -77,6 +77,9 @@ pub struct Supports {
     pub completion_audit: bool,
     /// `[bystander]`: statements on a table of its own beside the queue.
     pub bystander: bool,
+    /// The queue table has planner statistics (ANALYZE): `queue.stale_statistics` and the
+    /// `analyze` fault.
+    pub planner_statistics: bool,
 }
 
 /// What an engine's figures are called: the fields are the same, the statistics behind them
@@ -125,6 +128,7 @@ const ALL_FAULTS: &[&str] = &[
     "delay_vacuum",
     "active_readers",
     "pool_exhaustion",
+    "analyze",
 ];
 
 const POSTGRES: EngineFacts = EngineFacts {
@@ -161,6 +165,7 @@ const POSTGRES: EngineFacts = EngineFacts {
         queue_kinds: false,
         completion_audit: true,
         bystander: true,
+        planner_statistics: true,
     },
     words: Words {
         dead_tuples: "dead tuples",
@@ -205,6 +210,7 @@ const MARIADB: EngineFacts = EngineFacts {
             "kill_backends",
             "restart_server",
             "idle_in_transaction",
+            "analyze",
         ],
         table_options: false,
         outbox: false,
@@ -215,6 +221,7 @@ const MARIADB: EngineFacts = EngineFacts {
         queue_kinds: false,
         completion_audit: true,
         bystander: true,
+        planner_statistics: true,
     },
     words: Words {
         dead_tuples: "undo history (InnoDB history list length)",
@@ -255,6 +262,7 @@ const RABBITMQ: EngineFacts = EngineFacts {
         queue_kinds: true,
         completion_audit: false,
         bystander: false,
+        planner_statistics: false,
     },
     words: Words {
         dead_tuples: "dead tuples (none: a queue has no MVCC)",
@@ -292,6 +300,7 @@ const REDIS: EngineFacts = EngineFacts {
         queue_kinds: false,
         completion_audit: true,
         bystander: true,
+        planner_statistics: false,
     },
     words: Words {
         dead_tuples: "dead tuples (none: a stream has no MVCC)",

@@ -58,6 +58,47 @@ pub struct DbSample {
     /// whose figures fill the fields above.
     #[serde(default)]
     pub server: BTreeMap<String, i64>,
+    /// How the queue table was read, as the server counts it (cumulative): what every
+    /// session's statements did, the workers' prepared ones included. Where the engine
+    /// counts reads per table (PostgreSQL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<TableReads>,
+    /// What this sample's own statements read of the queue table (the server adds them to
+    /// `reads` once they are reported, in this sample or a later one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_reads: Option<TableReads>,
+}
+
+/// Reads of the queue table (summed over its partitions): sequential scans and the rows they
+/// returned, index scans and the rows they fetched from the table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableReads {
+    pub seq_scans: i64,
+    pub seq_rows: i64,
+    pub index_scans: i64,
+    pub index_rows: i64,
+}
+
+impl TableReads {
+    /// `self` less `other`, figure by figure.
+    pub fn minus(self, other: TableReads) -> TableReads {
+        TableReads {
+            seq_scans: self.seq_scans - other.seq_scans,
+            seq_rows: self.seq_rows - other.seq_rows,
+            index_scans: self.index_scans - other.index_scans,
+            index_rows: self.index_rows - other.index_rows,
+        }
+    }
+
+    /// `self` and `other` added, figure by figure.
+    pub fn plus(self, other: TableReads) -> TableReads {
+        TableReads {
+            seq_scans: self.seq_scans + other.seq_scans,
+            seq_rows: self.seq_rows + other.seq_rows,
+            index_scans: self.index_scans + other.index_scans,
+            index_rows: self.index_rows + other.index_rows,
+        }
+    }
 }
 
 /// The claim statement executed once under `EXPLAIN (ANALYZE, BUFFERS)` and rolled back.

@@ -9,7 +9,7 @@
 
 use crate::error::{Failure, InputError};
 use crate::report::design::DesignRecord;
-use crate::report::{Summary, article, artifact, summary};
+use crate::report::{Summary, article, artifact, summary, verdict};
 
 mod answer;
 pub mod confirm;
@@ -311,6 +311,10 @@ pub struct Upkeep {
     /// Write-ahead log written per completed job in the window, bytes.
     #[serde(default)]
     pub wal_bytes_per_job: Option<f64>,
+    /// The workers' statements scanned the queue table sequentially in the window: it
+    /// measured that plan, not the queue (`table_reads` in the step's summary.json).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub table_scanned: bool,
 }
 
 impl Step {
@@ -318,7 +322,7 @@ impl Step {
     pub fn line(&self) -> String {
         let u = &self.upkeep;
         format!(
-            "{:.0} completed/s, e2e p50 {:.1} ms, p99 {:.1} ms, claim p50 {:.2} ms, {} autovacuum(s), dead tuples up to {}{}: {}",
+            "{:.0} completed/s, e2e p50 {:.1} ms, p99 {:.1} ms, claim p50 {:.2} ms, {} autovacuum(s), dead tuples up to {}{}{}: {}",
             self.completed_per_s,
             self.e2e_p50_ms,
             self.e2e_p99_ms,
@@ -327,6 +331,11 @@ impl Step {
             u.dead_tuples_max,
             u.bystander_p99_ms
                 .map_or(String::new(), |b| format!(", bystander p99 {b:.1} ms")),
+            if u.table_scanned {
+                ", the workers' claim scanned the table"
+            } else {
+                ""
+            },
             if self.passed {
                 "met the objective".to_string()
             } else {
@@ -725,9 +734,9 @@ pub fn judge_phase(
     let window = p.duration_s.max(1e-9);
     let gap = c.enqueued as f64 - (c.completed + c.dead_lettered) as f64;
     let in_flight =
-        summary::jobs_in_flight(p.throughput.completed_per_s, p.latency_ms.end_to_end.p50);
+        verdict::jobs_in_flight(p.throughput.completed_per_s, p.latency_ms.end_to_end.p50);
     let consumers_kept_up =
-        summary::completions_kept_up(c.enqueued, c.completed + c.dead_lettered, in_flight);
+        verdict::completions_kept_up(c.enqueued, c.completed + c.dead_lettered, in_flight);
     let sent_share = c.enqueued as f64 / (rate * window).max(1.0);
     let delivered = sent_share >= 0.97;
     if !consumers_kept_up {
@@ -775,6 +784,11 @@ impl Upkeep {
                 &[(&p.name, p.jobs.completed + p.jobs.dead_lettered)],
             )
             .wal_bytes_per_job,
+            table_scanned: s
+                .table_reads
+                .as_ref()
+                .and_then(|r| r.scanned.as_ref())
+                .is_some_and(|sc| sc.overlaps(p.start_s, p.start_s + p.duration_s)),
         }
     }
 }

@@ -170,6 +170,24 @@ pub(super) async fn delay_vacuum(job: &Job, stop: &CancellationToken) {
     job.record(at, released, 1, detail);
 }
 
+/// One ANALYZE of the queue table, on a connection of its own.
+pub(super) async fn analyze(job: &Job) {
+    let at = job.now();
+    let Some(mut conn) = connect(job, "fault-analyze").await else {
+        return;
+    };
+    let table = job.ctx.backend.design().table.clone();
+    let detail = match conn.analyze().await {
+        Ok(()) => format!(
+            "ANALYZE of {table} took {:.0} ms",
+            job.now().saturating_sub(at) as f64 / 1e3
+        ),
+        Err(e) => format!("ANALYZE of {table} failed: {e}"),
+    };
+    conn.close().await;
+    job.record(at, job.now(), 1, detail);
+}
+
 /// `count` REPEATABLE READ transactions, each scanning the queue table every 100 ms for the
 /// whole phase on one snapshot.
 pub(super) async fn active_readers(job: &Job, count: u32, stop: &CancellationToken) {

@@ -214,5 +214,11 @@ async fn drive(mut job: Job, stop: CancellationToken) {
                 database::hold_connections(&job, connections, &stop).await;
             }
         }
+        FaultSpec::Analyze { after } => {
+            let at = job.start_us + after.0.as_micros() as u64;
+            if job.wait_until(at, &stop).await {
+                database::analyze(&job).await;
+            }
+        }
     }
 }

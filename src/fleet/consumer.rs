@@ -307,13 +307,14 @@ impl Worker {
         }
     }
 
-    fn claimed(&self, job: &ClaimedJob, started_us: u64, claimed_us: u64) {
+    fn claimed(&self, job: &ClaimedJob, (started_us, claimed_us): (u64, u64), first: bool) {
         self.registry.set_in_flight(self.slot, Some(job.id));
         self.ctx.emit(Event::Claimed {
             job: job.id,
             intended_us: job.payload.t,
             started_us,
             claimed_us,
+            first,
         });
         if job.redelivered {
             self.ctx.emit(Event::Reaped {
@@ -381,8 +382,8 @@ impl Worker {
             return Ok(Step::Empty);
         }
         let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
-        for job in &jobs {
-            self.claimed(job, started_us, claimed_us);
+        for (i, job) in jobs.iter().enumerate() {
+            self.claimed(job, (started_us, claimed_us), i == 0);
         }
         let Some(handled) = self.work_all(&jobs).await else {
             // Neither commit nor roll back: the caller drops the connection.

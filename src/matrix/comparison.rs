@@ -67,6 +67,10 @@ pub struct CellRun {
     /// unfinished, not lost (a backlog drained for a fixed window leaves them on purpose).
     pub accounting_ok: bool,
     pub producers_kept_schedule: bool,
+    /// The workers' statements scanned the queue table in the measured phases: the run
+    /// measured that plan, not the queue.
+    #[serde(default)]
+    pub table_scanned: bool,
     #[serde(deserialize_with = "nulls_as_nan")]
     pub figures: BTreeMap<String, f64>,
 }
@@ -88,6 +92,9 @@ pub struct CellComparison {
     /// Producers missed their schedule in some repeat: the load generator may have limited
     /// the offered load, so open-loop figures understate what the queue could do.
     pub load_generator_behind: bool,
+    /// The workers' claim scanned the table in some repeat: its figures measure that plan.
+    #[serde(default)]
+    pub table_scanned: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -150,6 +157,7 @@ impl Comparison {
                         .iter()
                         .any(|r| !r.accounting_ok || r.figures["lost"] > 0.0),
                     load_generator_behind: runs.iter().any(|r| !r.producers_kept_schedule),
+                    table_scanned: runs.iter().any(|r| r.table_scanned),
                     cell,
                     runs,
                     figures,
@@ -208,8 +216,9 @@ impl Comparison {
             .cells
             .iter()
             .map(|c| {
+                let scanned = if c.table_scanned { " (scanned)" } else { "" };
                 let mut row = vec![
-                    format!("{} {}", c.cell.index, c.cell.label),
+                    format!("{} {}{scanned}", c.cell.index, c.cell.label),
                     c.design
                         .as_ref()
                         .map_or("–".to_string(), DesignRecord::label),
@@ -258,6 +267,12 @@ impl Comparison {
         for c in self.cells.iter().filter(|c| c.lost_jobs) {
             notes.push(format!(
                 "Cell {} ({}) LOST JOBS in some run: its figures do not count.",
+                c.cell.index, c.cell.label
+            ));
+        }
+        for c in self.cells.iter().filter(|c| c.table_scanned) {
+            notes.push(format!(
+                "Cell {} ({}) (scanned): the workers' statements scanned the queue table sequentially in some run, so its figures measure that plan, not the queue (see the run's table_reads).",
                 c.cell.index, c.cell.label
             ));
         }
@@ -432,6 +447,7 @@ fn read_runs(cell_dir: &Path) -> Result<Vec<CellRun>> {
                 complete: s.complete,
                 accounting_ok: s.accounting.sound,
                 producers_kept_schedule: s.verdict.producers_kept_schedule,
+                table_scanned: s.verdict.table_scanned,
                 figures: FIGURES
                     .iter()
                     .map(|f| (f.key.to_string(), (f.read)(&s)))

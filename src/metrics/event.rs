@@ -72,12 +72,16 @@ pub enum Event {
     },
     /// An outbox business transaction rolled back; the job with this key must never exist.
     EnqueueRolledBack { at_us: u64, key: String },
-    /// A claim returned a job. `intended_us` comes from the job's payload.
+    /// A claim returned a job. `intended_us` comes from the job's payload. `first`: the first
+    /// job of its claim statement's rows (a batch claim returns several), so claim
+    /// statements can be counted.
     Claimed {
         job: JobId,
         intended_us: Option<u64>,
         started_us: u64,
         claimed_us: u64,
+        #[serde(default = "first_of_its_claim")]
+        first: bool,
     },
     /// A claim found no ready job.
     EmptyPoll { at_us: u64 },
@@ -151,6 +155,14 @@ pub enum Event {
         label: String,
         probe: ClaimProbe,
     },
+    /// The harness analyzed the queue table once the load had put rows in it, so that the
+    /// workers' statements are planned on statistics of a table with rows (`error`: it
+    /// failed, and the workers kept the plans of a table never analyzed).
+    Analyzed {
+        at_us: u64,
+        took_us: u64,
+        error: Option<String>,
+    },
     /// A fault that was injected (instant faults have `ended_us == started_us`).
     Fault(FaultRecord),
     /// Queue-table statistics taken by a fault (e.g. around an xmin hold).
@@ -173,4 +185,9 @@ pub struct FaultRecord {
     /// How many things it hit (processes killed, backends terminated, connections held…).
     pub count: u64,
     pub detail: String,
+}
+
+/// A job reported without saying whether it was its claim's first counts as one claim.
+fn first_of_its_claim() -> bool {
+    true
 }

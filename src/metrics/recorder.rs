@@ -76,6 +76,9 @@ pub struct PhaseCounts {
     pub dead_lettered: u64,
     pub claims: u64,
     pub empty_polls: u64,
+    /// Claim statements run: one per batch of jobs claimed, and one per empty poll.
+    #[serde(default)]
+    pub claim_statements: u64,
     pub sent_late: u64,
     /// Late jobs that were due while every producer connection the fleet may have was busy:
     /// late because inserts were slow, not because the harness woke late.
@@ -118,6 +121,7 @@ impl PhaseCounts {
         self.dead_lettered += o.dead_lettered;
         self.claims += o.claims;
         self.empty_polls += o.empty_polls;
+        self.claim_statements += o.claim_statements;
         self.sent_late += o.sent_late;
         self.sent_late_behind += o.sent_late_behind;
         self.producer_connections = self.producer_connections.max(o.producer_connections);
@@ -149,6 +153,9 @@ pub struct TimelineRow {
     pub worker_errors: u64,
     /// `pending` rows, sampled from the database during this second.
     pub queue_depth: Option<i64>,
+    /// Claim statements the workers ran in this second (a batch claimed, or an empty poll).
+    #[serde(default)]
+    pub claim_statements: u64,
     /// End-to-end latency of jobs completed in this second.
     pub e2e_p50_ms: Option<f64>,
     pub e2e_p99_ms: Option<f64>,
@@ -193,6 +200,16 @@ pub struct Measurements {
     pub harness: Vec<super::harness::HarnessSample>,
     /// The claim measured under `EXPLAIN (ANALYZE, BUFFERS)` at phase boundaries.
     pub claim_probes: Vec<ClaimProbeRecord>,
+    /// The harness's ANALYZE of the queue table during the load, when it made one.
+    pub analyzed: Option<AnalyzedRecord>,
+}
+
+/// The harness's ANALYZE of the queue table once the load had put rows in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalyzedRecord {
+    pub at_us: u64,
+    pub took_us: u64,
+    pub error: Option<String>,
 }
 
 impl Measurements {
@@ -271,6 +288,7 @@ pub struct Recorder {
     db_samples: Vec<(u64, DbSample)>,
     harness: Vec<super::harness::HarnessSample>,
     claim_probes: Vec<ClaimProbeRecord>,
+    analyzed: Option<AnalyzedRecord>,
     /// Set when an event made some outcome uncertain; cleared when the live list is updated.
     doubt_changed: bool,
 }
@@ -313,6 +331,7 @@ impl Recorder {
             harness: Vec::new(),
             fatal: None,
             claim_probes: Vec::new(),
+            analyzed: None,
             doubt_changed: false,
         }
     }
@@ -519,6 +538,7 @@ impl Recorder {
                 intended_us,
                 started_us,
                 claimed_us,
+                first,
             } => {
                 self.ledger.claimed(job);
                 self.release_frozen(job, claimed_us);
@@ -526,6 +546,7 @@ impl Recorder {
                 let wait = intended_us.map(|t| claimed_us.saturating_sub(t));
                 let wc = self.window_of(claimed_us);
                 self.counts[wc].claims += 1;
+                self.counts[wc].claim_statements += u64::from(first);
                 self.metrics[wc].record(Metric::Claim, claim);
                 if let (Some(w), Some(t)) = (wait, intended_us) {
                     let wi = self.window_of(t);
@@ -533,6 +554,7 @@ impl Recorder {
                 }
                 let b = self.bucket(claimed_us);
                 b.counts.claims += 1;
+                b.counts.claim_statements += u64::from(first);
                 b.metrics.record(Metric::Claim, claim);
                 if let Some(w) = wait {
                     b.metrics.record(Metric::QueueWait, w);
@@ -541,7 +563,10 @@ impl Recorder {
             Event::EmptyPoll { at_us } => {
                 let w = self.window_of(at_us);
                 self.counts[w].empty_polls += 1;
-                self.bucket(at_us).counts.empty_polls += 1;
+                self.counts[w].claim_statements += 1;
+                let b = self.bucket(at_us);
+                b.counts.empty_polls += 1;
+                b.counts.claim_statements += 1;
             }
             Event::Completed {
                 job,
@@ -694,6 +719,17 @@ impl Recorder {
                 label,
                 probe,
             }),
+            Event::Analyzed {
+                at_us,
+                took_us,
+                error,
+            } => {
+                self.analyzed = Some(AnalyzedRecord {
+                    at_us,
+                    took_us,
+                    error,
+                })
+            }
             Event::Fault(record) => self.faults.push(record),
             Event::TableProbe {
                 at_us,
@@ -797,6 +833,7 @@ impl Recorder {
             enqueue_errors: b.counts.enqueue_errors,
             worker_errors: b.counts.worker_errors,
             queue_depth: b.depth,
+            claim_statements: b.counts.claim_statements,
             e2e_p50_ms: pct(e2e, 0.5),
             e2e_p99_ms: pct(e2e, 0.99),
             e2e_max_ms: (!e2e.is_empty()).then(|| e2e.max().min(MAX_US) as f64 / 1000.0),
@@ -874,6 +911,7 @@ impl Recorder {
             db_samples: self.db_samples,
             harness: self.harness,
             claim_probes: self.claim_probes,
+            analyzed: self.analyzed,
         }
     }
 }
@@ -925,6 +963,7 @@ mod tests {
             intended_us: Some(2_000_000),
             started_us: 3_999_000,
             claimed_us: 3_999_500,
+            first: true,
         })
         .unwrap();
         tx.send(Event::Completed {

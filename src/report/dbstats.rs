@@ -2,6 +2,7 @@
 //! summary.json, what changed in each phase and what the run's sessions waited on.
 
 use crate::backend::DbSample;
+use crate::backend::figures::TableReads;
 use crate::metrics::Measurements;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -96,19 +97,28 @@ pub struct DbStatsSummary {
     pub wait_events: BTreeMap<String, i64>,
 }
 
-/// Places every sample on the time axis and in its phase.
+/// Places every sample on the time axis and in its phase. The queue table's read counters
+/// become everyone's but the sampler's: what its own samples read so far is taken out (a
+/// sample's own reads reach the server's counters with it or with a later sample, so a
+/// stretch of samples is exact, one interval may carry a neighbour's few reads).
 pub fn rows(m: &Measurements) -> Vec<DbStatsRow> {
     let load_start = m.load_start_us();
+    let mut own = TableReads::default();
     m.db_samples
         .iter()
-        .map(|(at, sample)| DbStatsRow {
-            t_s: (*at as f64 - load_start as f64) / 1e6,
-            phase: m
-                .windows
-                .iter()
-                .find(|w| *at >= w.start_us && *at < w.end_us)
-                .map_or("drain".into(), |w| w.name.clone()),
-            sample: sample.clone(),
+        .map(|(at, sample)| {
+            let mut sample = sample.clone();
+            own = own.plus(sample.own_reads.take().unwrap_or_default());
+            sample.reads = sample.reads.map(|r| r.minus(own));
+            DbStatsRow {
+                t_s: (*at as f64 - load_start as f64) / 1e6,
+                phase: m
+                    .windows
+                    .iter()
+                    .find(|w| *at >= w.start_us && *at < w.end_us)
+                    .map_or("drain".into(), |w| w.name.clone()),
+                sample,
+            }
         })
         .collect()
 }
@@ -225,7 +235,7 @@ pub fn server_table(d: &DbStatsSummary) -> Option<(Vec<String>, Vec<Vec<String>>
     Some((header, rows))
 }
 
-const COLUMNS: [&str; 23] = [
+const COLUMNS: [&str; 27] = [
     "t_s",
     "phase",
     "pending",
@@ -249,10 +259,15 @@ const COLUMNS: [&str; 23] = [
     "notify_queue_usage",
     "waiting_sessions",
     "sample_ms",
+    "seq_scans",
+    "seq_rows_read",
+    "index_scans",
+    "index_rows_fetched",
 ];
 
 /// Writes `db_stats.csv`: the columns above, then one `index_bytes:<name>` per index and
-/// one `server:<name>` per figure of a broker's own.
+/// one `server:<name>` per figure of a broker's own. The read counters (`seq_scans` …) are
+/// the queue table's, by everyone but the sampler, where the engine counts them per table.
 pub fn write_csv(rows: &[DbStatsRow], out: &mut dyn Write) -> Result<()> {
     let indexes: Vec<String> = rows
         .iter()
@@ -298,6 +313,10 @@ pub fn write_csv(rows: &[DbStatsRow], out: &mut dyn Write) -> Result<()> {
         rec.push(format!("{}", s.notify_queue_usage));
         rec.push(s.wait_events.values().sum::<i64>().to_string());
         rec.push(format!("{:.3}", s.sample_ms));
+        let reads = s
+            .reads
+            .map(|r| [r.seq_scans, r.seq_rows, r.index_scans, r.index_rows]);
+        rec.extend((0..4).map(|i| reads.map_or(String::new(), |r| r[i].to_string())));
         rec.extend(indexes.iter().map(|i| {
             s.index_bytes
                 .get(i)
@@ -383,6 +402,16 @@ pub fn read_csv(input: impl Read) -> Result<Vec<DbStatsRow>> {
             notify_queue_usage: float("notify_queue_usage")?,
             // Only the total is in the file (waiting_sessions); the breakdown is in summary.json.
             wait_events: BTreeMap::new(),
+            reads: match optional_int("seq_scans")? {
+                None => None,
+                Some(seq_scans) => Some(TableReads {
+                    seq_scans,
+                    seq_rows: int("seq_rows_read")?,
+                    index_scans: int("index_scans")?,
+                    index_rows: int("index_rows_fetched")?,
+                }),
+            },
+            own_reads: None,
         };
         rows.push(DbStatsRow {
             t_s: float("t_s")?,

@@ -244,6 +244,20 @@ fn md_database(s: &Summary) -> String {
         }
         md.push_str(&format!("\n{}\n\n", super::html::claim_explanation(s)));
     }
+    if let Some(r) = &s.table_reads {
+        md.push_str(&format!(
+            "## What the workers read
+
+{}.
+
+",
+            r.line()
+        ));
+        if let Some((header, rows)) = r.table() {
+            md.push_str(&super::page::markdown_table(&header, &rows));
+            md.push('\n');
+        }
+    }
     if !s.db_stats.per_phase.is_empty() {
         let words = s.database.engine.words();
         md.push_str(&format!(

@@ -305,6 +305,7 @@ mod tests {
             enqueue_errors: 0,
             worker_errors: 0,
             queue_depth: Some(depth),
+            claim_statements: 0,
             e2e_p50_ms: None,
             e2e_p99_ms: None,
             e2e_max_ms: None,

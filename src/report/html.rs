@@ -2,8 +2,9 @@
 //! document shares (`page`).
 
 use super::page::{Callout, Page, Section, Tone, note, table};
-use super::summary::{Summary, VerdictState};
+use super::summary::Summary;
 use super::svg::{Band, Marker, Series, SpectrumChart, TimeChart, bars, escape};
+use super::verdict::VerdictState;
 use super::{RunResults, capitalised, ms, number};
 use crate::metrics::WindowKind;
 use std::fmt::Write;
@@ -37,6 +38,13 @@ pub fn page(r: &RunResults) -> Page {
         label: "Accounting.".into(),
         text: s.accounting.verdict.clone(),
     });
+    if let Some(scanned) = s.table_reads.as_ref().and_then(|r| r.scanned.as_ref()) {
+        callouts.push(Callout {
+            tone: Tone::Bad,
+            label: "The plan, not the queue.".into(),
+            text: scanned.sentence.clone(),
+        });
+    }
     let mut sections: Vec<Section> = [thresholds(s), Some(key_figures(s))]
         .into_iter()
         .flatten()
@@ -44,9 +52,15 @@ pub fn page(r: &RunResults) -> Page {
     sections.extend(charts(r));
     sections.push(phases(s));
     sections.extend(
-        [claim_probes(s), faults(s), database(s), server_figures(s)]
-            .into_iter()
-            .flatten(),
+        [
+            claim_probes(s),
+            table_reads(s),
+            faults(s),
+            database(s),
+            server_figures(s),
+        ]
+        .into_iter()
+        .flatten(),
     );
     sections.push(measurement(s));
     Page {
@@ -407,6 +421,15 @@ fn claim_probes(s: &Summary) -> Option<Section> {
     h.push_str("</table>");
     let _ = write!(h, "<p class=\"note\">{}</p>", escape(&claim_explanation(s)));
     Some(Section::new("The claim's cost", h))
+}
+
+fn table_reads(s: &Summary) -> Option<Section> {
+    let r = s.table_reads.as_ref()?;
+    let mut h = format!("<p>{}</p>", escape(&r.line()));
+    if let Some((header, rows)) = r.table() {
+        h.push_str(&super::page::table(&header, &rows));
+    }
+    Some(Section::new("What the workers read", h))
 }
 
 /// The node that finds the job: the scan under the claim's LockRows.

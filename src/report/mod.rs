@@ -14,10 +14,12 @@ pub mod faults;
 pub mod headline;
 pub mod html;
 pub mod page;
+pub mod reads;
 pub mod summary;
 pub mod svg;
 pub mod terminal;
 pub mod thresholds;
+pub mod verdict;
 
 pub use summary::{RunFacts, Summary};
 

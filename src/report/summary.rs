@@ -7,6 +7,7 @@ use super::dbstats::{self, DbStatsSummary};
 use super::design::DesignRecord;
 use super::faults::FaultSummary;
 use super::thresholds::ThresholdResult;
+use super::verdict::{self, Backlog, ProducerPace, Verdict};
 use crate::accounting::AccountingProof;
 use crate::backend::ClaimProbe;
 use crate::metrics::{
@@ -59,6 +60,10 @@ pub struct Summary {
     /// The claim run once under `EXPLAIN (ANALYZE, BUFFERS)` (rolled back) at the start of
     /// every phase and after the drain.
     pub claim_probes: Vec<ClaimProbeSummary>,
+    /// What the workers' statements really read of the queue table, from the server's
+    /// counters, and whether they scanned it (a database's; a broker has no plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_reads: Option<super::reads::TableReads>,
     /// Latency by percentile over the measured phases: (percentile, ms) per metric.
     pub latency_spectrum_ms: BTreeMap<String, Vec<(f64, f64)>>,
     pub thresholds: Vec<ThresholdResult>,
@@ -250,61 +255,6 @@ pub struct QueueInfo {
     pub claim_plan_end: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
-    pub completed_per_s: f64,
-    pub seed_reference_per_s: f64,
-    /// completed_per_s / seed_reference_per_s.
-    pub multiple_of_reference: f64,
-    /// Producers kept their schedule (at most 1% of jobs sent late).
-    pub producers_kept_schedule: bool,
-    /// Consumers kept up: over the measured window, neither the backlog (sampled from the
-    /// database) grew by more than the tolerance nor the completion gap (jobs enqueued minus
-    /// jobs finished) by more than the tolerance plus the jobs in flight.
-    pub consumers_kept_up: bool,
-    /// max(10 jobs, 2% of the jobs enqueued in the window).
-    pub tolerance_jobs: i64,
-    /// Jobs in the system at any moment by Little's law (completed rate × p50 end-to-end):
-    /// those in flight when the window closed, which the completion gap may include.
-    #[serde(default)]
-    pub in_flight_jobs: f64,
-    pub backlog_growth: Option<i64>,
-    pub completion_gap: i64,
-    pub queue_depth_start: Option<i64>,
-    pub queue_depth_end: Option<i64>,
-    pub kept_up: bool,
-    /// Kept up, limited by the load generator, or did not keep up.
-    #[serde(default)]
-    pub state: VerdictState,
-    pub text: String,
-    /// The capacity result the text cites (`run --capacity DIR`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<article::CapacityCitation>,
-}
-
-/// The verdict in one word. `LoadGeneratorLimited`: the producers missed their schedule
-/// while the consumers kept up and the harness's own timer was late as often (its machine
-/// was saturated), so the shortfall is the harness's, not the queue's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VerdictState {
-    #[default]
-    KeptUp,
-    LoadGeneratorLimited,
-    DidNotKeepUp,
-}
-
-impl VerdictState {
-    /// The verdict's opening words.
-    pub fn headline(self) -> &'static str {
-        match self {
-            VerdictState::KeptUp => "Kept up",
-            VerdictState::LoadGeneratorLimited => "Limited by the load generator",
-            VerdictState::DidNotKeepUp => "Did not keep up",
-        }
-    }
-}
-
 /// What `run` knows besides the measurements, for the summary.
 pub struct RunFacts {
     pub provider: String,
@@ -387,8 +337,8 @@ impl Summary {
         let producers = ProducerUse::of(plan, &all, &measured_counts);
         let pace = ProducerPace::of(&measured_counts, producers);
         let latency_ms = LatencyReport::of(&measured_metrics);
-        let mut verdict = verdict(
-            measured_depths(m),
+        let mut verdict = verdict::judge(
+            &measured_backlog(plan, m, &throughput),
             &throughput,
             &measured_counts,
             latency_ms.end_to_end.p50,
@@ -396,11 +346,16 @@ impl Summary {
             harness.as_ref(),
             &pace,
         );
-        name_the_first_phase_behind(&mut verdict, &phases);
+        verdict::name_the_first_phase_behind(&mut verdict, &phases);
         let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
         let claim_probes = claim_probe_summaries(m);
         let meta = Metadata::of(plan, &facts);
-        let db_stats = dbstats::summarize(&dbstats::rows(m), &phase_names);
+        let db_rows = dbstats::rows(m);
+        let table_reads = table_reads(plan, m, &facts, &db_rows, (&phases, &claim_probes));
+        if let Some(scanned) = table_reads.as_ref().and_then(|r| r.scanned.as_ref()) {
+            verdict::caveat_scanned(&mut verdict, scanned, &phases);
+        }
+        let db_stats = dbstats::summarize(&db_rows, &phase_names);
         let cost = measured_cost(&db_stats, &phases);
         Summary {
             schema_version: SCHEMA_VERSION,
@@ -434,6 +389,7 @@ impl Summary {
             faults,
             db_stats,
             claim_probes,
+            table_reads,
             latency_spectrum_ms: spectrum(&measured_metrics),
             thresholds: Vec::new(),
             thresholds_passed: true,
@@ -582,35 +538,6 @@ fn memory_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// Why the producers' late jobs were late: a job due while every producer connection the
-/// fleet may open was busy goes out late however fast the queue drains. When at least half
-/// of the late jobs were late that way, more connections (`producers.max_count`) would have
-/// sent them on time: the load generator's limit, not the queue's, set the pace.
-struct ProducerPace {
-    late: u64,
-    late_behind: u64,
-    used: ProducerUse,
-}
-
-impl ProducerPace {
-    fn of(counts: &PhaseCounts, used: ProducerUse) -> ProducerPace {
-        // A dropped job was due while every producer was still busy: behind, by definition.
-        ProducerPace {
-            late: counts.sent_late + counts.dropped,
-            late_behind: counts.sent_late_behind + counts.dropped,
-            used,
-        }
-    }
-
-    fn too_few(&self) -> bool {
-        self.late > 0 && 2 * self.late_behind >= self.late
-    }
-
-    fn behind_pct(&self) -> f64 {
-        100.0 * self.late_behind as f64 / self.late.max(1) as f64
-    }
-}
-
 /// From the start of the first measured phase to the end of the last, µs on the run clock.
 fn measured_span(m: &Measurements) -> Option<(u64, u64)> {
     let measured = m.windows.iter().filter(|w| w.measured);
@@ -619,8 +546,9 @@ fn measured_span(m: &Measurements) -> Option<(u64, u64)> {
     Some((from, to))
 }
 
-/// Queue depth in the first and last timeline second of the measured phases.
-fn measured_depths(m: &Measurements) -> (Option<i64>, Option<i64>) {
+/// The measured phases' backlog, second by second, judged against the rate they were
+/// offered (or, in closed loop, the rate jobs were enqueued).
+fn measured_backlog(plan: &Plan, m: &Measurements, t: &Throughput) -> Backlog {
     let measured: Vec<&str> = m
         .windows
         .iter()
@@ -632,9 +560,8 @@ fn measured_depths(m: &Measurements) -> (Option<i64>, Option<i64>) {
         .iter()
         .filter(|r| measured.contains(&r.phase.as_str()))
         .collect();
-    let first = rows.iter().find_map(|r| r.queue_depth);
-    let last = rows.iter().rev().find_map(|r| r.queue_depth);
-    (first, last)
+    let rate = t.offered_per_s.unwrap_or(t.enqueued_per_s);
+    Backlog::of(&rows, rate, plan.consumers.poll_interval.as_secs_f64())
 }
 
 /// The run's windows as phase summaries, and the measured ones added up.
@@ -747,18 +674,54 @@ impl JobCounts {
     }
 }
 
-/// A run that did not keep up names the first phase that fell behind.
-fn name_the_first_phase_behind(verdict: &mut Verdict, phases: &[PhaseSummary]) {
-    let first_behind = phases.iter().find(|p| p.kept_up == Some(false));
-    if verdict.state == VerdictState::DidNotKeepUp
-        && let Some(p) = first_behind
-    {
-        verdict.text.push_str(&format!(
-            " The first phase that did not keep up: \"{}\" at {} jobs/s offered ({:.0} completed/s).",
-            p.name,
-            p.offered.as_deref().unwrap_or("?"),
-            p.throughput.completed_per_s
-        ));
+/// The queue table's reads (see [`super::reads`]); the phases with the harness's own
+/// readers (`active_readers`) do not count as the workers' scans.
+fn table_reads(
+    plan: &Plan,
+    m: &Measurements,
+    facts: &RunFacts,
+    rows: &[dbstats::DbStatsRow],
+    (phases, probes): (&[PhaseSummary], &[ClaimProbeSummary]),
+) -> Option<super::reads::TableReads> {
+    let quiet = |phase: &str| {
+        !plan.phases.iter().any(|p| {
+            p.name == phase
+                && p.faults
+                    .iter()
+                    .any(|f| matches!(f, crate::scenario::FaultSpec::ActiveReaders { .. }))
+        })
+    };
+    super::reads::summarize(
+        plan.database.engine,
+        statistics(plan, m, facts),
+        rows,
+        &m.timeline,
+        phases,
+        probes,
+        &quiet,
+    )
+}
+
+/// How the planner got the statistics the workers' statements were planned on.
+fn statistics(plan: &Plan, m: &Measurements, facts: &RunFacts) -> String {
+    if plan.queue.stale_statistics {
+        return "the empty table was analyzed before the load (queue.stale_statistics)".into();
+    }
+    if facts.prefilled > 0 {
+        return format!("ANALYZE after the prefill of {} jobs", facts.prefilled);
+    }
+    match &m.analyzed {
+        Some(a) => {
+            let at = (a.at_us as f64 - m.load_start_us() as f64) / 1e6;
+            match &a.error {
+                None => format!(
+                    "the table, empty at set-up, was analyzed {at:.1} s into the load ({:.0} ms), once it held rows",
+                    a.took_us as f64 / 1e3
+                ),
+                Some(e) => format!("the ANALYZE {at:.1} s into the load failed: {e}"),
+            }
+        }
+        None => "the table as earlier steps and autovacuum left it".into(),
     }
 }
 
@@ -790,211 +753,5 @@ impl Metadata {
             started_at: facts.started_at.clone(),
             ended_at: facts.ended_at.clone(),
         }
-    }
-}
-
-/// How far the backlog, or the enqueued-minus-finished gap, may grow over a window and still
-/// count as keeping up: max(10 jobs, 2% of the window's jobs).
-fn gap_tolerance(enqueued: u64) -> f64 {
-    (enqueued as f64 * 0.02).max(10.0)
-}
-
-/// The jobs in the system at any moment, by Little's law: completed rate × p50 end-to-end
-/// latency. Those still in flight when a window closes are not a backlog.
-pub fn jobs_in_flight(completed_per_s: f64, end_to_end_p50_ms: f64) -> f64 {
-    completed_per_s * end_to_end_p50_ms / 1000.0
-}
-
-/// Whether completions kept up with what was sent over a window (the verdict's and the
-/// capacity search's rule): the gap between jobs enqueued and jobs finished (done or dead
-/// letter) within [`gap_tolerance`] plus the jobs in flight ([`jobs_in_flight`]).
-pub fn completions_kept_up(enqueued: u64, finished: u64, in_flight: f64) -> bool {
-    enqueued as f64 - finished as f64 <= gap_tolerance(enqueued) + in_flight
-}
-
-/// The verdict's opening: its headline, and for a run that did not simply keep up, why, and
-/// whose limit it was.
-fn verdict_head(
-    state: VerdictState,
-    harness: Option<&crate::metrics::HarnessSummary>,
-    producers: &ProducerPace,
-    late: &str,
-    reasons: &[String],
-) -> String {
-    let harness_saturated = harness.is_some_and(|h| h.saturated());
-    match (state, harness) {
-        (VerdictState::KeptUp, _) => state.headline().to_string(),
-        (VerdictState::LoadGeneratorLimited, Some(h)) if producers.too_few() => format!(
-            "{}: producers missed their schedule ({late}) while the consumers kept up; {:.0}% of the late jobs were due while every producer connection was busy ({}), so more connections (producers.max_count) would have sent them on time ({})",
-            state.headline(),
-            producers.behind_pct(),
-            producers.used.describe(),
-            h.describe()
-        ),
-        (VerdictState::LoadGeneratorLimited, Some(h)) => format!(
-            "{}: producers missed their schedule ({late}) while the consumers kept up, and {}; the queue kept up with what was sent, so this is not the queue's limit",
-            state.headline(),
-            h.describe()
-        ),
-        (VerdictState::DidNotKeepUp, Some(h)) if harness_saturated => format!(
-            "{}: {}, while the harness itself was saturated ({}): its simulated workers share its CPU, so part of the shortfall may be its own",
-            state.headline(),
-            reasons.join(" and "),
-            h.describe()
-        ),
-        _ => format!("{}: {}", state.headline(), reasons.join(" and ")),
-    }
-}
-
-/// `(start, end)`: the backlog in the first and last second of the measured phases;
-/// `scheduled`: jobs the measured phases' schedules intended, the denominator of the late
-/// share (both counted by intended time).
-fn verdict(
-    (start, end): (Option<i64>, Option<i64>),
-    t: &Throughput,
-    counts: &PhaseCounts,
-    end_to_end_p50_ms: f64,
-    scheduled: u64,
-    harness: Option<&crate::metrics::HarnessSummary>,
-    producers: &ProducerPace,
-) -> Verdict {
-    let multiple = t.completed_per_s / article::FEW_HUNDRED_PER_S;
-    // Jobs never sent (their phase ended first) are as late as jobs can be.
-    let late_pct = 100.0 * (counts.sent_late + counts.dropped) as f64
-        / (scheduled + counts.dropped).max(1) as f64;
-    let producers_kept_schedule = late_pct <= 1.0;
-    let late = match counts.dropped {
-        0 => format!("{late_pct:.1}% of jobs sent late"),
-        n => format!(
-            "{late_pct:.1}% of jobs sent late or not at all: {n} never sent before their phase ended"
-        ),
-    };
-    let backlog_growth = start.zip(end).map(|(s, e)| e - s);
-    let finished = counts.completed + counts.dead_lettered;
-    let completion_gap = counts.enqueued as i64 - finished as i64;
-    let in_flight = jobs_in_flight(t.completed_per_s, end_to_end_p50_ms);
-    let tolerance_jobs = gap_tolerance(counts.enqueued) as i64;
-    let consumers_kept_up = completions_kept_up(counts.enqueued, finished, in_flight)
-        && backlog_growth.is_none_or(|g| g <= tolerance_jobs);
-    let kept_up = producers_kept_schedule && consumers_kept_up;
-    let harness_saturated = harness.is_some_and(|h| h.saturated());
-    let state = if kept_up {
-        VerdictState::KeptUp
-    } else if consumers_kept_up && (harness_saturated || producers.too_few()) {
-        VerdictState::LoadGeneratorLimited
-    } else {
-        VerdictState::DidNotKeepUp
-    };
-
-    let offered = t
-        .offered_per_s
-        .map_or("max (closed loop)".to_string(), |r| {
-            format!("{r:.0} jobs/s")
-        });
-    let depth = match (start, end) {
-        (Some(s), Some(e)) => format!("backlog {s} → {e} jobs"),
-        _ => "backlog not sampled".to_string(),
-    };
-    let mut reasons = Vec::new();
-    if !producers_kept_schedule {
-        reasons.push(format!("producers missed their schedule ({late})"));
-    }
-    if !consumers_kept_up {
-        reasons.push(format!(
-            "consumers fell behind ({completion_gap} more jobs enqueued than finished)"
-        ));
-    }
-    let head = verdict_head(state, harness, producers, &late, &reasons);
-    let text = format!(
-        "{head}. {:.0} jobs/s completed over {:.0} s measured = {}; offered {offered}; {depth}; {late_pct:.1}% of jobs sent late.",
-        t.completed_per_s,
-        t.window_s,
-        article::multiple(t.completed_per_s),
-    );
-    Verdict {
-        completed_per_s: t.completed_per_s,
-        seed_reference_per_s: article::FEW_HUNDRED_PER_S,
-        multiple_of_reference: (multiple * 100.0).round() / 100.0,
-        producers_kept_schedule,
-        consumers_kept_up,
-        tolerance_jobs,
-        in_flight_jobs: (in_flight * 10.0).round() / 10.0,
-        backlog_growth,
-        completion_gap,
-        queue_depth_start: start,
-        queue_depth_end: end,
-        kept_up,
-        state,
-        text,
-        capacity: None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn jobs_in_flight_at_the_window_end_are_not_a_backlog() {
-        // 44 jobs/s with a 100 ms median end to end: about 4 jobs are in the system at any
-        // moment, so a gap of 11 over 176 jobs is within max(10, 2%) plus those.
-        let in_flight = jobs_in_flight(44.0, 100.0);
-        assert!((in_flight - 4.4).abs() < 1e-9);
-        assert!(completions_kept_up(176, 165, in_flight));
-        assert!(!completions_kept_up(176, 165, 0.0));
-        // A real backlog is still one: 50 jobs behind is far more than 10 + 4.4.
-        assert!(!completions_kept_up(176, 126, in_flight));
-        // The tolerance grows with the window: 2% of 10,000 jobs.
-        assert!(completions_kept_up(10_000, 9_800, 0.0));
-        assert!(!completions_kept_up(10_000, 9_799, 0.0));
-    }
-
-    /// Consumers 100 jobs behind over a 4 s window, with the harness's timer late as given.
-    fn behind_with_timer_late(timer_late_pct: f64) -> Verdict {
-        let counts = PhaseCounts {
-            enqueued: 200,
-            completed: 100,
-            ..PhaseCounts::default()
-        };
-        let t = Throughput {
-            enqueued_per_s: 50.0,
-            completed_per_s: 25.0,
-            offered_per_s: Some(50.0),
-            window_s: 4.0,
-        };
-        let harness = crate::metrics::HarnessSummary {
-            timer_late_pct,
-            timer_max_lag_ms: 300.0,
-            machine_cores: 2,
-            ..Default::default()
-        };
-        let pace = ProducerPace::of(&counts, ProducerUse::default());
-        verdict(
-            (Some(0), Some(100)),
-            &t,
-            &counts,
-            200.0,
-            200,
-            Some(&harness),
-            &pace,
-        )
-    }
-
-    #[test]
-    fn a_queue_behind_on_a_saturated_harness_says_the_harness_may_share_the_blame() {
-        let v = behind_with_timer_late(40.0);
-        assert_eq!(v.state, VerdictState::DidNotKeepUp);
-        assert!(!v.consumers_kept_up);
-        assert!(
-            v.text
-                .contains("consumers fell behind (100 more jobs enqueued than finished)")
-                && v.text.contains("the harness itself was saturated")
-                && v.text.contains("timer woke late 40.0% of the time"),
-            "{}",
-            v.text
-        );
-        let calm = behind_with_timer_late(0.2);
-        assert_eq!(calm.state, VerdictState::DidNotKeepUp);
-        assert!(!calm.text.contains("saturated"), "{}", calm.text);
     }
 }

@@ -38,6 +38,9 @@ pub fn render(s: &Summary) -> String {
         t.push_str(&format!("{}\n", b.sentence()));
     }
     t.push_str(&format!("{}\n", s.cost.line(s.database.engine)));
+    if let Some(r) = &s.table_reads {
+        t.push_str(&format!("reads      {}\n", r.line()));
+    }
     t.push_str(&thresholds(s));
     if let Some(a) = &s.aborted_by_threshold {
         t.push_str(&format!("aborted    {a}\n"));

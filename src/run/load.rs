@@ -35,6 +35,9 @@ use tokio_util::sync::CancellationToken;
 const LOAD_LEAD: Duration = Duration::from_millis(200);
 /// How often the drain asks the table about in-doubt outcomes.
 const SETTLE_EVERY: Duration = Duration::from_millis(500);
+/// How far into the load the queue table is analyzed when nothing was in it at set-up: by
+/// then the load has put rows in it, and the workers' plans made since are made again.
+pub(super) const ANALYZE_AFTER: Duration = Duration::from_secs(1);
 
 /// A step's time line, fixed before its load starts: a window before the load (the prefill
 /// on a run's first step), one per phase, and the drain; each phase's producer schedule and
@@ -113,6 +116,8 @@ pub(super) struct LoadTarget {
     pub step: usize,
     /// Unique keys of this step's jobs start with this.
     pub key_prefix: String,
+    /// Analyze the queue table [`ANALYZE_AFTER`] into the load (it was empty at set-up).
+    pub analyze: bool,
 }
 
 /// The fleets of one step, running.
@@ -168,7 +173,11 @@ impl Load {
         let stop_consumers = CancellationToken::new();
         let registry = Arc::new(WorkerRegistry::new(plan.consumers.count));
         let consumers = start_consumers(plan, opts, &ctx, &registry, &stop_consumers);
-        let chores = start_chores(plan, &ctx, &stop_consumers);
+        let mut chores = start_chores(plan, &ctx, &stop_consumers);
+        if target.analyze {
+            let at_us = timeline.load_start_us + ANALYZE_AFTER.as_micros() as u64;
+            chores.push(tokio::spawn(analyze_once(ctx.clone(), at_us)));
+        }
         let stop_load = shutdown.child_token();
         // A permanent database error (reported by any fleet, in any process) stops the load.
         tokio::spawn(stop_on_fatal(live.clone(), stop_load.clone()));
@@ -299,6 +308,27 @@ impl Load {
             aborted_by_threshold,
         })
     }
+}
+
+/// One ANALYZE of the queue table at `at_us`, on a connection of its own, once the load has
+/// put rows in it: the statements the workers prepared on a table never analyzed are
+/// planned again on statistics of a table with rows.
+async fn analyze_once(ctx: FleetContext, at_us: u64) {
+    tokio::time::sleep(ctx.clock.until(at_us)).await;
+    let started = ctx.clock.now_us();
+    let result = match ctx.backend.connect("statistics").await {
+        Ok(mut conn) => {
+            let analyzed = conn.analyze().await;
+            conn.close().await;
+            analyzed
+        }
+        Err(e) => Err(e),
+    };
+    ctx.emit(Event::Analyzed {
+        at_us: started,
+        took_us: ctx.clock.now_us().saturating_sub(started),
+        error: result.err().map(|e| e.to_string()),
+    });
 }
 
 /// The recorder, holding `earlier_events` (the prefill); where events and requests for

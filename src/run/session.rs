@@ -1,6 +1,7 @@
-//! A run as stages: set-up (install the queue in a namespace of its own, prefill, ANALYZE),
-//! any number of load steps on that one queue (each with its own recorder, drain, proof and
-//! results), and tear-down. `run` is one step; `capacity` runs many on one queue.
+//! A run as stages: set-up (install the queue in a namespace of its own, prefill, ANALYZE of
+//! a prefilled table, never of an empty one: an empty table is analyzed a second into the
+//! first step's load), any number of load steps on that one queue (each with its own
+//! recorder, drain, proof and results), and tear-down. `run` is one step; `capacity` runs many on one queue.
 
 use super::load::{Ended, Load, LoadTarget, Timeline};
 use super::{RunOptions, RunOutcome, default_out_dir, utc_now};
@@ -51,11 +52,15 @@ pub struct Session {
     backlog_left: bool,
     /// The bystander measured alone, before any load.
     bystander_quiet: Option<LatencySummary>,
+    /// The queue table was empty at set-up and not analyzed: the first step analyzes it
+    /// once its load has put rows in it.
+    analyze_in_load: bool,
 }
 
 impl Session {
     /// Set-up on `server`: a namespace of its own with the design installed (a custom one
-    /// checked before any load), the outbox's orders, the prefill, ANALYZE. On failure the
+    /// checked before any load), the outbox's orders, the prefill, ANALYZE of a table with
+    /// rows (of the empty table with `queue.stale_statistics`). On failure the
     /// namespace is dropped again (unless `keep`).
     pub async fn set_up(
         plan: &Plan,
@@ -121,6 +126,7 @@ impl Session {
             steps: 0,
             backlog_left: false,
             bystander_quiet: None,
+            analyze_in_load: false,
         }
     }
 
@@ -151,6 +157,9 @@ impl Session {
         };
         match prepared {
             Ok(prefilled) if !shutdown.is_cancelled() => {
+                self.analyze_in_load = prefilled.count == 0
+                    && !plan.queue.stale_statistics
+                    && plan.database.engine.supports().planner_statistics;
                 self.prefilled = Some(prefilled);
                 Ok(self)
             }
@@ -206,12 +215,25 @@ impl Session {
                 .await
                 .context("creating the bystander's table")?;
         }
+        if plan.queue.stale_statistics {
+            status.line("analyzing the empty queue table (queue.stale_statistics)");
+            admin
+                .analyze()
+                .await
+                .context("ANALYZE of the empty queue table")?;
+        }
         let prefilled =
             prefill(plan, admin, self.clock, &self.key_prefix, shutdown, status).await?;
-        admin
-            .analyze()
-            .await
-            .context("ANALYZE of the queue table")?;
+        // Statistics only of a table with rows in it: a plan made on an empty table's
+        // statistics (a sequential scan and a sort) is kept by every worker's prepared
+        // statement until something invalidates it. A table left empty is analyzed by the
+        // first step, once its load has put rows in it (`load::ANALYZE_AFTER`).
+        if prefilled.count > 0 && !plan.queue.stale_statistics {
+            admin
+                .analyze()
+                .await
+                .context("ANALYZE of the queue table")?;
+        }
         Ok(prefilled)
     }
 
@@ -256,6 +278,7 @@ impl Session {
                 0 => self.key_prefix.clone(),
                 n => format!("{}s{n}", self.key_prefix),
             },
+            analyze: self.steps == 0 && self.analyze_in_load,
         }
     }
 

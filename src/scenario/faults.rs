@@ -86,6 +86,14 @@ pub enum FaultSpec {
     },
     /// Idle connections held for the whole phase.
     PoolExhaustion { connections: u32 },
+    /// One ANALYZE of the queue table `after` the phase starts: fresh planner statistics
+    /// mid-run, as a manual ANALYZE (or autovacuum's) gives them. Prepared statements planned
+    /// on older statistics are planned again at their next execution.
+    Analyze {
+        /// Delay from the phase start.
+        #[serde(default = "zero")]
+        after: HumanDuration,
+    },
 }
 
 impl FaultSpec {
@@ -100,6 +108,7 @@ impl FaultSpec {
             FaultSpec::DelayVacuum { .. } => "delay_vacuum",
             FaultSpec::ActiveReaders { .. } => "active_readers",
             FaultSpec::PoolExhaustion { .. } => "pool_exhaustion",
+            FaultSpec::Analyze { .. } => "analyze",
         }
     }
 

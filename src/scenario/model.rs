@@ -366,6 +366,13 @@ pub struct QueueSection {
     /// RabbitMQ only: the kind of queue the jobs go to (default `quorum`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rabbitmq_queue: Option<RabbitQueue>,
+    /// Reproduce a planning hazard on purpose: ANALYZE the queue table while it is still
+    /// empty, before the prefill and before the workers first plan their statements, as a
+    /// table created (or truncated) and analyzed while empty would be. Workers that keep
+    /// their prepared statements then keep plans made for an empty table until something
+    /// invalidates them. Off by default: the set-up never analyzes an empty table.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stale_statistics: bool,
 }
 
 /// The kind of RabbitMQ queue that holds the jobs.
@@ -408,6 +415,7 @@ impl Default for QueueSection {
             max_retries: defaults::max_retries(),
             backoff: BackoffSection::default(),
             rabbitmq_queue: None,
+            stale_statistics: false,
         }
     }
 }

@@ -65,6 +65,9 @@ pub struct QueuePlan {
     pub variant: VariantPlan,
     pub max_retries: i32,
     pub backoff: BackoffPlan,
+    /// ANALYZE the queue table while it is empty (`queue.stale_statistics`).
+    #[serde(default)]
+    pub stale_statistics: bool,
 }
 
 /// Which queue design, with the options that shape it.
@@ -384,6 +387,9 @@ fn check_fault(
             if after.0 >= phase {
                 return Err("after must fall inside the phase".into());
             }
+        }
+        FaultSpec::Analyze { after } if after.0 >= phase => {
+            return Err("after must fall inside the phase".into());
         }
         FaultSpec::RestartServer {
             after, down_for, ..
@@ -1004,6 +1010,12 @@ fn needs(scenario: &Scenario) -> Vec<Need> {
         let what = "unlogged is a table option".to_string();
         needs.push(Need::new("queue.unlogged", what, |s| s.table_options));
     }
+    if q.stale_statistics {
+        let what = "the queue table has planner statistics".to_string();
+        needs.push(Need::new("queue.stale_statistics", what, |s| {
+            s.planner_statistics
+        }));
+    }
     if q.rabbitmq_queue.is_some() {
         let what = "the kind of queue is chosen".to_string();
         needs.push(Need::new("queue.rabbitmq_queue", what, |s| s.queue_kinds));
@@ -1147,6 +1159,7 @@ fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan, InputError
         variant,
         max_retries: q.max_retries,
         backoff: b.into(),
+        stale_statistics: q.stale_statistics,
     })
 }
 

@@ -8,6 +8,7 @@ mod cli;
 mod faults;
 mod mariadb;
 mod matrix;
+mod plans;
 mod providers;
 mod rabbitmq;
 mod redis;

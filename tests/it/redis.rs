@@ -238,6 +238,14 @@ fn redis_refuses_what_only_databases_have_in_one_line() {
         ("queue.variant=\"notify\"", "queue.variant"),
         ("queue.fillfactor=70", "queue.fillfactor"),
         (
+            "queue.stale_statistics=true",
+            "queue.stale_statistics: the queue table has planner statistics on PostgreSQL and MariaDB only",
+        ),
+        (
+            "phases.0.faults=[{ kind = \"analyze\" }]",
+            "fault analyze runs on PostgreSQL and MariaDB only",
+        ),
+        (
             "database.settings.autovacuum_naptime=\"1s\"",
             "database.settings.autovacuum_naptime: a database's cleanup setting; Redis has no vacuum",
         ),

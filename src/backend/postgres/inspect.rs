@@ -3,7 +3,7 @@
 
 use super::link::PgLink;
 use crate::backend::error::BackendError;
-use crate::backend::figures::{ClaimProbe, DbSample, TableStats};
+use crate::backend::figures::{ClaimProbe, DbSample, TableReads, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
 use crate::backend::seam::Inspect;
 use crate::backend::sql::count_statuses;
@@ -16,6 +16,7 @@ const OUTBOX_ORDERS: &str = include_str!("outbox_orders.sql");
 const OUTBOX_CHECK: &str = include_str!("outbox_check.sql");
 const OUTBOX_PAID: &str = include_str!("outbox_paid.sql");
 const TABLE: &str = include_str!("stats/table.sql");
+const OWN_READS: &str = include_str!("stats/own_reads.sql");
 const TABLE_SIZES: &str = include_str!("stats/table_sizes.sql");
 const INDEXES: &str = include_str!("stats/indexes.sql");
 const SIDE_TABLE: &str = include_str!("stats/side_table.sql");
@@ -60,6 +61,7 @@ impl PgLink {
         s.autoanalyzes = t.try_get("autoanalyzes")?;
         s.table_bytes = t.try_get("table_bytes")?;
         s.total_bytes = t.try_get("total_bytes")?;
+        s.reads = Some(reads_of(&t)?);
         s.index_bytes = sqlx::query_as::<_, (String, i64)>(INDEXES)
             .bind(table)
             .fetch_all(&mut self.conn)
@@ -120,11 +122,29 @@ impl Inspect for PgLink {
             .collect::<sqlx::Result<_>>()?)
     }
 
+    /// One transaction, so that its own reads of the queue table (the status counts) can be
+    /// told from everyone else's: they are counted in `own_reads`.
     async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
         let started = std::time::Instant::now();
         let mut s = DbSample::default();
-        self.statuses_of(full, &mut s).await?;
-        self.server_figures(&mut s).await?;
+        self.execute("BEGIN").await?;
+        let sampled = async {
+            self.statuses_of(full, &mut s).await?;
+            self.server_figures(&mut s).await?;
+            let own = sqlx::query(OWN_READS)
+                .bind(self.shared.design.table)
+                .fetch_one(&mut self.conn)
+                .await?;
+            s.own_reads = Some(reads_of(&own)?);
+            Ok::<(), BackendError>(())
+        }
+        .await;
+        let ended = match sampled {
+            Ok(()) => self.execute("COMMIT").await,
+            Err(_) => self.execute("ROLLBACK").await,
+        };
+        sampled?;
+        ended?;
         s.sample_ms = started.elapsed().as_secs_f64() * 1e3;
         Ok(s)
     }
@@ -248,6 +268,16 @@ impl Inspect for PgLink {
             .fetch_all(&mut self.conn)
             .await?)
     }
+}
+
+/// The read counters of a row of stats/table.sql or stats/own_reads.sql.
+fn reads_of(row: &sqlx::postgres::PgRow) -> sqlx::Result<TableReads> {
+    Ok(TableReads {
+        seq_scans: row.try_get("seq_scans")?,
+        seq_rows: row.try_get("seq_rows")?,
+        index_scans: row.try_get("index_scans")?,
+        index_rows: row.try_get("index_rows")?,
+    })
 }
 
 /// Reads the figures out of `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` output.
