@@ -98,27 +98,34 @@ pub struct DbStatsSummary {
 }
 
 /// Places every sample on the time axis and in its phase. The queue table's read counters
-/// become everyone's but the sampler's: what its own samples read so far is taken out (a
-/// sample's own reads reach the server's counters with it or with a later sample, so a
-/// stretch of samples is exact, one interval may carry a neighbour's few reads).
+/// become everyone's but the sampler's: what its earlier samples read is taken out (a
+/// sample's own reads reach the server's counters when its session next reports, before
+/// the next sample; a stretch of samples is exact but for one sample's reads at its end).
 pub fn rows(m: &Measurements) -> Vec<DbStatsRow> {
     let load_start = m.load_start_us();
-    let mut own = TableReads::default();
-    m.db_samples
-        .iter()
-        .map(|(at, sample)| {
-            let mut sample = sample.clone();
-            own = own.plus(sample.own_reads.take().unwrap_or_default());
-            sample.reads = sample.reads.map(|r| r.minus(own));
-            DbStatsRow {
-                t_s: (*at as f64 - load_start as f64) / 1e6,
-                phase: m
-                    .windows
-                    .iter()
-                    .find(|w| *at >= w.start_us && *at < w.end_us)
-                    .map_or("drain".into(), |w| w.name.clone()),
-                sample,
-            }
+    rows_of(m.db_samples.iter().map(|(at, sample)| {
+        let phase = m
+            .windows
+            .iter()
+            .find(|w| *at >= w.start_us && *at < w.end_us)
+            .map_or("drain".into(), |w| w.name.clone());
+        (
+            (*at as f64 - load_start as f64) / 1e6,
+            phase,
+            sample.clone(),
+        )
+    }))
+}
+
+/// Samples (seconds, phase, sample) as rows, the sampler's earlier reads taken out.
+pub fn rows_of(samples: impl IntoIterator<Item = (f64, String, DbSample)>) -> Vec<DbStatsRow> {
+    let mut reported = TableReads::default();
+    samples
+        .into_iter()
+        .map(|(t_s, phase, mut sample)| {
+            sample.reads = sample.reads.map(|r| r.minus(reported));
+            reported = reported.plus(sample.own_reads.take().unwrap_or_default());
+            DbStatsRow { t_s, phase, sample }
         })
         .collect()
 }

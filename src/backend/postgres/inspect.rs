@@ -33,17 +33,31 @@ impl PgLink {
         super::link::bind_claim(&self.shared.design, query)
     }
 
-    /// Jobs by status (`full`: a scan of the table), or only the waiting ones.
+    /// Jobs by status (`full`: a scan of the table), or only the waiting ones. The count of
+    /// waiting jobs is planned afresh each time (not prepared): a plan kept from a nearly
+    /// empty table would scan the whole table every second instead of the pending index.
     async fn statuses_of(&mut self, full: bool, s: &mut DbSample) -> Result<(), BackendError> {
         if !full {
-            s.pending =
-                sqlx::query_scalar(AssertSqlSafe(self.shared.design.sql.pending_count.as_str()))
-                    .fetch_one(&mut self.conn)
-                    .await?;
+            let pending = self.shared.design.sql.pending_count.as_str();
+            s.pending = sqlx::query_scalar(AssertSqlSafe(pending))
+                .persistent(false)
+                .fetch_one(&mut self.conn)
+                .await?;
             return Ok(());
         }
         count_statuses(self.status_counts().await?, s);
         Ok(())
+    }
+
+    /// What this session read of the queue table and has not yet reported to the server's
+    /// counters (PostgreSQL reports a session's counts when it goes idle, at most once a
+    /// second, so this spans its transactions since then).
+    async fn unreported_reads(&mut self) -> sqlx::Result<TableReads> {
+        let row = sqlx::query(OWN_READS)
+            .bind(self.shared.design.table)
+            .fetch_one(&mut self.conn)
+            .await?;
+        reads_of(&row)
     }
 
     /// The table's and the database's figures, and the run's sessions' wait events.
@@ -123,19 +137,17 @@ impl Inspect for PgLink {
     }
 
     /// One transaction, so that its own reads of the queue table (the status counts) can be
-    /// told from everyone else's: they are counted in `own_reads`.
+    /// told from everyone else's: the session's reads not yet reported, before and after
+    /// (nothing is reported inside a transaction), give `own_reads`.
     async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
         let started = std::time::Instant::now();
         let mut s = DbSample::default();
         self.execute("BEGIN").await?;
         let sampled = async {
+            let before = self.unreported_reads().await?;
             self.statuses_of(full, &mut s).await?;
             self.server_figures(&mut s).await?;
-            let own = sqlx::query(OWN_READS)
-                .bind(self.shared.design.table)
-                .fetch_one(&mut self.conn)
-                .await?;
-            s.own_reads = Some(reads_of(&own)?);
+            s.own_reads = Some(self.unreported_reads().await?.minus(before));
             Ok::<(), BackendError>(())
         }
         .await;

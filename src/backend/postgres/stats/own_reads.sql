@@ -1,5 +1,6 @@
--- What the sampler's own statements read of the queue table in its current transaction
--- (not yet in pg_stat_user_tables): summed over partitions, as stats/table.sql counts.
+-- What this session read of the queue table and has not yet reported to pg_stat_user_tables
+-- (pg_stat_xact_user_tables: its current transaction and, until the session reports, the
+-- ones before), summed over partitions as stats/table.sql counts.
 SELECT COALESCE(sum(s.seq_scan), 0)::bigint      AS seq_scans,
        COALESCE(sum(s.seq_tup_read), 0)::bigint  AS seq_rows,
        COALESCE(sum(s.idx_scan), 0)::bigint      AS index_scans,
