@@ -141,7 +141,7 @@ impl PhaseCounts {
 }
 
 /// One second of the run (second 0 starts when the load starts).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TimelineRow {
     pub second: i64,
     pub phase: String,

@@ -250,6 +250,12 @@ impl Session {
         self.server.as_ref().is_some_and(|s| s.is_owned())
     }
 
+    /// Whether the first step analyzes the queue table once its load has put rows in it (it
+    /// was empty at set-up and `queue.stale_statistics` is off).
+    pub fn analyzes_in_load(&self) -> bool {
+        self.analyze_in_load
+    }
+
     /// The installed queue.
     pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend

@@ -1,4 +1,4 @@
-//! Typed changes a study makes to a loaded plan: capacity's steps, calibrate's drains. Each
+//! Typed changes a study makes to a loaded plan: capacity's steps, calibrate's runs. Each
 //! is applied to the plan's resolved scenario, which is then validated again, so a step's
 //! plan is checked (and recorded in `scenario.resolved.toml`) exactly as a scenario file
 //! is; nothing is written as TOML text or read from disk again.
@@ -31,6 +31,10 @@ pub enum PlanChange {
     /// Without the harness's own instrumentation in the database: no completion audit, and
     /// the sampler only at phase boundaries (its interval an hour).
     Uninstrumented,
+    /// How the producers space their jobs.
+    Arrival(super::model::Arrival),
+    /// No bystander, whatever the scenario says.
+    NoBystander,
 }
 
 impl Plan {
@@ -65,6 +69,8 @@ impl Plan {
                     s.queue.dir = None;
                 }
                 PlanChange::Handler(h) => s.consumers.handler = h,
+                PlanChange::Arrival(a) => s.producers.arrival = a,
+                PlanChange::NoBystander => s.bystander.enabled = Some(false),
             }
         }
         // The resolved scenario holds every value the environment gave the first time.

@@ -351,6 +351,81 @@ fn a_saturated_load_generator_is_named_as_the_limit() {
     assert!(html.contains("<div class=\"box warn\"><b>Verdict.</b> Limited by the load generator"));
 }
 
+/// `calibrate --fresh-table` offers a rate to a fresh table through pgbench and through the
+/// harness, sampled the same way, and says whether they agree; what each did is complete
+/// and its raw output kept (the figures themselves are the machine's: no timing asserted).
+#[test]
+fn calibrate_cross_checks_a_fresh_table_with_pgbench() {
+    crate::support::require_local_binaries();
+    let dir = tempfile::tempdir().unwrap();
+    let o = dbq(&[
+        "calibrate",
+        "--fresh-table",
+        "200",
+        "--duration",
+        "4s",
+        "--db",
+        "url",
+        "--database-url",
+        shared_url(),
+        "--quiet",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}\nstderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("| offered jobs/s | run | tool | completed jobs/s"),
+        "{stdout}"
+    );
+    let c: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("fresh-table.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(c["consumers"], 8, "scenarios/capacity.toml's: {c}");
+    let row = &c["rows"][0];
+    for side in ["pgbench", "harness"] {
+        let s = &row[side];
+        assert!(
+            s["completed_per_s"].as_f64().unwrap() > 100.0,
+            "{side}: {s}"
+        );
+        assert!(s["dead_tuples_max"].as_i64().unwrap() > 0, "{side}: {s}");
+        assert!(s["claim_mean_ms"].as_f64().unwrap() > 0.0, "{side}: {s}");
+        assert!(
+            s["seq_scans_per_claim"].as_f64().unwrap() < 0.05,
+            "{side}: {s}"
+        );
+        let samples = Path::new(s["dir"].as_str().unwrap()).join("db_stats.csv");
+        assert!(samples.is_file(), "{side}: {}", samples.display());
+    }
+    let pg = Path::new(row["pgbench"]["dir"].as_str().unwrap());
+    let consume = std::fs::read_to_string(pg.join("consume.txt")).unwrap();
+    assert!(consume.contains("statement latencies"), "{consume}");
+    assert!(
+        row["finding"].as_str().unwrap().starts_with("200 jobs/s: "),
+        "{row}"
+    );
+    // What pgbench cannot run is refused before anything starts.
+    let o = dbq(&[
+        "calibrate",
+        "--fresh-table",
+        "100",
+        "--set",
+        "queue.variant=batch",
+    ]);
+    crate::support::assert_bad_input(
+        &o,
+        "batch",
+        "calibrate --fresh-table runs the seed's own statements",
+    );
+}
+
 /// `calibrate` runs pgbench and the harness on the same table and prints both; the numbers
 /// themselves are machine-dependent (no timing assertions), so the test checks that both
 /// tools ran the transaction and each row is complete.
