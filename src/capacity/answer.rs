@@ -46,7 +46,7 @@ pub(super) fn conclude(
             Some(c) => answer.confirmed(c),
             None => answer.unconfirmed(request.search.start_per_s),
         },
-    };
+    } + &scanned_note(&steps, confirmation.as_ref());
     let max_sustainable = match &confirmation {
         Some(c) => c.confirmed_per_s(),
         None => between_vacuums,
@@ -71,7 +71,122 @@ pub(super) fn conclude(
         search: request.search.clone(),
         steps,
         confirmation,
+        at: None,
         summary,
+    }
+}
+
+/// The answer of `--at`: whether the rate held on every fresh queue it was tried on.
+pub(super) fn at_rate(
+    request: &CapacityRequest,
+    plan: &Plan,
+    design: Option<DesignRecord>,
+    confirmation: Confirmation,
+    interrupted: bool,
+) -> Capacity {
+    let rate = request.search.at_rate.unwrap_or(0.0);
+    let runs = request.search.at_runs;
+    let held = confirmation.tries.iter().filter(|t| t.held).count() as u32;
+    let all = held == runs;
+    let variant = plan.queue.variant.name.as_str().to_string();
+    let named = design
+        .as_ref()
+        .map_or_else(|| format!("the {variant} design"), DesignRecord::phrase);
+    let summary = at_sentence(
+        &named,
+        &objective_text(&request.search),
+        &confirmation,
+        (rate, runs, held),
+        interrupted,
+    ) + &scanned_note(&[], Some(&confirmation));
+    Capacity {
+        schema_version: 1,
+        scenario: request.plan.source.clone(),
+        variant,
+        design,
+        max_sustainable_per_s: all.then_some(rate),
+        confirmed: all,
+        between_vacuums_per_s: None,
+        first_failing_per_s: (!all).then_some(rate),
+        knee_per_s: None,
+        load_generator_limited: false,
+        budget_spent: false,
+        interrupted,
+        backlog_left: false,
+        min_consumers: None,
+        search: request.search.clone(),
+        steps: Vec::new(),
+        at: Some(super::AtRate { rate, runs, held }),
+        confirmation: Some(confirmation),
+        summary,
+    }
+}
+
+/// "The seed design … holds 600 jobs/s …: it held on 3 of 3 fresh queues …".
+fn at_sentence(
+    design: &str,
+    objective: &str,
+    c: &Confirmation,
+    (rate, runs, held): (f64, u32, u32),
+    interrupted: bool,
+) -> String {
+    let design = capitalised(design);
+    let held_for = HumanDuration(std::time::Duration::from_secs_f64(c.held_for_s));
+    let tried = c.tries.len();
+    let broken: Vec<String> = c
+        .tries
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !t.held)
+        .map(|(i, t)| format!("queue {}: {}", i + 1, first_broken(t)))
+        .collect();
+    let cut = if interrupted && (tried as u32) < runs {
+        format!(" Interrupted after {tried} of {runs}.")
+    } else {
+        String::new()
+    };
+    if held == runs {
+        format!(
+            "{design} holds {rate:.0} jobs/s with {objective} on this server: it held on {held} of {runs} fresh queues for {held_for} each ({}): {}.",
+            c.basis,
+            article::multiple(rate)
+        )
+    } else {
+        format!(
+            "{design} does not hold {rate:.0} jobs/s with {objective} on every fresh queue: it held on {held} of {runs} for {held_for} each ({}); {}.{cut}",
+            c.basis,
+            broken.join("; ")
+        )
+    }
+}
+
+/// Where the workers' statements scanned the queue table (steps, and confirmation windows
+/// as `try.window`): those figures measure that plan, not the queue. Empty when none did.
+fn scanned_note(steps: &[Step], c: Option<&Confirmation>) -> String {
+    let mut places: Vec<String> = steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.upkeep.table_scanned)
+        .map(|(i, _)| format!("step {}", i + 1))
+        .collect();
+    for (i, t) in c.map_or(&[][..], |c| &c.tries[..]).iter().enumerate() {
+        let windows = t
+            .windows
+            .iter()
+            .chain(t.hold.iter().flat_map(|h| &h.windows));
+        places.extend(
+            windows
+                .enumerate()
+                .filter(|(_, w)| w.upkeep.table_scanned)
+                .map(|(j, _)| format!("try {} window {}", i + 1, j + 1)),
+        );
+    }
+    match places.is_empty() {
+        true => String::new(),
+        false => format!(
+            " The workers' statements scanned the queue table sequentially in {}: those figures measure that plan, not the queue (table_reads in each run's summary.json).",
+            places.join(", ")
+        ),
     }
 }
 

@@ -17,6 +17,7 @@ use super::{CapacityRequest, Step, judge_phase};
 use crate::error::{Failure, InputError};
 use crate::provider::Server;
 use crate::report::Summary;
+use crate::report::design::DesignRecord;
 use crate::run::{RunOptions, Session};
 use crate::scenario::{
     Confirm, FaultSpec, FirstVacuum, HumanDuration, PhaseSection, Plan, PlanChange, Rate,
@@ -293,6 +294,20 @@ impl CapacityRequest {
     }
 }
 
+impl Confirmation {
+    /// No tries yet, on `schedule`.
+    fn new(request: &CapacityRequest, schedule: &Schedule) -> Confirmation {
+        Confirmation {
+            held_for_s: schedule.held.as_secs_f64(),
+            basis: schedule.basis.clone(),
+            first_vacuum: Some(schedule.first_vacuum),
+            screen_s: schedule.first_naptime.as_secs_f64(),
+            hold_horizon_s: request.search.hold_horizon.map(|h| h.as_secs_f64()),
+            tries: Vec::new(),
+        }
+    }
+}
+
 /// Offers rates from `found` down on fresh queues as the [`Ladder`] chooses, until a whole
 /// confirmation holds or the tries run out (or Ctrl-C: the tries so far are kept).
 pub async fn confirm(
@@ -302,21 +317,14 @@ pub async fn confirm(
     schedule: Schedule,
     shutdown: &CancellationToken,
 ) -> Result<Confirmation, Failure> {
-    let mut confirmation = Confirmation {
-        held_for_s: schedule.held.as_secs_f64(),
-        basis: schedule.basis.clone(),
-        first_vacuum: Some(schedule.first_vacuum),
-        screen_s: schedule.first_naptime.as_secs_f64(),
-        hold_horizon_s: request.search.hold_horizon.map(|h| h.as_secs_f64()),
-        tries: Vec::new(),
-    };
+    let mut confirmation = Confirmation::new(request, &schedule);
     let mut ladder = Ladder::default();
     let mut next = Some(Ladder::first(found, schedule.screens()));
     for index in 0..request.search.confirm_tries {
         let Some(tried) = next.filter(|_| !shutdown.is_cancelled()) else {
             break;
         };
-        let t = match one_try(request, server, index, tried, &schedule, shutdown).await {
+        let (t, _) = match one_try(request, server, index, tried, &schedule, shutdown).await {
             Err(Failure::Interrupted) => break,
             other => other?,
         };
@@ -326,6 +334,34 @@ pub async fn confirm(
     Ok(confirmation)
 }
 
+/// `capacity --at`: a whole confirmation at `rate` on each of `runs` fresh queues, every one
+/// of them whatever the others did (how many held is the answer), or until Ctrl-C; with the
+/// design the tries measured.
+pub async fn at(
+    request: &CapacityRequest,
+    server: &Arc<Server>,
+    (rate, runs): (f64, u32),
+    schedule: Schedule,
+    shutdown: &CancellationToken,
+) -> Result<(Confirmation, Option<DesignRecord>), Failure> {
+    let mut confirmation = Confirmation::new(request, &schedule);
+    let mut design = None;
+    for index in 0..runs {
+        if shutdown.is_cancelled() {
+            break;
+        }
+        let whole = Next::Whole(rate);
+        let (t, d) = match one_try(request, server, index, whole, &schedule, shutdown).await {
+            Err(Failure::Interrupted) => break,
+            other => other?,
+        };
+        design.get_or_insert(d);
+        confirmation.tries.push(t);
+    }
+    Ok((confirmation, design))
+}
+
+/// One try on a fresh queue; with the design it measured.
 async fn one_try(
     request: &CapacityRequest,
     server: &Arc<Server>,
@@ -333,7 +369,7 @@ async fn one_try(
     tried: Next,
     schedule: &Schedule,
     shutdown: &CancellationToken,
-) -> Result<Try, Failure> {
+) -> Result<(Try, DesignRecord), Failure> {
     let (rate, screen) = match tried {
         Next::Screen(r) => (r, true),
         Next::Whole(r) => (r, false),
@@ -369,7 +405,11 @@ async fn one_try(
     let outcome = session.step(&plan, &opts, shutdown).await;
     session.tear_down(false, &request.status).await;
     let results = outcome?.results;
-    Ok(judge_try(request, &plan, &results, (rate, screen), dir))
+    let design = results.summary.design.clone();
+    Ok((
+        judge_try(request, &plan, &results, (rate, screen), dir),
+        design,
+    ))
 }
 
 /// A try's windows judged, its hold's effect read, and each window's line shown.

@@ -185,7 +185,9 @@ impl Document for Capacity {
             self.name(),
             self.summary
         );
-        md.push_str(&page::markdown_table(&header, &rows));
+        if !self.steps.is_empty() {
+            md.push_str(&page::markdown_table(&header, &rows));
+        }
         for (heading, (header, rows)) in self.tries() {
             md.push_str(&format!("\n## {heading}\n\n"));
             md.push_str(&page::markdown_table(&header, &rows));
@@ -202,10 +204,11 @@ impl Document for Capacity {
             Some(_) => self.min_consumers.is_some(),
             None => self.max_sustainable_per_s.is_some(),
         };
-        let mut sections = vec![
-            Section::new("Curves", self.charts()),
-            Section::new("Steps", page::table(&header, &rows)),
-        ];
+        let mut sections = Vec::new();
+        if !self.steps.is_empty() {
+            sections.push(Section::new("Curves", self.charts()));
+            sections.push(Section::new("Steps", page::table(&header, &rows)));
+        }
         for (heading, (header, rows)) in self.tries() {
             sections.push(Section::new(&heading, page::table(&header, &rows)));
         }

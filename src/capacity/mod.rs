@@ -63,6 +63,13 @@ pub struct Search {
     /// (judged), then recovery windows (measured, not judged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_horizon: Option<Duration>,
+    /// "Will this rate hold?" instead of a search: whole confirmations at this rate on
+    /// `at_runs` fresh queues (`capacity --at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_rate: Option<f64>,
+    /// Fresh queues `at_rate` is tried on; it holds only when it held on every one.
+    #[serde(default = "default_at_runs")]
+    pub at_runs: u32,
 }
 
 fn default_confirm_tries() -> u32 {
@@ -71,6 +78,10 @@ fn default_confirm_tries() -> u32 {
 
 fn default_max_consumers() -> u32 {
     64
+}
+
+fn default_at_runs() -> u32 {
+    3
 }
 
 impl Search {
@@ -146,6 +157,13 @@ impl Search {
         Ok(())
     }
 
+    /// Asks "will `rate` hold on `runs` fresh queues?" instead of searching (`capacity --at`),
+    /// checked.
+    pub fn set_at(&mut self, rate: f64, runs: u32) -> Result<(), String> {
+        (self.at_rate, self.at_runs) = (Some(rate), runs);
+        self.check().map_err(|(_, reason)| reason)
+    }
+
     /// Sets the held horizon (`capacity --hold-horizon`), checked.
     pub fn set_hold_horizon(&mut self, hold: Duration) -> Result<(), String> {
         self.hold_horizon = Some(hold);
@@ -208,6 +226,24 @@ impl Search {
                 return Err(("hold_horizon", reason));
             }
         }
+        if let Some(rate) = s.at_rate {
+            if !(rate.is_finite() && (1.0..=1_000_000.0).contains(&rate)) {
+                let reason = format!("must be between 1 and 1000000 jobs/s, got {rate}");
+                return Err(("at_rate", reason));
+            }
+            if s.confirm == Confirm::Off || s.consumers_for_rate.is_some() {
+                let reason = "runs whole confirmations at one rate, which a consumer-count \
+                    search, --quick and confirm = \"off\" leave out"
+                    .into();
+                return Err(("at_rate", reason));
+            }
+        }
+        if !(1..=20).contains(&s.at_runs) {
+            return Err((
+                "at_runs",
+                format!("must be between 1 and 20, got {}", s.at_runs),
+            ));
+        }
         if !(1..=1024).contains(&s.max_consumers) {
             let reason = format!("must be between 1 and 1024, got {}", s.max_consumers);
             return Err(("max_consumers", reason));
@@ -265,6 +301,8 @@ impl Default for Search {
             confirm_tries: default_confirm_tries(),
             first_vacuum: None,
             hold_horizon: None,
+            at_rate: None,
+            at_runs: default_at_runs(),
         }
     }
 }
@@ -389,8 +427,22 @@ pub struct Capacity {
     /// The search's answer held on fresh queues (absent when it did not run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<confirm::Confirmation>,
+    /// `capacity --at`: how many of the fresh queues the rate held on (its tries are the
+    /// confirmation's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<AtRate>,
     /// One line for humans (Markdown).
     pub summary: String,
+}
+
+/// `capacity --at`: one rate tried on fresh queues.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AtRate {
+    pub rate: f64,
+    /// Fresh queues asked for.
+    pub runs: u32,
+    /// Fresh queues it held on (the share is the answer; it holds when it held on all).
+    pub held: u32,
 }
 
 /// A capacity search's request.
@@ -455,8 +507,9 @@ impl CapacityRequest {
     }
 }
 
-/// Runs the search on one queue installed once, confirms its answer on fresh queues of the
-/// same server, and writes `capacity.json`, `capacity.md` and `capacity.html`.
+/// Runs the search on one queue installed once and confirms its answer on fresh queues of
+/// the same server (or, with `--at`, tries one rate on fresh queues), and writes
+/// `capacity.json`, `capacity.md` and `capacity.html`.
 pub async fn run(
     request: &CapacityRequest,
     shutdown: &CancellationToken,
@@ -466,19 +519,69 @@ pub async fn run(
         .with_context(|| format!("creating {}", request.out_dir.display()))?;
     let status = &request.status;
     let server = run::provision(&first, status).await?;
-    let searched = search_on(request, &first, &server, shutdown).await;
-    let confirmation = match &searched {
-        Ok(s) => confirm_the_answer(request, &server, s, shutdown).await,
-        Err(_) => Ok(None),
+    let capacity = match request.search.at_rate {
+        Some(rate) => at_rate(request, &first, &server, rate, shutdown).await,
+        None => search_and_confirm(request, &first, &server, shutdown).await,
     };
     run::release(server, false, status).await;
-    let Searched {
-        steps, end, design, ..
-    } = searched?;
-    let capacity = answer::conclude(request, &first, design, steps, end, confirmation?);
+    let capacity = capacity?;
     write(&capacity, &request.out_dir)
         .map_err(|e| Failure::Run(e.context("writing the capacity results")))?;
     Ok(capacity)
+}
+
+/// The search, then its answer confirmed.
+async fn search_and_confirm(
+    request: &CapacityRequest,
+    first: &Plan,
+    server: &std::sync::Arc<crate::provider::Server>,
+    shutdown: &CancellationToken,
+) -> Result<Capacity, Failure> {
+    let searched = search_on(request, first, server, shutdown).await?;
+    let confirmation = confirm_the_answer(request, server, &searched, shutdown).await?;
+    let Searched {
+        steps, end, design, ..
+    } = searched;
+    Ok(answer::conclude(
+        request,
+        first,
+        design,
+        steps,
+        end,
+        confirmation,
+    ))
+}
+
+/// `--at`: whole confirmations at `rate` on fresh queues, no search.
+async fn at_rate(
+    request: &CapacityRequest,
+    first: &Plan,
+    server: &std::sync::Arc<crate::provider::Server>,
+    rate: f64,
+    shutdown: &CancellationToken,
+) -> Result<Capacity, Failure> {
+    let facts = server
+        .endpoint()
+        .describe()
+        .await
+        .context("reading server settings")?;
+    let first_vacuum = request.search.first_vacuum.unwrap_or(FirstVacuum::Whenever);
+    let Some(schedule) = confirm::schedule(request.search.confirm, first_vacuum, &facts.settings)
+    else {
+        return Err(Failure::Run(anyhow::anyhow!(
+            "--at runs whole confirmations, which confirm = \"off\" leaves out"
+        )));
+    };
+    let runs = (rate, request.search.at_runs);
+    let (confirmation, design) = confirm::at(request, server, runs, schedule, shutdown).await?;
+    let interrupted = shutdown.is_cancelled();
+    Ok(answer::at_rate(
+        request,
+        first,
+        design,
+        confirmation,
+        interrupted,
+    ))
 }
 
 /// What the search found, and what the confirmation needs of it.
@@ -829,8 +932,14 @@ pub fn citation(path: &Path) -> Result<article::CapacityCitation, String> {
             file.display()
         )
     })?;
-    let horizon = match &c.confirmation {
-        Some(k) if c.confirmed => format!(
+    let horizon = match (&c.confirmation, &c.at) {
+        (Some(k), Some(at)) => format!(
+            "held on {} of {} fresh queues for {} each",
+            at.held,
+            at.runs,
+            HumanDuration(Duration::from_secs_f64(k.held_for_s))
+        ),
+        (Some(k), None) if c.confirmed => format!(
             "held for {} on a fresh queue",
             HumanDuration(Duration::from_secs_f64(k.held_for_s))
         ),

@@ -46,6 +46,14 @@ pub struct CapacityArgs {
     /// between vacuums, labelled unconfirmed.
     #[arg(long)]
     quick: bool,
+    /// "Will this rate hold?": no search; a whole confirmation at RATE jobs/s on each of
+    /// --runs fresh queues (as long as --confirm says, the first vacuum as --first-vacuum
+    /// says). Exit 0 only when it held on every one; the answer says on how many it held.
+    #[arg(long, value_name = "RATE", conflicts_with_all = ["quick", "consumers_for"])]
+    at: Option<f64>,
+    /// With --at: how many fresh queues the rate is tried on.
+    #[arg(long, value_name = "K", default_value_t = 3, requires = "at", value_parser = clap::value_parser!(u32).range(1..=20))]
+    runs: u32,
     /// After the confirmation, hold the xmin horizon (an idle transaction with an XID) this
     /// long at the confirmed rate, judged as the confirmation is, then measure the time the
     /// queue takes to recover; overrides capacity.hold_horizon.
@@ -89,6 +97,11 @@ fn request(args: &CapacityArgs) -> Result<CapacityRequest, String> {
         search
             .set_confirm(confirm)
             .map_err(|reason| format!("--confirm {confirm}: {reason}"))?;
+    }
+    if let Some(rate) = args.at {
+        search
+            .set_at(rate, args.runs)
+            .map_err(|reason| format!("--at {rate}: {reason}"))?;
     }
     if let Some(hold) = args.hold_horizon {
         search

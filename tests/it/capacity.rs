@@ -609,6 +609,48 @@ fn a_rate_that_does_not_hold_on_a_fresh_queue_is_stepped_down_until_one_does() {
     );
 }
 
+/// `capacity --at RATE`: no search; a whole confirmation at the rate on each of `--runs`
+/// fresh queues, and exit 0 only when it held on every one. With the objective of fewer than
+/// 310 jobs per window: 2 s windows hold at 100 jobs/s (200 jobs) and break at 200 (400).
+#[test]
+fn at_a_rate_every_fresh_queue_must_hold_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = FEWER_THAN_310_PER_WINDOW.to_vec();
+    args.extend(["--confirm", "2s", "--at", "100", "--runs", "2"]);
+    let (o, c) = capacity(dir.path(), &args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "stderr: {err}\n{c}");
+    assert_eq!(c["at"]["held"], 2, "{c}");
+    assert_eq!(c["max_sustainable_per_s"], 100.0, "{c}");
+    assert!(c["steps"].as_array().unwrap().is_empty(), "no search: {c}");
+    let summary = c["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("holds 100 jobs/s") && summary.contains("held on 2 of 2 fresh queues"),
+        "{summary}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = FEWER_THAN_310_PER_WINDOW.to_vec();
+    args.extend(["--confirm", "2s", "--at", "200", "--runs", "2"]);
+    let (o, c) = capacity(dir.path(), &args);
+    assert_eq!(o.status.code(), Some(99), "{c}");
+    assert_eq!(c["at"]["held"], 0, "{c}");
+    assert_eq!(c["max_sustainable_per_s"], Value::Null, "{c}");
+    let summary = c["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("does not hold 200 jobs/s")
+            && summary.contains("held on 0 of 2")
+            && summary.contains("queue 1: window 1"),
+        "{summary}"
+    );
+    // Every queue is tried, whatever the first did.
+    assert_eq!(
+        c["confirmation"]["tries"].as_array().unwrap().len(),
+        2,
+        "{c}"
+    );
+}
+
 /// Where a whole confirmation is longer than the server's autovacuum_naptime, a screen of the
 /// first naptime comes first, with autovacuum kept off the fresh table until it has passed
 /// (`first_vacuum = "late"`, PostgreSQL's default). On a server of its own with a 2 s naptime
