@@ -86,9 +86,7 @@ pub fn summarize(
     match engine {
         Engine::Postgres => Some(TableReads {
             statistics,
-            source: "pg_stat_user_tables of the queue table (its partitions summed): every \
-                     session's reads but the sampler's own"
-                .into(),
+            source: "pg_stat_user_tables, the sampler's own reads taken out".into(),
             per_phase: per_phase(rows, phases),
             scanned: scanned_by_counters(rows, timeline, quiet),
         }),

@@ -705,7 +705,7 @@ fn table_reads(
 /// How the planner got the statistics the workers' statements were planned on.
 fn statistics(plan: &Plan, m: &Measurements, facts: &RunFacts) -> String {
     if plan.queue.stale_statistics {
-        return "the empty table was analyzed before the load (queue.stale_statistics)".into();
+        return "an ANALYZE of the empty table before the load (queue.stale_statistics)".into();
     }
     if facts.prefilled > 0 {
         return format!("ANALYZE after the prefill of {} jobs", facts.prefilled);
@@ -715,7 +715,7 @@ fn statistics(plan: &Plan, m: &Measurements, facts: &RunFacts) -> String {
             let at = (a.at_us as f64 - m.load_start_us() as f64) / 1e6;
             match &a.error {
                 None => format!(
-                    "the table, empty at set-up, was analyzed {at:.1} s into the load ({:.0} ms), once it held rows",
+                    "an ANALYZE {at:.1} s into the load ({:.0} ms), once the empty table held rows",
                     a.took_us as f64 / 1e3
                 ),
                 Some(e) => format!("the ANALYZE {at:.1} s into the load failed: {e}"),

@@ -68,7 +68,7 @@ async fn no_design_s_claim_is_planned_on_an_empty_table() {
         );
         let reads = s.table_reads.as_ref().unwrap();
         assert!(
-            reads.statistics.contains("analyzed 1.0 s into the load"),
+            reads.statistics.contains("an ANALYZE 1.0 s into the load"),
             "{design:?}: {reads:?}"
         );
         assert_eq!(reads.scanned, None, "{design:?}");
