@@ -4,7 +4,7 @@
 //! scenario's consumers with the handler as a `\sleep` inside the claim's transaction and
 //! the idle poll as a `\sleep` after an empty claim, Poisson arrivals at the rate (pgbench
 //! `-R`), the same first-vacuum condition and the same statistics (the empty table analyzed
-//! a second into the load). Both are sampled once a second by the harness's own sampler
+//! a second into the load and again each time it doubled). Both are sampled once a second by the harness's own sampler
 //! statement and shown side by side: completed rate, most jobs waiting, dead tuples, the
 //! claim's cost and how the claims read the table. A difference beyond noise is the
 //! harness's, and the output says so.
@@ -45,7 +45,8 @@ const DRAIN: Duration = Duration::from_secs(10);
 const RATE_NOISE: f64 = 0.05;
 /// A fresh table's first stretch without a vacuum when the server names no naptime.
 const NAPTIME_UNKNOWN: Duration = Duration::from_secs(60);
-/// How far into the load the empty table is analyzed (as the harness's own set-up does).
+/// How far into the load the empty table is first analyzed (as the harness's own set-up
+/// does; then again each time it doubles).
 const ANALYZE_AFTER: Duration = Duration::from_secs(1);
 
 pub struct FreshRequest {
@@ -361,8 +362,8 @@ async fn drive(
     let sampler = tokio::spawn(sample_every_second(queue.clone(), clock, stop.clone()));
     let chores = tokio::spawn(conditions(
         queue.clone(),
-        session.analyzes_in_load(),
-        hold,
+        (session.analyzes_in_load(), hold),
+        request.duration,
         clock,
     ));
     let (consumers, producers) = tokio::join!(
@@ -446,24 +447,33 @@ async fn sample_every_second(
     samples
 }
 
-/// The harness's conditions on pgbench's table: the empty table analyzed a second in (when
-/// the harness's set-up would), and the first vacuum after `hold` (paced as autovacuum's),
-/// autovacuum then let back on.
+/// The harness's conditions on pgbench's table: the empty table analyzed a second in and
+/// again each time it doubles (when the harness's set-up would; at a fixed rate, at 2, 4,
+/// 8 … s), and the first vacuum after `hold` (paced as autovacuum's), autovacuum then let
+/// back on.
 async fn conditions(
     queue: Arc<dyn Backend>,
-    analyze: bool,
-    hold: Option<Duration>,
+    (analyze, hold): (bool, Option<Duration>),
+    duration: Duration,
     clock: RunClock,
 ) -> anyhow::Result<()> {
-    let mut conn = queue.connect("statistics").await?;
-    if analyze {
-        tokio::time::sleep(clock.until(ANALYZE_AFTER.as_micros() as u64)).await;
-        conn.analyze().await?;
+    let mut chores: Vec<(Duration, bool)> = Vec::new();
+    let mut at = ANALYZE_AFTER;
+    while analyze && at < duration {
+        chores.push((at, false));
+        at *= 2;
     }
-    if let Some(h) = hold {
-        tokio::time::sleep(clock.until(h.as_micros() as u64)).await;
-        conn.vacuum_as_autovacuum().await?;
-        conn.hold_autovacuum(false).await?;
+    chores.extend(hold.map(|h| (h, true)));
+    chores.sort();
+    let mut conn = queue.connect("statistics").await?;
+    for (at, vacuum) in chores {
+        tokio::time::sleep(clock.until(at.as_micros() as u64)).await;
+        if vacuum {
+            conn.vacuum_as_autovacuum().await?;
+            conn.hold_autovacuum(false).await?;
+        } else {
+            conn.analyze().await?;
+        }
     }
     conn.close().await;
     Ok(())
@@ -655,7 +665,7 @@ impl FreshCheck {
 
     fn method(&self) -> String {
         format!(
-            "The seed's statements on a fresh queue table, {:.0} s per tool and rate ({} server), {} time(s) in turn, pgbench first: {} producer connection(s) inserting at the offered rate with Poisson arrivals (pgbench -R), {} consumer(s) claiming in a transaction, a {:.1} ms handler (pgbench: \\sleep) and a {:.0} ms sleep after an empty claim; {}; the empty table analyzed 1 s in. Both sampled once a second by the harness's sampler. Claim ms: pgbench's mean over every claim (found or empty), the harness's over the claims that found a job. Kept up: the verdict's rule on the jobs waiting each second.",
+            "The seed's statements on a fresh queue table, {:.0} s per tool and rate ({} server), {} time(s) in turn, pgbench first: {} producer connection(s) inserting at the offered rate with Poisson arrivals (pgbench -R), {} consumer(s) claiming in a transaction, a {:.1} ms handler (pgbench: \\sleep) and a {:.0} ms sleep after an empty claim; {}; the empty table analyzed 1 s in and again each time it doubled. Both sampled once a second by the harness's sampler. Claim ms: pgbench's mean over every claim (found or empty), the harness's over the claims that found a job. Kept up: the verdict's rule on the jobs waiting each second.",
             self.duration_s,
             self.server,
             self.repeats,

@@ -155,12 +155,13 @@ pub enum Event {
         label: String,
         probe: ClaimProbe,
     },
-    /// The harness analyzed the queue table once the load had put rows in it, so that the
-    /// workers' statements are planned on statistics of a table with rows (`error`: it
-    /// failed, and the workers kept the plans of a table never analyzed).
+    /// The harness analyzed the queue table once the load had put rows in it (`rows` jobs
+    /// enqueued by then), so that the workers' statements are planned on statistics of a
+    /// table with rows (`error`: it failed, and the workers kept their older plans).
     Analyzed {
         at_us: u64,
         took_us: u64,
+        rows: u64,
         error: Option<String>,
     },
     /// A fault that was injected (instant faults have `ended_us == started_us`).

@@ -19,7 +19,7 @@ pub use ledger::{IdSet, Ledger, LedgerEntry};
 pub use live::{LiveSnapshot, LiveStats};
 pub use monitor::HarnessMonitor;
 pub use recorder::{
-    ClaimProbeRecord, FrozenJob, Measurements, PhaseCounts, PhaseWindow, Recorder, Snapshot,
-    SnapshotRequest, TableProbe, TimelineRow, WindowKind,
+    AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, PhaseCounts, PhaseWindow, Recorder,
+    Snapshot, SnapshotRequest, TableProbe, TimelineRow, WindowKind,
 };
 pub use sampler::DbSampler;

@@ -200,15 +200,17 @@ pub struct Measurements {
     pub harness: Vec<super::harness::HarnessSample>,
     /// The claim measured under `EXPLAIN (ANALYZE, BUFFERS)` at phase boundaries.
     pub claim_probes: Vec<ClaimProbeRecord>,
-    /// The harness's ANALYZE of the queue table during the load, when it made one.
-    pub analyzed: Option<AnalyzedRecord>,
+    /// The harness's ANALYZEs of the queue table during the load, in order.
+    pub analyzed: Vec<AnalyzedRecord>,
 }
 
-/// The harness's ANALYZE of the queue table once the load had put rows in it.
+/// One of the harness's ANALYZEs of the queue table once the load had put rows in it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnalyzedRecord {
     pub at_us: u64,
     pub took_us: u64,
+    /// Jobs enqueued by then.
+    pub rows: u64,
     pub error: Option<String>,
 }
 
@@ -288,7 +290,7 @@ pub struct Recorder {
     db_samples: Vec<(u64, DbSample)>,
     harness: Vec<super::harness::HarnessSample>,
     claim_probes: Vec<ClaimProbeRecord>,
-    analyzed: Option<AnalyzedRecord>,
+    analyzed: Vec<AnalyzedRecord>,
     /// Set when an event made some outcome uncertain; cleared when the live list is updated.
     doubt_changed: bool,
 }
@@ -331,7 +333,7 @@ impl Recorder {
             harness: Vec::new(),
             fatal: None,
             claim_probes: Vec::new(),
-            analyzed: None,
+            analyzed: Vec::new(),
             doubt_changed: false,
         }
     }
@@ -722,14 +724,14 @@ impl Recorder {
             Event::Analyzed {
                 at_us,
                 took_us,
+                rows,
                 error,
-            } => {
-                self.analyzed = Some(AnalyzedRecord {
-                    at_us,
-                    took_us,
-                    error,
-                })
-            }
+            } => self.analyzed.push(AnalyzedRecord {
+                at_us,
+                took_us,
+                rows,
+                error,
+            }),
             Event::Fault(record) => self.faults.push(record),
             Event::TableProbe {
                 at_us,

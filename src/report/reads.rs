@@ -72,8 +72,9 @@ pub struct Scanned {
 
 /// The queue table's reads: from the samples' counters where the server counts reads per
 /// table (PostgreSQL), from the claim probes where it plans every execution again (MariaDB);
-/// `None` for a broker, which has no plan. `quiet`: whether a phase is free of the
-/// harness's own readers (the `active_readers` fault), which scan the table on purpose.
+/// `None` for a broker, which has no plan. `judged`: whether a phase's scans speak of its
+/// figures: a measured phase free of the harness's own readers (the `active_readers`
+/// fault), which scan the table on purpose; a warm-up or the drain is not judged.
 pub fn summarize(
     engine: Engine,
     statistics: String,
@@ -81,14 +82,14 @@ pub fn summarize(
     timeline: &[TimelineRow],
     phases: &[PhaseSummary],
     probes: &[ClaimProbeSummary],
-    quiet: &dyn Fn(&str) -> bool,
+    judged: &dyn Fn(&str) -> bool,
 ) -> Option<TableReads> {
     match engine {
         Engine::Postgres => Some(TableReads {
             statistics,
             source: "pg_stat_user_tables, the sampler's own reads taken out".into(),
             per_phase: per_phase(rows, phases),
-            scanned: scanned_by_counters(rows, timeline, quiet),
+            scanned: scanned_by_counters(rows, timeline, judged),
         }),
         Engine::Mariadb => Some(TableReads {
             statistics,
@@ -206,7 +207,7 @@ impl TableReads {
 fn scanned_by_counters(
     rows: &[DbStatsRow],
     timeline: &[TimelineRow],
-    quiet: &dyn Fn(&str) -> bool,
+    judged: &dyn Fn(&str) -> bool,
 ) -> Option<Scanned> {
     let (mut from, mut until) = (None, 0.0);
     let (mut scans, mut scan_rows, mut claims) = (0i64, 0i64, 0u64);
@@ -224,7 +225,7 @@ fn scanned_by_counters(
         let scanning = d.seq_scans >= MIN_SCANS
             && d.seq_scans as f64 >= SCANS_PER_CLAIM * run as f64
             && d.seq_rows as f64 >= MIN_ROWS_PER_SCAN * d.seq_scans as f64
-            && quiet(&b.phase);
+            && judged(&b.phase);
         if scanning {
             from.get_or_insert(a.t_s.max(0.0));
             until = b.t_s;
@@ -299,20 +300,8 @@ mod tests {
         TimelineRow {
             second,
             phase: "fresh".into(),
-            enqueued: 0,
-            completed: 0,
-            failed: 0,
-            dead_lettered: 0,
-            enqueue_errors: 0,
-            worker_errors: 0,
-            queue_depth: None,
             claim_statements,
-            e2e_p50_ms: None,
-            e2e_p99_ms: None,
-            e2e_max_ms: None,
-            schedule_lag_max_ms: None,
-            claim_p50_ms: None,
-            bystander_p99_ms: None,
+            ..TimelineRow::default()
         }
     }
 

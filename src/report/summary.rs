@@ -11,7 +11,8 @@ use super::verdict::{self, Backlog, ProducerPace, Verdict};
 use crate::accounting::AccountingProof;
 use crate::backend::ClaimProbe;
 use crate::metrics::{
-    LatencyReport, Ledger, Measurements, Metric, MetricSet, PhaseCounts, TimelineRow, WindowKind,
+    AnalyzedRecord, LatencyReport, Ledger, Measurements, Metric, MetricSet, PhaseCounts,
+    TimelineRow, WindowKind,
 };
 use crate::scenario::Threshold;
 use crate::scenario::{Plan, Rate};
@@ -683,10 +684,12 @@ fn table_reads(
     rows: &[dbstats::DbStatsRow],
     (phases, probes): (&[PhaseSummary], &[ClaimProbeSummary]),
 ) -> Option<super::reads::TableReads> {
-    let quiet = |phase: &str| {
-        !plan.phases.iter().any(|p| {
+    let judged = |phase: &str| {
+        plan.phases.iter().any(|p| {
             p.name == phase
-                && p.faults
+                && p.measured
+                && !p
+                    .faults
                     .iter()
                     .any(|f| matches!(f, crate::scenario::FaultSpec::ActiveReaders { .. }))
         })
@@ -698,7 +701,7 @@ fn table_reads(
         &m.timeline,
         phases,
         probes,
-        &quiet,
+        &judged,
     )
 }
 
@@ -710,19 +713,28 @@ fn statistics(plan: &Plan, m: &Measurements, facts: &RunFacts) -> String {
     if facts.prefilled > 0 {
         return format!("ANALYZE after the prefill of {} jobs", facts.prefilled);
     }
-    match &m.analyzed {
-        Some(a) => {
-            let at = (a.at_us as f64 - m.load_start_us() as f64) / 1e6;
-            match &a.error {
-                None => format!(
-                    "an ANALYZE {at:.1} s into the load ({:.0} ms), once the empty table held rows",
-                    a.took_us as f64 / 1e3
-                ),
-                Some(e) => format!("the ANALYZE {at:.1} s into the load failed: {e}"),
-            }
-        }
-        None => "the table as earlier steps and autovacuum left it".into(),
+    let at = |a: &AnalyzedRecord| (a.at_us as f64 - m.load_start_us() as f64) / 1e6;
+    let (Some(first), Some(last)) = (m.analyzed.first(), m.analyzed.last()) else {
+        return "the table as earlier steps and autovacuum left it".into();
+    };
+    if let Some(failed) = m.analyzed.iter().find(|a| a.error.is_some()) {
+        let e = failed.error.as_deref().unwrap_or_default();
+        return format!("the ANALYZE {:.1} s into the load failed: {e}", at(failed));
     }
+    let mut text = format!(
+        "an ANALYZE {:.1} s into the load ({:.0} ms), once the empty table held rows",
+        at(first),
+        first.took_us as f64 / 1e3
+    );
+    if m.analyzed.len() > 1 {
+        text += &format!(
+            ", and {} more as it doubled (the last {:.0} s in, {} jobs enqueued)",
+            m.analyzed.len() - 1,
+            at(last),
+            last.rows
+        );
+    }
+    text
 }
 
 /// The claim probes, timed from the start of the load.

@@ -434,18 +434,9 @@ mod tests {
             phase: "fresh".into(),
             enqueued: 600,
             completed: 600,
-            failed: 0,
-            dead_lettered: 0,
-            enqueue_errors: 0,
-            worker_errors: 0,
             queue_depth: Some(depth),
             claim_statements: 600,
-            e2e_p50_ms: None,
-            e2e_p99_ms: None,
-            e2e_max_ms: None,
-            schedule_lag_max_ms: None,
-            claim_p50_ms: None,
-            bystander_p99_ms: None,
+            ..TimelineRow::default()
         }
     }
 

@@ -35,9 +35,13 @@ use tokio_util::sync::CancellationToken;
 const LOAD_LEAD: Duration = Duration::from_millis(200);
 /// How often the drain asks the table about in-doubt outcomes.
 const SETTLE_EVERY: Duration = Duration::from_millis(500);
-/// How far into the load the queue table is analyzed when nothing was in it at set-up: by
-/// then the load has put rows in it, and the workers' plans made since are made again.
+/// How far into the load the queue table is first analyzed when nothing was in it at
+/// set-up: by then the load has put rows in it, and the workers' plans made since are made
+/// again.
 pub(super) const ANALYZE_AFTER: Duration = Duration::from_secs(1);
+/// How often, after that, the harness looks whether the table has doubled since its last
+/// ANALYZE.
+const GROWTH_CHECK: Duration = Duration::from_secs(1);
 
 /// A step's time line, fixed before its load starts: a window before the load (the prefill
 /// on a run's first step), one per phase, and the drain; each phase's producer schedule and
@@ -116,7 +120,8 @@ pub(super) struct LoadTarget {
     pub step: usize,
     /// Unique keys of this step's jobs start with this.
     pub key_prefix: String,
-    /// Analyze the queue table [`ANALYZE_AFTER`] into the load (it was empty at set-up).
+    /// Analyze the queue table [`ANALYZE_AFTER`] into the load (it was empty at set-up), and
+    /// again each time it doubles.
     pub analyze: bool,
 }
 
@@ -176,7 +181,8 @@ impl Load {
         let mut chores = start_chores(plan, &ctx, &stop_consumers);
         if target.analyze {
             let at_us = timeline.load_start_us + ANALYZE_AFTER.as_micros() as u64;
-            chores.push(tokio::spawn(analyze_once(ctx.clone(), at_us)));
+            let (ctx, live, stop) = (ctx.clone(), live.clone(), stop_consumers.clone());
+            chores.push(tokio::spawn(analyze_as_it_grows(ctx, live, at_us, stop)));
         }
         let stop_load = shutdown.child_token();
         // A permanent database error (reported by any fleet, in any process) stops the load.
@@ -310,11 +316,36 @@ impl Load {
     }
 }
 
-/// One ANALYZE of the queue table at `at_us`, on a connection of its own, once the load has
-/// put rows in it: the statements the workers prepared on a table never analyzed are
-/// planned again on statistics of a table with rows.
-async fn analyze_once(ctx: FleetContext, at_us: u64) {
-    tokio::time::sleep(ctx.clock.until(at_us)).await;
+/// ANALYZEs of the queue table during the load, on a connection of their own: the first at
+/// `at_us`, once the load has put rows in it (the statements the workers prepared on a
+/// table never analyzed are planned again on statistics of a table with rows), then each
+/// time the jobs enqueued have doubled since the last one. Autoanalyze keeps a table in
+/// service within about 10% of its statistics (after its next naptime); a plan made for the
+/// few hundred rows of the first second is not kept while the table grows to thousands.
+async fn analyze_as_it_grows(
+    ctx: FleetContext,
+    live: Arc<LiveStats>,
+    at_us: u64,
+    stop: CancellationToken,
+) {
+    if !crate::fleet::sleep_or_stop(ctx.clock.until(at_us), &stop).await {
+        return;
+    }
+    let mut analyzed_rows = 0;
+    loop {
+        let rows = live.snapshot().enqueued;
+        if rows > 0 && rows >= 2 * analyzed_rows {
+            analyze_now(&ctx, rows).await;
+            analyzed_rows = rows;
+        }
+        if !crate::fleet::sleep_or_stop(GROWTH_CHECK, &stop).await {
+            return;
+        }
+    }
+}
+
+/// One ANALYZE of the queue table, `rows` jobs having been enqueued.
+async fn analyze_now(ctx: &FleetContext, rows: u64) {
     let started = ctx.clock.now_us();
     let result = match ctx.backend.connect("statistics").await {
         Ok(mut conn) => {
@@ -327,6 +358,7 @@ async fn analyze_once(ctx: FleetContext, at_us: u64) {
     ctx.emit(Event::Analyzed {
         at_us: started,
         took_us: ctx.clock.now_us().saturating_sub(started),
+        rows,
         error: result.err().map(|e| e.to_string()),
     });
 }

@@ -1,6 +1,6 @@
 //! A run as stages: set-up (install the queue in a namespace of its own, prefill, ANALYZE of
 //! a prefilled table, never of an empty one: an empty table is analyzed a second into the
-//! first step's load), any number of load steps on that one queue (each with its own
+//! first step's load and again each time it doubles), any number of load steps on that one queue (each with its own
 //! recorder, drain, proof and results), and tear-down. `run` is one step; `capacity` runs many on one queue.
 
 use super::load::{Ended, Load, LoadTarget, Timeline};
@@ -227,7 +227,8 @@ impl Session {
         // Statistics only of a table with rows in it: a plan made on an empty table's
         // statistics (a sequential scan and a sort) is kept by every worker's prepared
         // statement until something invalidates it. A table left empty is analyzed by the
-        // first step, once its load has put rows in it (`load::ANALYZE_AFTER`).
+        // first step, once its load has put rows in it (`load::ANALYZE_AFTER`), and again
+        // each time it doubles.
         if prefilled.count > 0 && !plan.queue.stale_statistics {
             admin
                 .analyze()

@@ -91,6 +91,27 @@ async fn no_design_s_claim_is_planned_on_an_empty_table() {
     }
 }
 
+/// Statistics that follow the table: analyzed with the few hundred rows of the first
+/// second, the batch design's claim and completion (`= ANY`) read a table that small
+/// sequentially, and kept doing so as it grew to thousands, until autovacuum came; the
+/// harness analyzes it again each time it doubles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statistics_follow_a_fresh_table_as_it_grows() {
+    let sets = [
+        "queue.variant=batch",
+        "queue.claim_batch=10",
+        "producers.rate=300",
+        "phases.0.duration=\"12s\"",
+        "phases.0.faults=[{ kind = \"delay_vacuum\" }]",
+    ];
+    let (o, _dir) = run_plan(&plan(SMALL, &sets), false).await;
+    let s = &o.results.summary;
+    let reads = s.table_reads.as_ref().unwrap();
+    assert!(reads.statistics.contains("more as it doubled"), "{reads:?}");
+    assert_eq!(reads.scanned, None, "{reads:?}");
+    assert!(!s.verdict.table_scanned, "{}", s.verdict.text);
+}
+
 /// Phases for the stale-statistics runs: the first vacuum held off from an idle stretch
 /// before the load, so that the fault's ALTER TABLE (which makes every session plan again)
 /// comes while the table is still empty, however slowly a loaded machine connects; then
