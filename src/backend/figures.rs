@@ -67,6 +67,11 @@ pub struct DbSample {
     /// `reads` once they are reported, in this sample or a later one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_reads: Option<TableReads>,
+    /// What the session's earlier statements had read of the queue table and not yet
+    /// reported when this sample read `reads`: the part of the earlier own reads that
+    /// `reads` does not hold yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_unreported: Option<TableReads>,
 }
 
 /// Reads of the queue table (summed over its partitions): sequential scans and the rows they

@@ -117,14 +117,18 @@ pub fn rows(m: &Measurements) -> Vec<DbStatsRow> {
     }))
 }
 
-/// Samples (seconds, phase, sample) as rows, the sampler's earlier reads taken out.
+/// Samples (seconds, phase, sample) as rows, the sampler's earlier reads taken out: those
+/// of them the server had been told of when the sample read its counters (all the earlier
+/// samples' own reads but the ones still unreported then), so no row goes below zero.
 pub fn rows_of(samples: impl IntoIterator<Item = (f64, String, DbSample)>) -> Vec<DbStatsRow> {
-    let mut reported = TableReads::default();
+    let mut own_so_far = TableReads::default();
     samples
         .into_iter()
         .map(|(t_s, phase, mut sample)| {
+            let unreported = sample.own_unreported.take().unwrap_or_default();
+            let reported = own_so_far.minus(unreported);
             sample.reads = sample.reads.map(|r| r.minus(reported));
-            reported = reported.plus(sample.own_reads.take().unwrap_or_default());
+            own_so_far = own_so_far.plus(sample.own_reads.take().unwrap_or_default());
             DbStatsRow { t_s, phase, sample }
         })
         .collect()
@@ -419,6 +423,7 @@ pub fn read_csv(input: impl Read) -> Result<Vec<DbStatsRow>> {
                 }),
             },
             own_reads: None,
+            own_unreported: None,
         };
         rows.push(DbStatsRow {
             t_s: float("t_s")?,
@@ -447,6 +452,32 @@ mod tests {
 
     /// An autovacuum that ran between the last sample of one phase and the first of the
     /// next is the next phase's; the phases' counts add up to the run's.
+    #[test]
+    fn the_sampler_s_own_reads_are_taken_out_once_the_server_holds_them() {
+        let reads = |seq_scans| TableReads {
+            seq_scans,
+            ..TableReads::default()
+        };
+        // Each sample scans once; the server is told of it only after the next sample.
+        // The workers scan 10 times a second.
+        let sample = |others: i64, flushed_own: i64, unreported: i64| DbSample {
+            reads: Some(reads(others + flushed_own)),
+            own_reads: Some(reads(1)),
+            own_unreported: Some(reads(unreported)),
+            ..DbSample::default()
+        };
+        let samples = [
+            (0.0, "a".to_string(), sample(0, 0, 0)),
+            (1.0, "a".to_string(), sample(10, 0, 1)),
+            (2.0, "a".to_string(), sample(20, 2, 0)),
+        ];
+        let seq: Vec<i64> = rows_of(samples)
+            .iter()
+            .map(|r| r.sample.reads.unwrap().seq_scans)
+            .collect();
+        assert_eq!(seq, [0, 10, 20]);
+    }
+
     #[test]
     fn counters_between_two_phases_samples_are_not_lost() {
         let rows = [

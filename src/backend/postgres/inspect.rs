@@ -138,16 +138,22 @@ impl Inspect for PgLink {
 
     /// One transaction, so that its own reads of the queue table (the status counts) can be
     /// told from everyone else's: the session's reads not yet reported, before and after
-    /// (nothing is reported inside a transaction), give `own_reads`.
+    /// (nothing is reported inside a transaction), give `own_reads`; those before, what
+    /// `reads` cannot hold yet of the earlier samples' (`own_unreported`).
     async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
         let started = std::time::Instant::now();
         let mut s = DbSample::default();
         self.execute("BEGIN").await?;
         let sampled = async {
+            // A parallel scan's workers report their reads as sessions of their own, which
+            // pg_stat_xact of this one does not show: the sample reads the table alone.
+            self.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+                .await?;
             let before = self.unreported_reads().await?;
             self.statuses_of(full, &mut s).await?;
             self.server_figures(&mut s).await?;
             s.own_reads = Some(self.unreported_reads().await?.minus(before));
+            s.own_unreported = Some(before);
             Ok::<(), BackendError>(())
         }
         .await;
