@@ -62,7 +62,7 @@ pub const FIGURES: [Figure; 12] = [
             s.db_stats
                 .per_phase
                 .iter()
-                .map(|p| p.dead_tuples_start.max(p.dead_tuples_end))
+                .map(|p| p.dead_tuples_max)
                 .max()
                 .unwrap_or(0) as f64
         },
