@@ -1,6 +1,6 @@
 //! The command line: validation errors, exit codes, results on disk, Ctrl-C.
 
-use crate::support::{shared_url, smoke_on_shared_server};
+use crate::support::{shared_url, smoke_on_shared_server, stdout_of};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -372,13 +372,7 @@ fn calibrate_cross_checks_a_fresh_table_with_pgbench() {
         "--out",
         dir.path().to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{stdout}\nstderr: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let stdout = stdout_of(&o, 0);
     assert!(
         stdout.contains("| offered jobs/s | run | tool | completed jobs/s"),
         "{stdout}"
@@ -452,13 +446,7 @@ fn calibrate_runs_pgbench_and_the_harness_side_by_side() {
         "--out",
         dir.path().to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{stdout}\nstderr: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let stdout = stdout_of(&o, 0);
     assert!(
         stdout.contains("| connections | pgbench jobs/s | dbq-bench jobs/s"),
         "{stdout}"

@@ -433,6 +433,18 @@ pub fn interrupt_when(args: &[&str], marker: &str, after: Duration) -> std::proc
     child.wait().unwrap()
 }
 
+/// The command exited with `code`; its stdout, for the checks that follow.
+pub fn stdout_of(o: &std::process::Output, code: i32) -> String {
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{stdout}\nstderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    stdout
+}
+
 /// Bad input: exit 2 and one line on stderr that contains `expected`.
 pub fn assert_bad_input(o: &std::process::Output, what: &str, expected: &str) {
     let err = String::from_utf8_lossy(&o.stderr);
