@@ -14,6 +14,7 @@ pub mod faults;
 pub mod headline;
 pub mod html;
 pub mod page;
+pub mod phases;
 pub mod reads;
 pub mod summary;
 pub mod svg;

@@ -10,7 +10,7 @@
 //! run measures that plan, not the queue.
 
 use super::dbstats::DbStatsRow;
-use super::summary::{ClaimProbeSummary, PhaseSummary};
+use super::phases::{ClaimProbeSummary, PhaseSummary};
 use crate::engine::Engine;
 use crate::metrics::TimelineRow;
 use serde::{Deserialize, Serialize};

@@ -6,10 +6,10 @@ use super::article;
 use super::dbstats::{self, DbStatsSummary};
 use super::design::DesignRecord;
 use super::faults::FaultSummary;
+pub use super::phases::{ClaimProbeSummary, PhaseSummary, ProducerUse, Throughput};
 use super::thresholds::ThresholdResult;
 use super::verdict::{self, Backlog, ProducerPace, Verdict};
 use crate::accounting::AccountingProof;
-use crate::backend::ClaimProbe;
 use crate::metrics::{
     AnalyzedRecord, LatencyReport, Ledger, Measurements, Metric, MetricSet, PhaseCounts,
     TimelineRow, WindowKind,
@@ -79,16 +79,6 @@ pub struct Summary {
     pub meta: Metadata,
     /// Database errors seen by producers and workers, by kind.
     pub errors: BTreeMap<String, u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClaimProbeSummary {
-    pub label: String,
-    /// Seconds since the load started.
-    pub at_s: f64,
-    /// Shared buffers the claim touched (hit + read).
-    pub buffers: i64,
-    pub probe: ClaimProbe,
 }
 
 /// What it takes to reproduce or compare the run.
@@ -177,74 +167,6 @@ pub struct JobCounts {
     pub dropped: u64,
     /// Jobs the stale-job reaper returned to `pending`.
     pub reaped: u64,
-}
-
-/// The producer fleet's connections: opened at the start, allowed, and used.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct ProducerUse {
-    /// Connections opened at the start (`producers.count`).
-    pub count: u64,
-    /// The most the fleet may open (`producers.max_count`).
-    pub max_count: u64,
-    /// The most it had open.
-    pub connections: u64,
-    /// The most inserts under way at once in the measured phases.
-    pub inserts_in_flight: u64,
-}
-
-impl ProducerUse {
-    fn of(plan: &Plan, all: &PhaseCounts, measured: &PhaseCounts) -> ProducerUse {
-        ProducerUse {
-            count: plan.producers.count as u64,
-            max_count: plan.producers.max_count as u64,
-            connections: all.producer_connections,
-            inserts_in_flight: measured.inserts_in_flight,
-        }
-    }
-
-    /// `4 connection(s) of 16 allowed, at most 3 insert(s) at once`.
-    pub fn describe(&self) -> String {
-        format!(
-            "{} connection(s) of {} allowed, at most {} insert(s) at once",
-            self.connections, self.max_count, self.inserts_in_flight
-        )
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Throughput {
-    /// Inserts committed per second of the measured window.
-    pub enqueued_per_s: f64,
-    /// `done` commits per second of the measured window.
-    pub completed_per_s: f64,
-    /// The offered rate averaged over the measured window (`None` for closed loop).
-    pub offered_per_s: Option<f64>,
-    pub window_s: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PhaseSummary {
-    pub name: String,
-    pub kind: WindowKind,
-    pub measured: bool,
-    /// Seconds since the load started (negative for prefill).
-    pub start_s: f64,
-    pub duration_s: f64,
-    /// Offered jobs/s, or "max"; none for prefill and drain.
-    pub offered: Option<String>,
-    pub jobs: PhaseCounts,
-    pub throughput: Throughput,
-    pub latency_ms: LatencyReport,
-    /// For measured open-loop phases: producers kept their schedule and consumers kept up
-    /// (the same rules as the verdict, applied to this phase).
-    pub kept_up: Option<bool>,
-    /// Seconds from the phase's start to its last finished job: shorter than the phase when
-    /// the consumers ran out of work (a prefilled backlog drained before the phase ended).
-    #[serde(default)]
-    pub busy_s: Option<f64>,
-    /// Completed jobs per second of `busy_s`: the consumers' rate while they had work.
-    #[serde(default)]
-    pub completed_per_busy_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

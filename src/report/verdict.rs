@@ -6,7 +6,7 @@
 //! reason carries its figures; a run whose workers scanned the table says so.
 
 use super::article;
-use super::summary::{PhaseSummary, ProducerUse, Throughput};
+use super::phases::{PhaseSummary, ProducerUse, Throughput};
 use crate::metrics::{PhaseCounts, TimelineRow};
 use serde::{Deserialize, Serialize};
 

@@ -59,7 +59,9 @@ async fn open_loop_latency_counts_from_the_intended_time() {
     let s = &outcome.results.summary;
     assert!(s.accounting.ok, "{}", s.accounting.verdict);
     let wait = &s.latency_ms.queue_wait;
-    assert_eq!(wait.count, 200);
+    // Every scheduled job was sent, or counted as never sent when a loaded machine reached
+    // the phase's end first.
+    assert_eq!(wait.count + s.jobs.dropped, 200, "{:?}", s.jobs);
     assert!(wait.p50 >= 900.0, "queue_wait p50 {} ms", wait.p50);
     assert!(wait.max >= 1900.0, "queue_wait max {} ms", wait.max);
     assert!(s.latency_ms.end_to_end.max >= wait.max);

@@ -63,6 +63,20 @@ pub fn shared_url() -> &'static str {
     })
 }
 
+/// URL of a PostgreSQL server of the calling test's own (a local cluster, fsync off, kept
+/// until the test process exits), for a test whose workers' plans must last: on the shared
+/// server the other tests' DDL can make every session plan again (a backend that falls
+/// behind the server's invalidation queue drops its cached plans). With
+/// `DBQ_TEST_DATABASE_URL` set, that server.
+pub fn private_postgres_url() -> String {
+    if let Ok(url) = std::env::var("DBQ_TEST_DATABASE_URL") {
+        return url;
+    }
+    require_local_binaries();
+    let port = start_shared(Engine::Postgres, &[("fsync", "off")]);
+    format!("postgres://postgres@127.0.0.1:{port}/postgres")
+}
+
 /// URL of the MariaDB server shared by the tests (`DBQ_TEST_MARIADB_URL`, else a local
 /// server started once).
 pub fn shared_mariadb_url() -> &'static str {
