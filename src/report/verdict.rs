@@ -272,6 +272,20 @@ fn verdict_head(
     }
 }
 
+/// The share of jobs sent late, in percent, and its wording. Jobs never sent (their phase
+/// ended first) are as late as jobs can be.
+fn lateness(counts: &PhaseCounts, scheduled: u64) -> (f64, String) {
+    let late_pct = 100.0 * (counts.sent_late + counts.dropped) as f64
+        / (scheduled + counts.dropped).max(1) as f64;
+    let late = match counts.dropped {
+        0 => format!("{late_pct:.1}% of jobs sent late"),
+        n => format!(
+            "{late_pct:.1}% of jobs sent late or not at all: {n} never sent before their phase ended"
+        ),
+    };
+    (late_pct, late)
+}
+
 /// `backlog`: the measured phases' backlog second by second; `scheduled`: jobs the
 /// measured phases' schedules intended, the denominator of the late share (both counted by
 /// intended time).
@@ -285,16 +299,8 @@ pub fn judge(
     producers: &ProducerPace,
 ) -> Verdict {
     let multiple = t.completed_per_s / article::FEW_HUNDRED_PER_S;
-    // Jobs never sent (their phase ended first) are as late as jobs can be.
-    let late_pct = 100.0 * (counts.sent_late + counts.dropped) as f64
-        / (scheduled + counts.dropped).max(1) as f64;
+    let (late_pct, late) = lateness(counts, scheduled);
     let producers_kept_schedule = late_pct <= 1.0;
-    let late = match counts.dropped {
-        0 => format!("{late_pct:.1}% of jobs sent late"),
-        n => format!(
-            "{late_pct:.1}% of jobs sent late or not at all: {n} never sent before their phase ended"
-        ),
-    };
     let (start, end) = (backlog.start, backlog.end);
     let backlog_growth = start.zip(end).map(|(s, e)| e - s);
     let finished = counts.completed + counts.dead_lettered;
