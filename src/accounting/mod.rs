@@ -532,18 +532,21 @@ impl Tally {
 }
 
 async fn outbox_proof(conn: &mut dyn Link, ledger: &Ledger) -> Result<OutboxProof> {
-    let paid_orders = conn
+    let outbox = conn
+        .outbox()
+        .context("outbox: the engine has no outbox (validation refuses it)")?;
+    let paid_orders = outbox
         .paid_orders()
         .await
         .context("outbox: counting paid orders")?;
+    let bad_orders = outbox
+        .outbox_problems()
+        .await
+        .context("outbox: checking orders against jobs")?;
     let found = conn
         .jobs_by_key(&ledger.rolled_back_keys)
         .await
         .context("outbox: looking for rolled-back jobs")?;
-    let bad_orders = conn
-        .outbox_problems()
-        .await
-        .context("outbox: checking orders against jobs")?;
     Ok(OutboxProof {
         ok: found.is_empty() && bad_orders.is_empty(),
         paid_orders,

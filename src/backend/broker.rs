@@ -2,8 +2,8 @@
 //! no `NOW() + interval`), and the payload's key read without parsing the payload.
 
 use crate::backend::error::{BackendError, ErrorClass};
+use crate::backend::queue::{BackoffPlan, QueuePlan, VariantName};
 use crate::backend::sql::jitter_floor;
-use crate::scenario::{BackoffPlan, QueuePlan, VariantName};
 
 /// Jobs one claim takes on a broker: the variant as the job's life (`seed` one, `batch` up
 /// to `queue.claim_batch`); the SQL variants have no meaning on `broker`.
@@ -41,7 +41,7 @@ pub fn payload_key(payload: &[u8]) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Jitter;
+    use crate::backend::queue::Jitter;
     use std::time::Duration;
 
     #[test]

@@ -1,27 +1,78 @@
 //! One connection to an installed queue ([`Link`]) and what each role does on it. The
-//! operations only some engines have (the outbox, held horizons, vacuum, session states)
-//! answer "not available" unless an engine says otherwise; validation refuses the scenarios
-//! that need them first, from the engine table.
+//! required part is what every queue does: enqueue ([`Enqueue`]), claim, finish and fail
+//! ([`Work`]), the proof's and the sampler's view ([`Inspect`]) and ending sessions
+//! ([`Disrupt`]). What only some engines have is a capability a link offers or not
+//! ([`Link::bystander`], [`Link::planner`], [`Link::outbox`]): absent by default, so an engine
+//! without it writes nothing. The engine's facts declare the same capabilities for
+//! validation, which refuses a scenario that needs one before any server is reached; a test
+//! walking the registry holds the two together. Within [`Disrupt`], the operations of MVCC
+//! engines (held horizons, vacuum, snapshots) answer "not available" unless an engine says
+//! otherwise, and `clean_up` does nothing where the engine cleans up by itself.
 
 use super::error::BackendError;
 use super::figures::{ClaimProbe, DbSample, TableStats};
 use super::job::{ClaimedJob, FailOutcome, Insert, JobId, JobStatus, NewJob, TableMismatch};
-use crate::scenario::ClaimMode;
+use crate::backend::queue::ClaimMode;
 use async_trait::async_trait;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// What a backend without an operation answers (the default of the operations only some
-/// engines have; validation refuses the scenarios that need them first, from the engine
-/// table, so this is reached only by a caller that skipped it).
+/// engines have; validation refuses the scenarios that need them first, from the engine's
+/// facts, so this is reached only by a caller that skipped it).
 fn not_here(what: &str) -> BackendError {
     BackendError::unsupported(what, "this backend")
 }
 
-/// One connection to an installed queue.
-pub trait Link: Connection + Enqueue + Work + Inspect + Disrupt + Bystand {}
+/// One connection to an installed queue: the required roles, and the capabilities an engine
+/// may offer, each `None` unless it does.
+pub trait Link: Connection + Enqueue + Work + Inspect + Disrupt {
+    /// Statements on a table of the bystander's own (`[bystander]`).
+    fn bystander(&mut self) -> Option<&mut dyn Bystand> {
+        None
+    }
+    /// The planner's statistics and the claim's plan (`queue.stale_statistics`, the `analyze`
+    /// fault, plan probes, the ANALYZE as a fresh table grows).
+    fn planner(&mut self) -> Option<&mut dyn Planner> {
+        None
+    }
+    /// The transactional outbox (`producers.outbox`).
+    fn outbox(&mut self) -> Option<&mut dyn Outbox> {
+        None
+    }
+}
 
-impl<T: Connection + Enqueue + Work + Inspect + Disrupt + Bystand> Link for T {}
+/// What a query planner offers: statistics refreshed on demand, and the claim's plan.
+#[async_trait]
+pub trait Planner: Send {
+    /// Refreshes the planner's statistics (after the prefill, before workers plan).
+    async fn analyze(&mut self) -> Result<(), BackendError>;
+    /// The claim's plan (planned, not run), one line per step.
+    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError>;
+    /// The claim run once and undone: what it costs right now.
+    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError>;
+}
+
+/// The seed's outbox: a business table (`orders`) and the job inserted in the same
+/// transaction as its update.
+#[async_trait]
+pub trait Outbox: Send {
+    /// The `orders` table with `orders` unpaid rows.
+    async fn install_outbox(&mut self, orders: u64) -> Result<(), BackendError>;
+    /// The business update (`order` paid) and the insert in one transaction, committed, or
+    /// rolled back on purpose. The error says whether it came while committing (the
+    /// insert's outcome is then unknown).
+    async fn enqueue_in_outbox(
+        &mut self,
+        job: &NewJob,
+        order: i64,
+        roll_back: bool,
+    ) -> Result<Insert, (BackendError, bool)>;
+    /// Orders whose business transaction committed.
+    async fn paid_orders(&mut self) -> Result<i64, BackendError>;
+    /// Orders that break the outbox promise: (order id, status, jobs).
+    async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError>;
+}
 
 /// What a bystander does: statements on a small table of its own in the run's namespace,
 /// unrelated to the queue, each in its own transaction.
@@ -48,17 +99,6 @@ pub trait Enqueue: Send {
     async fn enqueue(&mut self, job: &NewJob) -> Result<JobId, BackendError>;
     /// Inserts many jobs at once (the prefill); their ids.
     async fn enqueue_batch(&mut self, jobs: &[NewJob]) -> Result<Vec<JobId>, BackendError>;
-    /// The seed's outbox: the business update (`order` paid) and the insert in one
-    /// transaction, committed, or rolled back on purpose. The error says whether it came
-    /// while committing (the insert's outcome is then unknown).
-    async fn enqueue_in_outbox(
-        &mut self,
-        _job: &NewJob,
-        _order: i64,
-        _roll_back: bool,
-    ) -> Result<Insert, (BackendError, bool)> {
-        Err((not_here("the outbox"), false))
-    }
 }
 
 /// What a worker and the reaper do. A worker that crashes drops its link without a word:
@@ -95,20 +135,8 @@ pub trait Work: Send {
 /// What the run's own connections read: set-up, the sampler, the proof.
 #[async_trait]
 pub trait Inspect: Send {
-    /// The outbox's `orders` table with `orders` unpaid rows.
-    async fn install_outbox(&mut self, _orders: u64) -> Result<(), BackendError> {
-        Err(not_here("the outbox"))
-    }
-    /// Refreshes the planner's statistics (after the prefill, before workers plan).
-    async fn analyze(&mut self) -> Result<(), BackendError>;
-    /// The claim's plan (planned, not run), one line per step.
-    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError>;
     /// One sample of statistics; a `full` one also counts every status.
     async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError>;
-    /// The claim run once and undone: what it costs right now.
-    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
-        Err(not_here("a claim probe"))
-    }
     async fn table_stats(&mut self) -> Result<TableStats, BackendError>;
     /// Jobs by status: (status, count).
     async fn status_counts(&mut self) -> Result<Vec<(String, i64)>, BackendError>;
@@ -134,14 +162,6 @@ pub trait Inspect: Send {
     ) -> Result<Vec<(JobId, String)>, BackendError>;
     /// Jobs the completion audit saw finish as `done` more than once: (id, completions).
     async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError>;
-    /// Orders whose business transaction committed.
-    async fn paid_orders(&mut self) -> Result<i64, BackendError> {
-        Err(not_here("the outbox"))
-    }
-    /// Orders that break the outbox promise: (order id, status, jobs).
-    async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError> {
-        Err(not_here("the outbox"))
-    }
 }
 
 /// What fault drivers do to the server through a connection of their own.
@@ -170,8 +190,11 @@ pub trait Disrupt: Send {
     ) -> Option<u64> {
         None
     }
-    /// Cleans the table up now where the engine does that on demand (VACUUM).
-    async fn clean_up(&mut self) -> Result<(), BackendError>;
+    /// Cleans the table up now where the engine does that on demand (VACUUM); nothing where
+    /// it cleans up by itself (a broker forgets what was acknowledged).
+    async fn clean_up(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
     /// Keeps the background cleanup off the queue table (`off`), or lets it run again.
     /// Unsupported where cleanup is not per table (InnoDB's purge).
     async fn hold_autovacuum(&mut self, _off: bool) -> Result<(), BackendError> {

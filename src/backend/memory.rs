@@ -19,7 +19,7 @@ use super::seam::{
     Attachment, Backend, Bystand, Connection, DesignInfo, Disrupt, Enqueue, Inspect, Link, WakeUp,
     Work,
 };
-use crate::scenario::{BackoffPlan, ClaimMode, Finish, QueuePlan};
+use crate::backend::queue::{BackoffPlan, ClaimMode, Finish, QueuePlan};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -455,14 +455,6 @@ impl Work for MemoryLink {
 
 #[async_trait]
 impl Inspect for MemoryLink {
-    async fn analyze(&mut self) -> Result<(), BackendError> {
-        Ok(())
-    }
-
-    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
-        Ok(vec!["FIFO of ready jobs in memory".into()])
-    }
-
     async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
         let counts = self.status_counts().await?;
         let n = |s: JobStatus| {
@@ -610,8 +602,10 @@ impl Disrupt for MemoryLink {
     ) -> Result<(&'static str, u64), BackendError> {
         Err(unsupported("kill_backends"))
     }
+}
 
-    async fn clean_up(&mut self) -> Result<(), BackendError> {
-        Ok(())
+impl crate::backend::seam::Link for MemoryLink {
+    fn bystander(&mut self) -> Option<&mut dyn crate::backend::seam::Bystand> {
+        Some(self)
     }
 }

@@ -6,6 +6,7 @@
 //! ceiling.
 
 pub mod broker;
+pub mod engine;
 pub mod error;
 pub mod figures;
 pub mod job;
@@ -13,8 +14,10 @@ pub mod link;
 pub mod mariadb;
 pub mod memory;
 pub mod postgres;
+pub mod queue;
 pub mod rabbitmq;
 pub mod redis_streams;
+pub mod registry;
 pub mod seam;
 pub mod sql;
 
@@ -28,19 +31,17 @@ pub use seam::{
     ServerFacts, WakeUp,
 };
 
-use crate::engine::Engine;
-use crate::scenario::QueuePlan;
+pub use engine::{Engine, EngineFacts, ShutdownMode};
+pub use queue::{
+    BackoffPlan, CUSTOM_REQUIRED_FILES, ClaimMode, Finish, Jitter, QueuePlan, VariantName,
+    VariantPlan,
+};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// The registry: every engine's driver.
+/// The engine's driver (the registry's line for it).
 pub fn driver(engine: Engine) -> &'static dyn Driver {
-    match engine {
-        Engine::Postgres => &postgres::DRIVER,
-        Engine::Mariadb => &mariadb::DRIVER,
-        Engine::Rabbitmq => &rabbitmq::DRIVER,
-        Engine::Redis => &redis_streams::DRIVER,
-    }
+    engine.driver()
 }
 
 /// A queue another process installed (worker processes reach the runner's queue this way).

@@ -8,13 +8,16 @@
 //! - [`Backend`]: one installed queue (a design in a namespace); hands out connections.
 //! - [`Link`]: one [`Connection`] to it, with what each role does on it: [`Enqueue`] (producers),
 //!   [`Work`] (workers and the reaper), [`Inspect`] (set-up, the sampler, the proof) and
-//!   [`Disrupt`] (fault drivers); in [`super::link`], re-exported here.
+//!   [`Disrupt`] (fault drivers), and the capabilities only some engines offer, each an
+//!   `Option`: [`Bystand`], [`Planner`], [`Outbox`]; in [`super::link`], re-exported here.
 
-pub use super::link::{Bystand, Connection, Disrupt, Enqueue, Inspect, Link, Work};
+pub use super::link::{
+    Bystand, Connection, Disrupt, Enqueue, Inspect, Link, Outbox, Planner, Work,
+};
 
+use super::engine::{Engine, EngineFacts, ShutdownMode};
 use super::error::BackendError;
-use crate::engine::{Engine, ShutdownMode};
-use crate::scenario::{Finish, QueuePlan};
+use crate::backend::queue::{Finish, QueuePlan};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -27,6 +30,8 @@ use tokio_util::sync::CancellationToken;
 /// An engine: one per engine, in the registry (`backend::driver`).
 pub trait Driver: Sync {
     fn engine(&self) -> Engine;
+    /// What the engine runs and how its figures are named (its folder's `facts.rs`).
+    fn facts(&self) -> &'static EngineFacts;
     /// A server given by URL (the url provider), `settings` applied to each session where
     /// the engine can (the plan refuses them where it cannot).
     fn endpoint(
@@ -108,8 +113,6 @@ pub trait ContainerImage: Sync {
     /// How to reach the server on 127.0.0.1:`ports.main` (its API on `ports.admin`) with
     /// `password`.
     fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint>;
-    /// What to do when the image cannot be had (one clause, for messages).
-    fn alternatives(&self, image: &str) -> String;
 }
 
 /// What a server says about itself.
@@ -149,6 +152,16 @@ pub trait Endpoint: Send + Sync {
     /// error (a refused login, an unknown database) will not change by waiting.
     async fn ping(&self) -> Result<(), BackendError>;
     async fn describe(&self) -> Result<ServerFacts, BackendError>;
+    /// On a server the run does not own, the first of `settings` that a session cannot set
+    /// (the server's own setting, or no setting at all): its name and why, with how to set it
+    /// on the server instead. Engines that take no session settings have them refused by the
+    /// plan, so by default nothing is refused here.
+    async fn refused_session_setting(
+        &self,
+        _settings: &[(String, String)],
+    ) -> Result<Option<(String, String)>, BackendError> {
+        Ok(None)
+    }
     /// A fresh namespace (`<prefix>_<time>_<random>`) with `queue`'s design installed, and
     /// the completion audit when `audit`.
     async fn install(

@@ -119,7 +119,7 @@ impl FreshRequest {
                 format!("calibrate --fresh-table {reason}"),
             ))
         };
-        if p.database.engine != crate::engine::Engine::Postgres {
+        if p.database.engine != crate::backend::engine::Engine::Postgres {
             return err("database.engine", "runs pgbench, PostgreSQL's tool");
         }
         if p.queue.variant.name != VariantName::Seed {
@@ -472,7 +472,10 @@ async fn conditions(
             conn.vacuum_as_autovacuum().await?;
             conn.hold_autovacuum(false).await?;
         } else {
-            conn.analyze().await?;
+            let planner = conn
+                .planner()
+                .ok_or_else(|| anyhow::anyhow!("no planner"))?;
+            planner.analyze().await?;
         }
     }
     conn.close().await;

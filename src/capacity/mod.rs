@@ -15,7 +15,7 @@ mod answer;
 pub mod confirm;
 mod document;
 pub mod hold;
-use crate::engine::Engine;
+use crate::backend::engine::Engine;
 use crate::run::{self, RunOptions, Session};
 use crate::scenario::{Confirm, FirstVacuum, HumanDuration, PhaseSection, Plan, PlanChange, Rate};
 use crate::status::Status;

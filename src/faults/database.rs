@@ -4,7 +4,7 @@
 
 use super::Job;
 use crate::backend::Link;
-use crate::engine::ShutdownMode;
+use crate::backend::engine::ShutdownMode;
 use crate::fleet::sleep_or_stop;
 use crate::metrics::Event;
 use crate::scenario::{BackendTarget, ClaimMode};
@@ -177,7 +177,14 @@ pub(super) async fn analyze(job: &Job) {
         return;
     };
     let table = job.ctx.backend.design().table.clone();
-    let detail = match conn.analyze().await {
+    let analyzed = match conn.planner() {
+        Some(planner) => planner.analyze().await,
+        None => Err(crate::backend::BackendError::unsupported(
+            "ANALYZE",
+            "this engine",
+        )),
+    };
+    let detail = match analyzed {
         Ok(()) => format!(
             "ANALYZE of {table} took {:.0} ms",
             job.now().saturating_sub(at) as f64 / 1e3

@@ -12,8 +12,8 @@ mod database;
 mod workers;
 
 use crate::backend::Backend;
+use crate::backend::engine::Engine;
 use crate::clock::RunClock;
-use crate::engine::Engine;
 use crate::fleet::registry::WorkerRegistry;
 use crate::fleet::sleep_or_stop;
 use crate::metrics::{Event, FaultRecord};

@@ -109,9 +109,15 @@ async fn statement(
     read: bool,
     id: i64,
 ) -> Result<(), crate::backend::BackendError> {
+    let Some(bystander) = link.bystander() else {
+        return Err(crate::backend::BackendError::unsupported(
+            "a bystander",
+            "this engine",
+        ));
+    };
     if read {
-        link.bystander_read(id).await
+        bystander.bystander_read(id).await
     } else {
-        link.bystander_update(id).await
+        bystander.bystander_update(id).await
     }
 }

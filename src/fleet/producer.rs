@@ -128,7 +128,13 @@ impl Producer {
             let result = match (self.shared.outbox_rollback_rate, order) {
                 (Some(rate), Some(order)) => {
                     let roll_back = rate > 0.0 && self.rng.random_bool(rate);
-                    conn.enqueue_in_outbox(&made.job, order, roll_back).await
+                    match conn.outbox() {
+                        Some(outbox) => outbox.enqueue_in_outbox(&made.job, order, roll_back).await,
+                        None => Err((
+                            crate::backend::BackendError::unsupported("the outbox", "this engine"),
+                            false,
+                        )),
+                    }
                 }
                 _ => conn
                     .enqueue(&made.job)

@@ -50,7 +50,11 @@ impl DbSampler {
                 Some((at, _)) if self.clock.now_us() >= *at => {
                     let (_, label) = self.probes.pop().expect("just looked");
                     full = true;
-                    c.probe_claim().await.map(|probe| Event::ClaimProbe {
+                    let probed = match c.planner() {
+                        Some(planner) => planner.probe_claim().await,
+                        None => continue,
+                    };
+                    probed.map(|probe| Event::ClaimProbe {
                         at_us: self.clock.now_us(),
                         label,
                         probe,

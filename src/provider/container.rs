@@ -4,9 +4,9 @@
 //! `docker/build-mariadb-image.sh` build such images from Debian packages.
 
 use super::{Liveness, Owned, Provider, Server, free_ports, last_lines, wait_until_ready};
+use crate::backend::engine::ShutdownMode;
 use crate::backend::seam::{Endpoint, Ports};
 use crate::backend::{self, Driver};
-use crate::engine::ShutdownMode;
 use crate::scenario::{DatabasePlan, ProviderKind};
 use anyhow::{Context, Result, anyhow, bail};
 use async_trait::async_trait;

@@ -5,9 +5,9 @@
 //! stopped and started again (the `restart_server` fault).
 
 use super::{Liveness, Owned, Provider, Server, free_ports, last_lines, wait_until_ready};
+use crate::backend::engine::ShutdownMode;
 use crate::backend::seam::{Endpoint, LocalBinaries, LocalServer, Ports};
 use crate::backend::{self, Driver};
-use crate::engine::ShutdownMode;
 use crate::scenario::{DatabasePlan, ProviderKind};
 use anyhow::{Context, Result, anyhow, bail};
 use async_trait::async_trait;

@@ -6,9 +6,10 @@
 pub mod container;
 pub mod local;
 
+use crate::backend::engine::ShutdownMode;
 use crate::backend::{self, Endpoint};
-use crate::engine::{ShutdownMode, redact_url};
-use crate::error::Failure;
+use crate::error::{Failure, InputError};
+use crate::redact::redact_url;
 use crate::scenario::{DatabasePlan, ProviderKind};
 use anyhow::{Context, Result, anyhow, bail};
 use async_trait::async_trait;
@@ -216,15 +217,37 @@ impl Provider for UrlProvider {
         let url = plan.url.as_deref().unwrap_or_default();
         let shown = redact_url(url);
         // The plan has checked the URL (and refused what the engine cannot do on it).
-        let endpoint = backend::driver(plan.engine)
-            .endpoint(url, &plan.settings)
-            .map_err(|e| anyhow!("parsing {shown}: {e}"))?;
+        let driver = backend::driver(plan.engine);
+        let reach = |settings| {
+            driver
+                .endpoint(url, settings)
+                .map_err(|e| anyhow!("parsing {shown}: {e}"))
+        };
         // A given server should already be up: retry it for at most URL_READY_TIMEOUT.
         let timeout = plan.startup_timeout.min(URL_READY_TIMEOUT);
-        wait_until_ready(&*endpoint, timeout, Unknown)
+        let bare = reach(&[])?;
+        wait_until_ready(&*bare, timeout, Unknown)
             .await
             .with_context(|| format!("connecting to {shown}"))?;
+        let refused = bare
+            .refused_session_setting(&plan.settings)
+            .await
+            .with_context(|| format!("asking {shown} about database.settings"))?;
+        if let Some((name, reason)) = refused {
+            let key = format!("database.settings.{name}");
+            return Err(InputError::new(shown, key, reason).into());
+        }
+        let endpoint = reach(&plan.settings)?;
         Server::new(ProviderKind::Url, shown, endpoint, Owned::Nothing).await
+    }
+}
+
+/// A provider's failure: bad input when the server refused what the scenario asks of it
+/// (a setting), else a failed run.
+fn classified(e: anyhow::Error) -> Failure {
+    match e.downcast::<InputError>() {
+        Ok(refused) => Failure::Input(refused),
+        Err(e) => Failure::Run(e),
     }
 }
 
@@ -245,23 +268,22 @@ fn provider(kind: ProviderKind) -> Option<&'static dyn Provider> {
 /// message listing what was tried; the server it returns says why each one before it was
 /// skipped.
 pub async fn provision(plan: &DatabasePlan) -> Result<Server, Failure> {
-    let container = backend::driver(plan.engine).container();
     if let Some(p) = provider(plan.provider) {
         if let Err(why) = p.available(plan).await {
             return Err(anyhow!(
                 "{} provider: {why}. Instead: {}",
                 p.kind().as_str(),
-                container.alternatives(&plan.image)
+                plan.engine.container_alternatives(&plan.image)
             )
             .into());
         }
-        return Ok(p.provision(plan).await?);
+        return p.provision(plan).await.map_err(classified);
     }
     let mut skipped = Vec::new();
     for p in PROVIDERS {
         match p.available(plan).await {
             Ok(()) => {
-                let mut server = p.provision(plan).await?;
+                let mut server = p.provision(plan).await.map_err(classified)?;
                 server.skipped = skipped;
                 return Ok(server);
             }
@@ -272,7 +294,7 @@ pub async fn provision(plan: &DatabasePlan) -> Result<Server, Failure> {
         "no {} server available; tried {}. Install Docker and {}",
         plan.engine.label(),
         skipped.join("; "),
-        container.alternatives(&plan.image)
+        plan.engine.container_alternatives(&plan.image)
     )
     .into())
 }

@@ -11,7 +11,7 @@
 
 use super::dbstats::DbStatsRow;
 use super::phases::{ClaimProbeSummary, PhaseSummary};
-use crate::engine::Engine;
+use crate::backend::engine::Engine;
 use crate::metrics::TimelineRow;
 use serde::{Deserialize, Serialize};
 

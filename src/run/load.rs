@@ -291,7 +291,11 @@ impl Load {
         self.sampler.await.ok();
         // A new connection: the load's faults may have broken older ones.
         if let Ok(mut admin) = self.ctx.backend.connect("main").await {
-            if let Ok(probe) = admin.probe_claim().await {
+            let probed = match admin.planner() {
+                Some(planner) => planner.probe_claim().await.ok(),
+                None => None,
+            };
+            if let Some(probe) = probed {
                 self.ctx.emit(Event::ClaimProbe {
                     at_us: clock.now_us(),
                     label: "after the drain".into(),
@@ -349,7 +353,10 @@ async fn analyze_now(ctx: &FleetContext, rows: u64) {
     let started = ctx.clock.now_us();
     let result = match ctx.backend.connect("statistics").await {
         Ok(mut conn) => {
-            let analyzed = conn.analyze().await;
+            let analyzed = match conn.planner() {
+                Some(planner) => planner.analyze().await,
+                None => Ok(()),
+            };
             conn.close().await;
             analyzed
         }

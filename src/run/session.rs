@@ -205,12 +205,16 @@ impl Session {
     ) -> Result<Prefilled, Failure> {
         if let Some(outbox) = plan.producers.outbox {
             admin
+                .outbox()
+                .context("the engine has no outbox (validation refuses it)")?
                 .install_outbox(outbox.orders)
                 .await
                 .context("creating the outbox's orders")?;
         }
         if let Some(b) = plan.bystander {
             admin
+                .bystander()
+                .context("the engine has no bystander (validation refuses it)")?
                 .install_bystander(b.rows)
                 .await
                 .context("creating the bystander's table")?;
@@ -218,6 +222,8 @@ impl Session {
         if plan.queue.stale_statistics {
             status.line("analyzing the empty queue table (queue.stale_statistics)");
             admin
+                .planner()
+                .context("the engine has no planner (validation refuses it)")?
                 .analyze()
                 .await
                 .context("ANALYZE of the empty queue table")?;
@@ -229,8 +235,11 @@ impl Session {
         // statement until something invalidates it. A table left empty is analyzed by the
         // first step, once its load has put rows in it (`load::ANALYZE_AFTER`), and again
         // each time it doubles.
-        if prefilled.count > 0 && !plan.queue.stale_statistics {
-            admin
+        if prefilled.count > 0
+            && !plan.queue.stale_statistics
+            && let Some(planner) = admin.planner()
+        {
+            planner
                 .analyze()
                 .await
                 .context("ANALYZE of the queue table")?;
@@ -349,14 +358,21 @@ impl Session {
         self.conclude(plan, opts, ended, facts).await
     }
 
-    /// The claim's plan, on a connection of its own.
+    /// The claim's plan, on a connection of its own; where the engine has no planner, the
+    /// claim in the design's own words.
     async fn explain_claim(&self) -> Result<Vec<String>, Failure> {
         let mut admin = self
             .backend
             .connect("main")
             .await
             .context("connecting to the queue")?;
-        let plan = admin.explain_claim().await.context("EXPLAIN of the claim");
+        let plan = match admin.planner() {
+            Some(planner) => planner
+                .explain_claim()
+                .await
+                .context("EXPLAIN of the claim"),
+            None => Ok(vec![self.backend.design().claim_sql.clone()]),
+        };
         admin.close().await;
         Ok(plan?)
     }

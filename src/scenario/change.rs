@@ -3,9 +3,10 @@
 //! plan is checked (and recorded in `scenario.resolved.toml`) exactly as a scenario file
 //! is; nothing is written as TOML text or read from disk again.
 
-use super::model::{HandlerSection, PhaseSection, VariantName};
+use super::model::{HandlerSection, PhaseSection};
 use super::plan::{EnvDefaults, Plan};
 use super::values::HumanDuration;
+use crate::backend::queue::VariantName;
 use crate::error::InputError;
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! `kind`). The `faults` module carries them out; the README's "Faults" section explains each.
 
 use super::values::HumanDuration;
-use crate::engine::ShutdownMode;
+use crate::backend::engine::ShutdownMode;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -9,18 +9,22 @@ pub mod plan;
 pub mod thresholds;
 pub mod values;
 
-pub use crate::engine::{Engine, ShutdownMode};
+pub use crate::backend::engine::{Engine, ShutdownMode};
+pub use crate::backend::queue::{
+    BackoffPlan, CUSTOM_REQUIRED_FILES, ClaimMode, Finish, Jitter, QueuePlan, VariantName,
+    VariantPlan,
+};
+pub use crate::backend::rabbitmq::RabbitQueue;
 pub use change::PlanChange;
 pub use faults::{BackendTarget, CrashPoint, FaultSpec, Repeat};
 pub use load::{Assignment, Overrides, ScenarioFile};
 pub use model::{
-    Arrival, BystanderSection, CUSTOM_REQUIRED_FILES, CapacitySection, ClaimMode, Finish,
-    HandlerSection, Jitter, MatrixOption, MatrixSection, PhaseSection, ProviderKind, RabbitQueue,
-    Scenario, VariantName,
+    Arrival, BystanderSection, CapacitySection, HandlerSection, MatrixOption, MatrixSection,
+    PhaseSection, ProviderKind, Scenario,
 };
 pub use plan::{
-    BackoffPlan, BystanderPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan,
-    PhasePlan, Plan, ProducerPlan, QueuePlan, ReaperPlan, VariantPlan,
+    BystanderPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan, PhasePlan,
+    Plan, ProducerPlan, ReaperPlan,
 };
 pub use thresholds::Threshold;
 pub use values::{Confirm, DurationDist, FirstVacuum, HumanDuration, Rate};

@@ -3,13 +3,15 @@
 
 use super::faults::{FaultSpec, Repeat};
 use super::model::{
-    Arrival, BystanderSection, CUSTOM_REQUIRED_FILES, ClaimMode, ConsumersSection, DatabaseSection,
-    Finish, Jitter, PhaseSection, ProducersSection, ProviderKind, RabbitQueue, Scenario,
-    VariantName,
+    Arrival, BystanderSection, ConsumersSection, DatabaseSection, PhaseSection, ProducersSection,
+    ProviderKind, Scenario,
 };
 use super::thresholds::{self, Threshold};
 use super::values::{DurationDist, Rate};
-use crate::engine::{Engine, Supports};
+use crate::backend::engine::{Engine, Supports};
+use crate::backend::queue::{
+    CUSTOM_REQUIRED_FILES, ClaimMode, Finish, QueuePlan, VariantName, VariantPlan,
+};
 use crate::error::InputError;
 use crate::named_params::{ClaimParam, MarkParam, takes};
 use serde::{Deserialize, Serialize};
@@ -58,62 +60,6 @@ pub struct DatabasePlan {
     pub startup_timeout: Duration,
     /// Validated `name = value` server settings.
     pub settings: Vec<(String, String)>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct QueuePlan {
-    pub variant: VariantPlan,
-    pub max_retries: i32,
-    pub backoff: BackoffPlan,
-    /// ANALYZE the queue table while it is empty (`queue.stale_statistics`).
-    #[serde(default)]
-    pub stale_statistics: bool,
-}
-
-/// Which queue design, with the options that shape it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct VariantPlan {
-    pub name: VariantName,
-    /// Jobs per claim statement (`batch`, and `custom` when above 1).
-    pub claim_batch: u32,
-    /// `queue.visibility_timeout`, where given (the design supplies its default).
-    pub visibility_timeout: Option<Duration>,
-    /// `queue.rotation_period` (rotation only).
-    pub rotation_period: Duration,
-    /// A `custom` variant's directory, resolved against the scenario file's.
-    pub dir: Option<std::path::PathBuf>,
-    pub fillfactor: Option<u32>,
-    pub unlogged: bool,
-    /// RabbitMQ: the kind of queue that holds the jobs.
-    pub rabbitmq_queue: RabbitQueue,
-}
-
-/// `min(base * factor^retry_count, cap)`, then jitter.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct BackoffPlan {
-    pub base: Duration,
-    pub factor: f64,
-    pub cap: Option<Duration>,
-    pub jitter: Jitter,
-}
-
-impl BackoffPlan {
-    /// The seed's formula, which `[queue.backoff]` departs from: a design with a back-off of
-    /// its own is refused only a value set away from this.
-    pub fn seed() -> BackoffPlan {
-        (&crate::scenario::model::BackoffSection::default()).into()
-    }
-}
-
-impl From<&crate::scenario::model::BackoffSection> for BackoffPlan {
-    fn from(b: &crate::scenario::model::BackoffSection) -> BackoffPlan {
-        BackoffPlan {
-            base: b.base.0,
-            factor: b.factor,
-            cap: b.cap.map(|c| c.0),
-            jitter: b.jitter,
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -192,8 +138,8 @@ impl EnvDefaults {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         EnvDefaults {
             images: Engine::ALL
-                .into_iter()
-                .filter_map(|e| Some((e, var(e.facts().image_variable)?)))
+                .iter()
+                .filter_map(|&e| Some((e, var(e.facts().image.as_ref()?.variable)?)))
                 .collect(),
             database_url: var("DATABASE_URL"),
         }
@@ -298,7 +244,7 @@ impl Plan {
     pub fn resolved_toml(&self) -> String {
         let mut s = self.resolved.clone();
         if let Some(url) = &s.database.url {
-            s.database.url = Some(crate::engine::redact_url(url));
+            s.database.url = Some(crate::redact::redact_url(url));
         }
         toml::to_string_pretty(&s)
             .unwrap_or_else(|e| format!("# could not serialize the scenario: {e}\n"))
@@ -497,7 +443,8 @@ fn database_plan(
             .image
             .clone()
             .or_else(|| env.image(db.engine).map(str::to_string))
-            .unwrap_or_else(|| db.engine.facts().default_image.to_string()),
+            .or_else(|| Some(db.engine.facts().image.as_ref()?.default.to_string()))
+            .unwrap_or_default(),
         url,
         startup_timeout: db.startup_timeout.0,
         settings,
@@ -1018,7 +965,9 @@ fn needs(scenario: &Scenario) -> Vec<Need> {
     }
     if q.rabbitmq_queue.is_some() {
         let what = "the kind of queue is chosen".to_string();
-        needs.push(Need::new("queue.rabbitmq_queue", what, |s| s.queue_kinds));
+        needs.push(Need::new("queue.rabbitmq_queue", what, |s| {
+            s.own_keys.contains(&"queue.rabbitmq_queue")
+        }));
     }
     match scenario.consumers.claim_mode {
         Some(ClaimMode::InTransaction) => {
@@ -1073,16 +1022,16 @@ fn check_engine(scenario: &Scenario) -> Result<(), (String, String)> {
         return Ok(());
     };
     let on: Vec<&str> = Engine::ALL
-        .into_iter()
+        .iter()
         .filter(|e| (unmet.met)(e.supports()))
-        .map(Engine::label)
+        .map(|e| e.label())
         .collect();
     Err((
         unmet.key,
         format!(
             "{} on {} only; with database.engine = \"{}\" {}",
             unmet.what,
-            crate::engine::and_list(&on),
+            crate::backend::engine::and_list(&on),
             engine.as_str(),
             engine.offers()
         ),

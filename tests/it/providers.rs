@@ -182,3 +182,32 @@ async fn a_failed_container_start_names_the_image_and_the_alternatives() {
         );
     }
 }
+
+/// A server setting a session cannot set, on a server named by URL, is refused at once in one
+/// line naming the key and how to set it on the server (it used to wait out the url
+/// provider's 10 s and end "the server did not accept connections"); a session setting runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_wide_setting_on_a_named_server_is_refused_at_once() {
+    let url = crate::support::shared_url();
+    let run = |setting: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+            .args(["run", "scenarios/smoke.toml", "--db", "url"])
+            .args(["--database-url", url, "--set", setting])
+            .output()
+            .unwrap()
+    };
+    let out = run("database.settings.autovacuum_naptime=\"1s\"");
+    crate::support::assert_bad_input(
+        &out,
+        "autovacuum_naptime on a named server",
+        "database.settings.autovacuum_naptime: PostgreSQL applies it to the whole server \
+         (context sighup)",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ALTER SYSTEM SET autovacuum_naptime = '1s'"),
+        "{err}"
+    );
+    let out = run("database.settings.no_such_setting=\"1\"");
+    crate::support::assert_bad_input(&out, "an unknown setting", "PostgreSQL has no such setting");
+}

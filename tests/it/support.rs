@@ -255,13 +255,13 @@ pub fn require_mariadb_image() -> String {
 /// The image of `engine` the container tests start; fails unless a Docker engine answers
 /// and has it or can pull it.
 fn require_engine_image(engine: Engine) -> String {
-    let (var, default, local) = match engine {
-        Engine::Postgres => ("DBQ_POSTGRES_IMAGE", "postgres:17", "postgres:15"),
-        Engine::Mariadb => ("DBQ_MARIADB_IMAGE", "mariadb:10.11", "mariadb:10.11"),
-        Engine::Rabbitmq => ("DBQ_RABBITMQ_IMAGE", "rabbitmq:3.10", "rabbitmq:3.10"),
-        Engine::Redis => ("DBQ_REDIS_IMAGE", "redis:7.0", "redis:7.0"),
-    };
-    let image = std::env::var(var).unwrap_or_else(|_| default.into());
+    let facts = engine
+        .facts()
+        .image
+        .as_ref()
+        .expect("an engine with an image");
+    let var = facts.variable;
+    let image = std::env::var(var).unwrap_or_else(|_| facts.default.into());
     let check = image.clone();
     let available = std::thread::spawn(move || {
         tokio::runtime::Runtime::new()
@@ -271,11 +271,10 @@ fn require_engine_image(engine: Engine) -> String {
     .join()
     .expect("image check thread");
     if let Err(e) = available {
-        let name = engine.as_str();
+        let (script, built) = (facts.build_script, facts.built_tag);
         panic!(
             "missing prerequisite: the container image {image} ({e:#}). Pull it, or where no \
-             registry is reachable build one with `docker/build-{name}-image.sh` and set \
-             {var}=dbq-bench-{local}; {SET_UP_ALL}"
+             registry is reachable build one with `{script}` and set {var}={built}; {SET_UP_ALL}"
         );
     }
     image

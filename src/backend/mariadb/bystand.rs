@@ -39,3 +39,12 @@ impl Bystand for MariaLink {
         Ok(())
     }
 }
+
+impl crate::backend::seam::Link for MariaLink {
+    fn bystander(&mut self) -> Option<&mut dyn crate::backend::seam::Bystand> {
+        Some(self)
+    }
+    fn planner(&mut self) -> Option<&mut dyn crate::backend::seam::Planner> {
+        Some(self)
+    }
+}

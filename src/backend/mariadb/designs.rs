@@ -4,10 +4,10 @@
 //! as PostgreSQL's, bound with `?`, arrays passed as JSON text; the README's "MariaDB"
 //! section lists each difference. The tables are in `migrations/mariadb/`.
 
+use crate::backend::queue::{Finish, QueuePlan, VariantName};
 use crate::backend::seam::DesignError;
 use crate::backend::sql::design::{Returning, SqlDesign, StateModel, Statements, read_custom};
 use crate::named_params::{FailParam, Placeholders};
-use crate::scenario::{Finish, QueuePlan, VariantName};
 
 macro_rules! sql {
     ($path:literal) => {
@@ -64,7 +64,7 @@ pub fn design(queue: &QueuePlan) -> Result<SqlDesign, DesignError> {
                 file: format!("queue.variant = {}", other.as_str()),
                 reason: format!(
                     "runs on PostgreSQL only; {}",
-                    crate::engine::Engine::Mariadb.offers()
+                    crate::backend::engine::Engine::Mariadb.offers()
                 ),
             });
         }

@@ -79,11 +79,6 @@ impl Disrupt for MariaLink {
         None
     }
 
-    /// InnoDB purges by itself.
-    async fn clean_up(&mut self) -> Result<(), BackendError> {
-        Ok(())
-    }
-
     /// InnoDB's purge is the server's, not the table's.
     async fn hold_autovacuum(&mut self, _off: bool) -> Result<(), BackendError> {
         Err(BackendError::unsupported("delay_vacuum", "MariaDB"))

@@ -7,7 +7,7 @@ use super::link::{MariaLink, json_ids, text};
 use crate::backend::error::BackendError;
 use crate::backend::figures::{ClaimProbe, DbSample, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
-use crate::backend::seam::Inspect;
+use crate::backend::seam::{Inspect, Planner};
 use crate::backend::sql::count_statuses;
 use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, Row};
@@ -107,35 +107,6 @@ impl MariaLink {
 
 #[async_trait]
 impl Inspect for MariaLink {
-    async fn install_outbox(&mut self, _orders: u64) -> Result<(), BackendError> {
-        Err(BackendError::unsupported("the outbox", "MariaDB"))
-    }
-
-    async fn analyze(&mut self) -> Result<(), BackendError> {
-        // The table name is the design's constant, not user input.
-        let analyze = format!("ANALYZE TABLE {}", self.shared.design.table);
-        Ok(self.execute(&analyze).await?)
-    }
-
-    /// `EXPLAIN` of the claim's SELECT, one line per table it reads.
-    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
-        let explain = format!("EXPLAIN {}", self.shared.design.sql.claim);
-        let rows = self.claim_with(explain).fetch_all(&mut self.conn).await?;
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let get = |c: &str| r.try_get::<Option<String>, _>(c).ok().flatten();
-                format!(
-                    "{} on {} using {} ({})",
-                    get("type").unwrap_or_default(),
-                    get("table").unwrap_or_default(),
-                    get("key").unwrap_or_else(|| "no index".into()),
-                    get("Extra").unwrap_or_default()
-                )
-            })
-            .collect())
-    }
-
     async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
         let started = std::time::Instant::now();
         let mut s = DbSample::default();
@@ -143,18 +114,6 @@ impl Inspect for MariaLink {
         self.server_figures(&mut s).await?;
         s.sample_ms = started.elapsed().as_secs_f64() * 1e3;
         Ok(s)
-    }
-
-    /// The claim's locking SELECT under `ANALYZE FORMAT=JSON`, in a transaction that is
-    /// rolled back; `rows` is the rows the first table read.
-    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
-        self.execute("BEGIN").await?;
-        let analyze = format!("ANALYZE FORMAT=JSON {}", self.shared.design.sql.claim);
-        let result = self.claim_with(analyze).fetch_one(&mut self.conn).await;
-        self.execute("ROLLBACK").await?;
-        let text: String = result?.try_get(0)?;
-        let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-        Ok(read_probe(&json))
     }
 
     async fn table_stats(&mut self) -> Result<TableStats, BackendError> {
@@ -234,13 +193,45 @@ impl Inspect for MariaLink {
             .fetch_all(&mut self.conn)
             .await?)
     }
+}
 
-    async fn paid_orders(&mut self) -> Result<i64, BackendError> {
-        Err(BackendError::unsupported("the outbox", "MariaDB"))
+#[async_trait]
+impl Planner for MariaLink {
+    async fn analyze(&mut self) -> Result<(), BackendError> {
+        // The table name is the design's constant, not user input.
+        let analyze = format!("ANALYZE TABLE {}", self.shared.design.table);
+        Ok(self.execute(&analyze).await?)
     }
 
-    async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError> {
-        Err(BackendError::unsupported("the outbox", "MariaDB"))
+    /// `EXPLAIN` of the claim's SELECT, one line per table it reads.
+    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
+        let explain = format!("EXPLAIN {}", self.shared.design.sql.claim);
+        let rows = self.claim_with(explain).fetch_all(&mut self.conn).await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let get = |c: &str| r.try_get::<Option<String>, _>(c).ok().flatten();
+                format!(
+                    "{} on {} using {} ({})",
+                    get("type").unwrap_or_default(),
+                    get("table").unwrap_or_default(),
+                    get("key").unwrap_or_else(|| "no index".into()),
+                    get("Extra").unwrap_or_default()
+                )
+            })
+            .collect())
+    }
+
+    /// The claim's locking SELECT under `ANALYZE FORMAT=JSON`, in a transaction that is
+    /// rolled back; `rows` is the rows the first table read.
+    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
+        self.execute("BEGIN").await?;
+        let analyze = format!("ANALYZE FORMAT=JSON {}", self.shared.design.sql.claim);
+        let result = self.claim_with(analyze).fetch_one(&mut self.conn).await;
+        self.execute("ROLLBACK").await?;
+        let text: String = result?.try_get(0)?;
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        Ok(read_probe(&json))
     }
 }
 

@@ -6,13 +6,13 @@
 //! reads with `JSON_TABLE`.
 
 use crate::backend::error::{BackendError, ErrorClass};
-use crate::backend::job::{ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob};
+use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, JobStatus, NewJob};
+use crate::backend::queue::ClaimMode;
 use crate::backend::seam::{Connection, Enqueue, Work};
 use crate::backend::sql::Shared;
 use crate::backend::sql::design::{ClaimShape, CompleteShape, SqlDesign};
 use crate::backend::sql::jitter_floor;
 use crate::named_params::{ClaimParam, FailParam, MarkParam};
-use crate::scenario::ClaimMode;
 use async_trait::async_trait;
 use sqlx::mysql::MySqlConnection;
 use sqlx::{AssertSqlSafe, Connection as _, Row};
@@ -260,15 +260,6 @@ impl Enqueue for MariaLink {
             .bind(rows)
             .fetch_all(&mut self.conn)
             .await?)
-    }
-
-    async fn enqueue_in_outbox(
-        &mut self,
-        _job: &NewJob,
-        _order: i64,
-        _roll_back: bool,
-    ) -> Result<Insert, (BackendError, bool)> {
-        Err((BackendError::unsupported("the outbox", "MariaDB"), false))
     }
 }
 

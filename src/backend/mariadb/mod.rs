@@ -8,6 +8,7 @@ mod bystand;
 mod check;
 mod designs;
 mod disrupt;
+mod facts;
 mod inspect;
 mod link;
 mod provider;
@@ -20,8 +21,8 @@ use super::seam::{
 use super::sql::Shared;
 use super::sql::design::{SqlDesign, StateModel};
 use super::sql::{namespace_name, one_line};
-use crate::engine::{Engine, ShutdownMode};
-use crate::scenario::QueuePlan;
+use crate::backend::engine::{Engine, ShutdownMode};
+use crate::backend::queue::QueuePlan;
 use async_trait::async_trait;
 use link::MariaLink;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
@@ -68,6 +69,10 @@ fn parse(url: &str) -> sqlx::Result<MySqlConnectOptions> {
 impl Driver for MariaDriver {
     fn engine(&self) -> Engine {
         Engine::Mariadb
+    }
+
+    fn facts(&self) -> &'static crate::backend::EngineFacts {
+        &facts::FACTS
     }
 
     /// Session settings on a server the run does not own are refused by the plan.

@@ -130,13 +130,4 @@ impl ContainerImage for Container {
                 .password(password),
         ))
     }
-
-    fn alternatives(&self, image: &str) -> String {
-        format!(
-            "make the image available (`docker pull {image}`, or, where no registry is reachable, \
-             `docker/build-mariadb-image.sh` and DBQ_MARIADB_IMAGE=dbq-bench-mariadb:10.11 or --image), \
-             use the server binaries with --db local (`apt-get install mariadb-server`), \
-             or name a server with --db url --database-url mysql://…"
-        )
-    }
 }

@@ -2,10 +2,10 @@
 //! built-in variants (`variants/<name>/`, each changing one thing of the seed), and a user's
 //! own directory. The tables are in `migrations/`.
 
+use crate::backend::queue::{Finish, QueuePlan, VariantName, VariantPlan};
 use crate::backend::seam::{DesignError, WakeUp};
 use crate::backend::sql::design::{Returning, SqlDesign, StateModel, Statements, read_custom};
 use crate::named_params::{FailParam, Named, Placeholders};
-use crate::scenario::{Finish, QueuePlan, VariantName, VariantPlan};
 
 macro_rules! sql {
     ($path:literal) => {

@@ -5,16 +5,12 @@ use super::link::PgLink;
 use crate::backend::error::BackendError;
 use crate::backend::figures::{ClaimProbe, DbSample, TableReads, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
-use crate::backend::seam::Inspect;
+use crate::backend::seam::{Inspect, Planner};
 use crate::backend::sql::count_statuses;
 use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, Row};
 
 const AUDIT_DUPLICATES: &str = include_str!("../sql/audit_duplicates.sql");
-const OUTBOX_SCHEMA: &str = include_str!("../../../migrations/outbox/0001_orders.sql");
-const OUTBOX_ORDERS: &str = include_str!("outbox_orders.sql");
-const OUTBOX_CHECK: &str = include_str!("outbox_check.sql");
-const OUTBOX_PAID: &str = include_str!("outbox_paid.sql");
 const TABLE: &str = include_str!("stats/table.sql");
 const OWN_READS: &str = include_str!("stats/own_reads.sql");
 const TABLE_SIZES: &str = include_str!("stats/table_sizes.sql");
@@ -111,31 +107,6 @@ impl PgLink {
 
 #[async_trait]
 impl Inspect for PgLink {
-    async fn install_outbox(&mut self, orders: u64) -> Result<(), BackendError> {
-        sqlx::raw_sql(OUTBOX_SCHEMA).execute(&mut self.conn).await?;
-        sqlx::query(OUTBOX_ORDERS)
-            .bind(orders as i64)
-            .execute(&mut self.conn)
-            .await?;
-        Ok(())
-    }
-
-    async fn analyze(&mut self) -> Result<(), BackendError> {
-        // The table name is the design's constant, not user input.
-        let analyze = format!("ANALYZE {}", self.shared.design.table);
-        Ok(self.execute(&analyze).await?)
-    }
-
-    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
-        // The claim text is the design's own file, checked when the run started.
-        let text = format!("EXPLAIN {}", self.shared.design.sql.claim);
-        let rows = self.claim_with(text).fetch_all(&mut self.conn).await?;
-        Ok(rows
-            .iter()
-            .map(|r| r.try_get::<String, _>(0))
-            .collect::<sqlx::Result<_>>()?)
-    }
-
     /// One transaction, so that its own reads of the queue table (the status counts) can be
     /// told from everyone else's: the session's reads not yet reported, before and after
     /// (nothing is reported inside a transaction), give `own_reads`; those before, what
@@ -165,20 +136,6 @@ impl Inspect for PgLink {
         ended?;
         s.sample_ms = started.elapsed().as_secs_f64() * 1e3;
         Ok(s)
-    }
-
-    /// Runs the claim once under `EXPLAIN (ANALYZE, BUFFERS)` inside a transaction that is
-    /// rolled back: the claim's real cost right now, without claiming anything.
-    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
-        self.execute("BEGIN").await?;
-        let text = format!(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}",
-            self.shared.design.sql.claim
-        );
-        let result = self.claim_with(text).fetch_one(&mut self.conn).await;
-        self.execute("ROLLBACK").await?;
-        let json: sqlx::types::Json<serde_json::Value> = result?.try_get(0)?;
-        Ok(read_probe(&json.0))
     }
 
     async fn table_stats(&mut self) -> Result<TableStats, BackendError> {
@@ -274,17 +231,38 @@ impl Inspect for PgLink {
             .fetch_all(&mut self.conn)
             .await?)
     }
+}
 
-    async fn paid_orders(&mut self) -> Result<i64, BackendError> {
-        Ok(sqlx::query_scalar(OUTBOX_PAID)
-            .fetch_one(&mut self.conn)
-            .await?)
+#[async_trait]
+impl Planner for PgLink {
+    async fn analyze(&mut self) -> Result<(), BackendError> {
+        // The table name is the design's constant, not user input.
+        let analyze = format!("ANALYZE {}", self.shared.design.table);
+        Ok(self.execute(&analyze).await?)
     }
 
-    async fn outbox_problems(&mut self) -> Result<Vec<(i64, String, i64)>, BackendError> {
-        Ok(sqlx::query_as(OUTBOX_CHECK)
-            .fetch_all(&mut self.conn)
-            .await?)
+    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
+        // The claim text is the design's own file, checked when the run started.
+        let text = format!("EXPLAIN {}", self.shared.design.sql.claim);
+        let rows = self.claim_with(text).fetch_all(&mut self.conn).await?;
+        Ok(rows
+            .iter()
+            .map(|r| r.try_get::<String, _>(0))
+            .collect::<sqlx::Result<_>>()?)
+    }
+
+    /// Runs the claim once under `EXPLAIN (ANALYZE, BUFFERS)` inside a transaction that is
+    /// rolled back: the claim's real cost right now, without claiming anything.
+    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
+        self.execute("BEGIN").await?;
+        let text = format!(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}",
+            self.shared.design.sql.claim
+        );
+        let result = self.claim_with(text).fetch_one(&mut self.conn).await;
+        self.execute("ROLLBACK").await?;
+        let json: sqlx::types::Json<serde_json::Value> = result?.try_get(0)?;
+        Ok(read_probe(&json.0))
     }
 }
 

@@ -3,7 +3,8 @@
 //! `$1`; see [`PgLink::complete_then`]).
 
 use crate::backend::error::BackendError;
-use crate::backend::job::{ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob};
+use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, JobStatus, NewJob};
+use crate::backend::queue::ClaimMode;
 use crate::backend::seam::{Connection, DesignError, Enqueue, WakeUp, Work};
 use crate::backend::sql::Shared;
 use crate::backend::sql::design::{
@@ -11,7 +12,6 @@ use crate::backend::sql::design::{
 };
 use crate::backend::sql::{column_type, jitter_floor, one_line};
 use crate::named_params::{ClaimParam, FailParam};
-use crate::scenario::ClaimMode;
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgTypeInfo};
 use sqlx::types::Json;
@@ -80,7 +80,7 @@ impl PgLink {
             .map(drop)
     }
 
-    async fn insert(&mut self, job: &NewJob) -> sqlx::Result<JobId> {
+    pub(super) async fn insert(&mut self, job: &NewJob) -> sqlx::Result<JobId> {
         let query = sqlx::query_scalar(AssertSqlSafe(self.shared.design.sql.enqueue.as_str()))
             .bind(&job.job_type)
             .bind(&job.payload)
@@ -224,7 +224,7 @@ impl PgLink {
     }
 
     /// The outbox's business update (inside the enqueue transaction).
-    async fn pay_order(&mut self, order: i64) -> sqlx::Result<u64> {
+    pub(super) async fn pay_order(&mut self, order: i64) -> sqlx::Result<u64> {
         Ok(sqlx::query(OUTBOX_PAY)
             .bind(order)
             .execute(&mut self.conn)
@@ -232,7 +232,7 @@ impl PgLink {
             .rows_affected())
     }
 
-    async fn outbox_insert(&mut self, job: &NewJob, order: i64) -> sqlx::Result<JobId> {
+    pub(super) async fn outbox_insert(&mut self, job: &NewJob, order: i64) -> sqlx::Result<JobId> {
         if self.pay_order(order).await? != 1 {
             return Err(sqlx::Error::RowNotFound);
         }
@@ -266,31 +266,6 @@ impl Enqueue for PgLink {
                 .fetch_all(&mut self.conn)
                 .await?,
         )
-    }
-
-    async fn enqueue_in_outbox(
-        &mut self,
-        job: &NewJob,
-        order: i64,
-        roll_back: bool,
-    ) -> Result<Insert, (BackendError, bool)> {
-        let before = |e: sqlx::Error| (BackendError::from(e), false);
-        self.execute("BEGIN").await.map_err(before)?;
-        let id = match self.outbox_insert(job, order).await {
-            Ok(id) => id,
-            Err(e) => {
-                let _ = self.execute("ROLLBACK").await;
-                return Err(before(e));
-            }
-        };
-        if roll_back {
-            self.execute("ROLLBACK").await.map_err(before)?;
-            return Ok(Insert::RolledBack);
-        }
-        self.execute("COMMIT")
-            .await
-            .map_err(|e| (BackendError::from(e), true))?;
-        Ok(Insert::Committed(id))
     }
 }
 

@@ -6,8 +6,10 @@
 mod bystand;
 mod designs;
 mod disrupt;
+mod facts;
 mod inspect;
 mod link;
+mod outbox;
 mod provider;
 
 use super::error::BackendError;
@@ -18,12 +20,13 @@ use super::seam::{
 use super::sql::Shared;
 use super::sql::design::SqlDesign;
 use super::sql::{namespace_name, one_line};
-use crate::engine::{Engine, ShutdownMode};
-use crate::scenario::QueuePlan;
+use crate::backend::engine::{Engine, ShutdownMode};
+use crate::backend::queue::QueuePlan;
 use async_trait::async_trait;
 use link::PgLink;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPoolOptions};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Executor};
+use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::sync::Arc;
 use tokio::sync::Notify;
@@ -46,6 +49,10 @@ fn harness_options(options: PgConnectOptions) -> PgConnectOptions {
 impl Driver for PgDriver {
     fn engine(&self) -> Engine {
         Engine::Postgres
+    }
+
+    fn facts(&self) -> &'static crate::backend::EngineFacts {
+        &facts::FACTS
     }
 
     fn endpoint(
@@ -149,6 +156,51 @@ impl Endpoint for PgEndpoint {
             version,
             settings: rows.into_iter().collect(),
         })
+    }
+
+    async fn refused_session_setting(
+        &self,
+        settings: &[(String, String)],
+    ) -> Result<Option<(String, String)>, BackendError> {
+        let names: Vec<&str> = settings.iter().map(|(k, _)| k.as_str()).collect();
+        let mut conn = PgConnection::connect_with(&self.options).await?;
+        let contexts: Vec<(String, String)> =
+            sqlx::query_as("SELECT name, context FROM pg_settings WHERE name = ANY($1)")
+                .bind(&names)
+                .fetch_all(&mut conn)
+                .await?;
+        conn.close().await.ok();
+        let contexts: BTreeMap<String, String> = contexts.into_iter().collect();
+        Ok(settings.iter().find_map(|(name, value)| {
+            // A dotted name is an extension's placeholder, which any session may set.
+            let context = match contexts.get(name) {
+                None if name.contains('.') => return None,
+                None => {
+                    return Some((
+                        name.clone(),
+                        "PostgreSQL has no such setting (SHOW ALL lists them)".to_string(),
+                    ));
+                }
+                Some(c) if c == "user" || c == "superuser" => return None,
+                Some(c) => c,
+            };
+            let how = match context.as_str() {
+                "postmaster" => {
+                    format!("ALTER SYSTEM SET {name} = '{value}' and restart the server")
+                }
+                "sighup" => format!("ALTER SYSTEM SET {name} = '{value}'; SELECT pg_reload_conf()"),
+                _ => "it is fixed when the server is built or a session starts".to_string(),
+            };
+            Some((
+                name.clone(),
+                format!(
+                    "PostgreSQL applies it to the whole server (context {context}), not to one \
+                     session, so a run on a server you named cannot set it: set it on the \
+                     server ({how}), or let the run start a server of its own with --db local \
+                     or --db container"
+                ),
+            ))
+        }))
     }
 
     async fn install(

@@ -164,13 +164,4 @@ impl ContainerImage for Container {
                 .database("postgres"),
         ))
     }
-
-    fn alternatives(&self, image: &str) -> String {
-        format!(
-            "make the image available (`docker pull {image}`, or, where no registry is reachable, \
-             `docker/build-postgres-image.sh` and DBQ_POSTGRES_IMAGE=dbq-bench-postgres:15 or --image), \
-             use the server binaries with --db local (`apt-get install postgresql`), \
-             or name a server with --db url --database-url postgres://…"
-        )
-    }
 }

@@ -11,9 +11,23 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The management API's port on a broker named by URL, unless the URL says another.
-pub use crate::engine::RABBITMQ_MANAGEMENT_PORT as DEFAULT_PORT;
-pub use crate::engine::rabbitmq_management_port as port_of;
+/// The management API's port on a broker named by URL, unless the URL says another
+/// (`?management_port=N`, a parameter the AMQP client leaves alone).
+pub const DEFAULT_PORT: u16 = 15672;
+
+/// The management API's port for a broker named by `amqp_url`: its `management_port`
+/// parameter, else [`DEFAULT_PORT`]; the reason when the parameter is not a port.
+pub fn management_port(amqp_url: &str) -> Result<u16, String> {
+    let Ok(url) = Url::parse(amqp_url) else {
+        return Ok(DEFAULT_PORT);
+    };
+    match url.query_pairs().find(|(k, _)| k == "management_port") {
+        None => Ok(DEFAULT_PORT),
+        Some((_, v)) => v.parse().ok().filter(|p| *p > 0).ok_or_else(|| {
+            format!("management_port={v} is not a port (the management API's, 1-65535)")
+        }),
+    }
+}
 
 /// How long one request may take.
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
@@ -213,12 +227,12 @@ mod tests {
 
     #[test]
     fn the_url_may_name_the_apis_port() {
-        assert_eq!(port_of("amqp://h:5672/%2f"), Ok(DEFAULT_PORT));
+        assert_eq!(management_port("amqp://h:5672/%2f"), Ok(DEFAULT_PORT));
         assert_eq!(
-            port_of("amqp://h:5672/%2f?management_port=15999"),
+            management_port("amqp://h:5672/%2f?management_port=15999"),
             Ok(15999)
         );
-        let e = port_of("amqp://h/%2f?heartbeat=5&management_port=x").unwrap_err();
+        let e = management_port("amqp://h/%2f?heartbeat=5&management_port=x").unwrap_err();
         assert!(e.contains("management_port=x"), "{e}");
     }
 

@@ -115,14 +115,6 @@ impl RabbitLink {
 
 #[async_trait]
 impl Inspect for RabbitLink {
-    async fn analyze(&mut self) -> Result<(), BackendError> {
-        Ok(())
-    }
-
-    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
-        Ok(vec![self.shared.info.claim_sql.clone()])
-    }
-
     /// Messages waiting (jobs and retries) and dead letters, counted over AMQP; what is
     /// out unacknowledged, the memory and the counts come from the management API (which
     /// refreshes them once a second), when it answers.
@@ -266,10 +258,5 @@ impl Disrupt for RabbitLink {
             closed += u64::from(admin.close_connection(name).await?);
         }
         Ok(("close_connection", closed))
-    }
-
-    /// Nothing to clean: an acknowledged message is gone.
-    async fn clean_up(&mut self) -> Result<(), BackendError> {
-        Ok(())
     }
 }

@@ -10,8 +10,8 @@ use super::{Shared, within};
 use crate::backend::broker::backoff_ms;
 use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, NewJob};
-use crate::backend::seam::{Bystand, Connection, Enqueue, Work};
-use crate::scenario::ClaimMode;
+use crate::backend::queue::ClaimMode;
+use crate::backend::seam::{Connection, Enqueue, Work};
 use async_trait::async_trait;
 use futures_util::{FutureExt, StreamExt};
 use lapin::message::Delivery;
@@ -343,17 +343,4 @@ impl Work for RabbitLink {
     }
 }
 
-#[async_trait]
-impl Bystand for RabbitLink {
-    async fn install_bystander(&mut self, _rows: u32) -> Result<(), BackendError> {
-        Err(BackendError::unsupported("a bystander", "RabbitMQ"))
-    }
-
-    async fn bystander_read(&mut self, _id: i64) -> Result<(), BackendError> {
-        Err(BackendError::unsupported("a bystander", "RabbitMQ"))
-    }
-
-    async fn bystander_update(&mut self, _id: i64) -> Result<(), BackendError> {
-        Err(BackendError::unsupported("a bystander", "RabbitMQ"))
-    }
-}
+impl crate::backend::seam::Link for RabbitLink {}

@@ -14,9 +14,13 @@
 //! and the completions come from the harness's ledger.
 
 mod admin;
+mod facts;
 mod inspect;
 mod link;
 mod provider;
+mod settings;
+
+pub use settings::RabbitQueue;
 
 use super::error::{BackendError, ErrorClass};
 use super::seam::{
@@ -24,8 +28,8 @@ use super::seam::{
     LocalServer, ServerFacts, WakeUp,
 };
 use super::sql::namespace_name;
-use crate::engine::{Engine, ShutdownMode};
-use crate::scenario::{BackoffPlan, Finish, QueuePlan, RabbitQueue};
+use crate::backend::engine::{Engine, ShutdownMode};
+use crate::backend::queue::{BackoffPlan, Finish, QueuePlan};
 use admin::Admin;
 use async_trait::async_trait;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
@@ -247,13 +251,17 @@ impl Driver for RabbitDriver {
         Engine::Rabbitmq
     }
 
+    fn facts(&self) -> &'static crate::backend::EngineFacts {
+        &facts::FACTS
+    }
+
     fn endpoint(
         &self,
         url: &str,
         _settings: &[(String, String)],
     ) -> Result<Arc<dyn Endpoint>, String> {
         Engine::Rabbitmq.check_url(url)?;
-        let admin_port = admin::port_of(url)?;
+        let admin_port = admin::management_port(url)?;
         Ok(Arc::new(RabbitEndpoint::new(url.to_string(), admin_port)))
     }
 
@@ -305,7 +313,7 @@ impl Endpoint for RabbitEndpoint {
     }
 
     fn address(&self) -> String {
-        crate::engine::redact_url(&self.url)
+        crate::redact::redact_url(&self.url)
     }
 
     async fn ping(&self) -> Result<(), BackendError> {

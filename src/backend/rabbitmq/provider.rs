@@ -167,13 +167,4 @@ impl ContainerImage for Container {
         let url = format!("amqp://guest:{password}@127.0.0.1:{}/%2f", ports.main);
         Arc::new(RabbitEndpoint::new(url, ports.admin))
     }
-
-    fn alternatives(&self, image: &str) -> String {
-        format!(
-            "make the image available (`docker pull {image}`, or, where no registry is reachable, \
-             `docker/build-rabbitmq-image.sh` and DBQ_RABBITMQ_IMAGE=dbq-bench-rabbitmq:3.10 or --image), \
-             use the broker from the machine's packages with --db local (`apt-get install rabbitmq-server`), \
-             or name a broker with --db url --database-url amqp://…"
-        )
-    }
 }

@@ -175,14 +175,6 @@ impl RedisLink {
 
 #[async_trait]
 impl Inspect for RedisLink {
-    async fn analyze(&mut self) -> Result<(), BackendError> {
-        Ok(())
-    }
-
-    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
-        Ok(vec![self.shared.info.claim_sql.clone()])
-    }
-
     /// Where the jobs are (`pending` counts entries waiting and backing off), the stream's
     /// entries as live tuples, the server's memory as the total size and the append-only
     /// file as the log written.
@@ -381,11 +373,6 @@ impl Disrupt for RedisLink {
             killed += self.seen(r)? as u64;
         }
         Ok(("CLIENT KILL", killed))
-    }
-
-    /// Nothing to clean: acknowledged entries are deleted as they finish.
-    async fn clean_up(&mut self) -> Result<(), BackendError> {
-        Ok(())
     }
 }
 

@@ -5,8 +5,8 @@ use super::{GROUP, Shared};
 use crate::backend::broker::{backoff_ms, payload_key};
 use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, NewJob};
+use crate::backend::queue::ClaimMode;
 use crate::backend::seam::{Bystand, Connection, Enqueue, Work};
-use crate::scenario::ClaimMode;
 use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 use std::collections::HashMap;
@@ -286,5 +286,11 @@ impl Bystand for RedisLink {
             .query_async::<i64>(&mut self.conn)
             .await;
         self.seen(r).map(drop)
+    }
+}
+
+impl crate::backend::seam::Link for RedisLink {
+    fn bystander(&mut self) -> Option<&mut dyn crate::backend::seam::Bystand> {
+        Some(self)
     }
 }

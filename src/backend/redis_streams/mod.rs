@@ -15,6 +15,7 @@
 //! a completion is `XACK` + `XDEL`. Each connection is named `dbq-bench/<ns>/<role>`
 //! (`CLIENT SETNAME`), so `kill_backends` can find the run's clients (`CLIENT KILL`).
 
+mod facts;
 mod inspect;
 mod link;
 mod provider;
@@ -25,8 +26,8 @@ use super::seam::{
     LocalServer, ServerFacts, WakeUp,
 };
 use super::sql::namespace_name;
-use crate::engine::{Engine, ShutdownMode};
-use crate::scenario::{BackoffPlan, Finish, QueuePlan};
+use crate::backend::engine::{Engine, ShutdownMode};
+use crate::backend::queue::{BackoffPlan, Finish, QueuePlan};
 use async_trait::async_trait;
 use link::RedisLink;
 use redis::AsyncConnectionConfig;
@@ -191,6 +192,10 @@ async fn connect(
 impl Driver for RedisDriver {
     fn engine(&self) -> Engine {
         Engine::Redis
+    }
+
+    fn facts(&self) -> &'static crate::backend::EngineFacts {
+        &facts::FACTS
     }
 
     fn endpoint(

@@ -138,15 +138,6 @@ impl ContainerImage for Container {
             .expect("a loopback URL parses");
         Arc::new(RedisEndpoint::new(client))
     }
-
-    fn alternatives(&self, image: &str) -> String {
-        format!(
-            "make the image available (`docker pull {image}`, or, where no registry is reachable, \
-             `docker/build-redis-image.sh` and DBQ_REDIS_IMAGE=dbq-bench-redis:7.0 or --image), \
-             use the server binary with --db local (`apt-get install redis-server`), \
-             or name a server with --db url --database-url redis://…"
-        )
-    }
 }
 
 #[cfg(test)]

@@ -6,10 +6,12 @@
 //! from a directory of its own ([`read_custom`]).
 
 use super::super::seam::{DesignError, DesignInfo, WakeUp};
+use crate::backend::queue::{
+    BackoffPlan, CUSTOM_REQUIRED_FILES, Finish, Jitter, QueuePlan, VariantPlan,
+};
 use crate::named_params::{
     ClaimParam, FailParam, MarkParam, Named, NoParam, Placeholders, rewrite,
 };
-use crate::scenario::{BackoffPlan, CUSTOM_REQUIRED_FILES, Finish, Jitter, QueuePlan, VariantPlan};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -6,7 +6,7 @@ pub mod design;
 use super::error::{BackendError, ErrorClass};
 use super::job::JobStatus;
 use super::seam::{DesignInfo, InstallError};
-use crate::scenario::{BackoffPlan, QueuePlan};
+use crate::backend::queue::{BackoffPlan, QueuePlan};
 use design::SqlDesign;
 use sqlx::error::BoxDynError;
 use sqlx::mysql::{MySql, MySqlTypeInfo, MySqlValueRef};
@@ -168,11 +168,11 @@ impl<'r> sqlx::Decode<'r, MySql> for JobStatus {
 
 /// The jitter's share of the backoff delay that is always waited (the failure update's
 /// parameter): none 1, equal ½, full 0.
-pub fn jitter_floor(j: crate::scenario::Jitter) -> f64 {
+pub fn jitter_floor(j: crate::backend::queue::Jitter) -> f64 {
     match j {
-        crate::scenario::Jitter::None => 1.0,
-        crate::scenario::Jitter::Equal => 0.5,
-        crate::scenario::Jitter::Full => 0.0,
+        crate::backend::queue::Jitter::None => 1.0,
+        crate::backend::queue::Jitter::Equal => 0.5,
+        crate::backend::queue::Jitter::Full => 0.0,
     }
 }
 

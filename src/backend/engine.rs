@@ -1,0 +1,306 @@
+//! What every engine's facts say, and the questions asked of them: which variants, faults
+//! and options it runs, what its figures are called, which URLs it takes. The facts
+//! themselves live in each engine's folder (`backend/<engine>/facts.rs`); the list of
+//! engines is [`super::registry`]. Nothing here names an engine.
+
+pub use super::registry::Engine;
+use serde::{Deserialize, Serialize};
+
+/// How a server the run started is stopped (the `restart_server` fault).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ShutdownMode {
+    /// A clean shutdown: open transactions roll back, the server checkpoints and exits.
+    #[default]
+    Fast,
+    /// Exit at once; crash recovery on the next start.
+    Immediate,
+}
+
+/// What an engine runs. Validation refuses anything else in one line made from these facts.
+#[derive(Debug)]
+pub struct Supports {
+    /// Queue variants (`queue.variant`), by name.
+    pub variants: &'static [&'static str],
+    /// Fault kinds (`phases.faults.kind`), by name.
+    pub faults: &'static [&'static str],
+    /// `queue.fillfactor` and `queue.unlogged`.
+    pub table_options: bool,
+    /// The transactional outbox (`producers.outbox`).
+    pub outbox: bool,
+    /// `database.settings` on a server the run does not own (applied per session).
+    pub url_session_settings: bool,
+    /// `dbq-bench calibrate` (pgbench is PostgreSQL's).
+    pub calibrate: bool,
+    /// `consumers.claim_mode = "in_transaction"`: a claim held open until the job finishes,
+    /// undone by the server when the worker vanishes.
+    pub claim_in_transaction: bool,
+    /// `consumers.claim_mode = "committed"`: a claim that stands until the job finishes or
+    /// the reaper takes it back.
+    pub claim_committed: bool,
+    /// Scenario keys that only this engine acts on (`queue.rabbitmq_queue`): refused on the
+    /// others, in one line naming this engine.
+    pub own_keys: &'static [&'static str],
+    /// `verify.completion_audit`: the server records each completion, so the proof counts
+    /// duplicate completions from the server as well as from the ledger. Where it cannot
+    /// (a broker forgets an acknowledged message), the ledger alone counts them.
+    pub completion_audit: bool,
+    /// `[bystander]`: statements on a table of its own beside the queue.
+    pub bystander: bool,
+    /// The queue table has planner statistics (ANALYZE): `queue.stale_statistics` and the
+    /// `analyze` fault.
+    pub planner_statistics: bool,
+}
+
+/// What an engine's figures are called: the fields are the same, the statistics behind them
+/// are the engine's own.
+#[derive(Debug)]
+pub struct Words {
+    /// `dead_tuples`: dead row versions, or InnoDB's history list length (undo not purged).
+    pub dead_tuples: &'static str,
+    /// `wal_bytes`: WAL, or the redo log.
+    pub wal: &'static str,
+    /// What garbage collection of the table is counted.
+    pub cleanup: &'static str,
+    /// What the size figures measure.
+    pub size: &'static str,
+    /// The `idle_in_transaction` probes: while the horizon is held, and after its release.
+    pub while_held: &'static str,
+    pub once_released: &'static str,
+    /// Where a broker's own figures (`DbSample::server`) come from; empty for a database.
+    pub server_figures: &'static str,
+}
+
+/// The image the container provider starts by default, and the variable that names another.
+#[derive(Debug)]
+pub struct Image {
+    /// The official image (`postgres:17`).
+    pub default: &'static str,
+    /// The variable that names another (`DBQ_POSTGRES_IMAGE`).
+    pub variable: &'static str,
+    /// Where no registry is reachable: the script that builds one from Debian's packages,
+    /// and the tag it builds.
+    pub build_script: &'static str,
+    pub built_tag: &'static str,
+}
+
+/// One engine's facts, kept in its folder (`backend/<engine>/facts.rs`).
+#[derive(Debug)]
+pub struct EngineFacts {
+    pub name: &'static str,
+    pub label: &'static str,
+    /// URL schemes the engine takes (the first is the one it writes).
+    pub schemes: &'static [&'static str],
+    /// Checks that a URL of this engine can be parsed (the reason when it cannot).
+    pub parse_url: fn(&str) -> Result<(), String>,
+    /// The container provider's image; `None` for an engine that has none.
+    pub image: Option<Image>,
+    /// The Debian package whose server the local provider runs.
+    pub package: &'static str,
+    pub supports: Supports,
+    pub words: Words,
+    /// Why a server setting belongs to another engine (its vacuum or purge levers), so the
+    /// plan refuses it before a server refuses to start; `None` for any other name.
+    pub foreign_setting: fn(&str) -> Option<&'static str>,
+}
+
+/// Every fault kind; an engine lists the ones it runs.
+pub const ALL_FAULTS: &[&str] = &[
+    "crash_workers",
+    "kill_workers",
+    "freeze_workers",
+    "kill_backends",
+    "restart_server",
+    "idle_in_transaction",
+    "delay_vacuum",
+    "active_readers",
+    "pool_exhaustion",
+    "analyze",
+];
+
+impl Engine {
+    /// Why a server setting belongs to another engine, so the plan refuses it before a
+    /// server refuses to start; `None` for any other name.
+    pub fn foreign_setting(self, name: &str) -> Option<&'static str> {
+        (self.facts().foreign_setting)(name)
+    }
+
+    /// The engine's facts, from its folder.
+    pub fn facts(self) -> &'static EngineFacts {
+        self.driver().facts()
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.facts().name
+    }
+
+    /// How the engine is named in messages and reports.
+    pub fn label(self) -> &'static str {
+        self.facts().label
+    }
+
+    pub fn supports(self) -> &'static Supports {
+        &self.facts().supports
+    }
+
+    pub fn words(self) -> &'static Words {
+        &self.facts().words
+    }
+
+    /// The engine whose URLs start with `scheme` (any case).
+    pub fn of_scheme(scheme: &str) -> Option<Engine> {
+        let scheme = scheme.to_ascii_lowercase();
+        Engine::ALL
+            .iter()
+            .copied()
+            .find(|e| e.facts().schemes.contains(&scheme.as_str()))
+    }
+
+    /// What a scenario on this engine may use, for refusals: "use variant seed or batch and
+    /// the faults …".
+    pub fn offers(self) -> String {
+        let s = self.supports();
+        let mode = match (s.claim_in_transaction, s.claim_committed) {
+            (true, false) => ", claim mode in_transaction",
+            (false, true) => ", claim mode committed",
+            _ => "",
+        };
+        format!(
+            "use variant {}{mode} and the faults {}",
+            or_list(s.variants),
+            s.faults.join(", ")
+        )
+    }
+
+    /// What to do when the container provider cannot have `image` (one clause).
+    pub fn container_alternatives(self, image: &str) -> String {
+        let f = self.facts();
+        let build = f.image.as_ref().map_or(String::new(), |i| {
+            format!(
+                ", or, where no registry is reachable, `{}` and {}={} or --image",
+                i.build_script, i.variable, i.built_tag
+            )
+        });
+        format!(
+            "make the image available (`docker pull {image}`{build}), use the server from the \
+             machine's packages with --db local (`apt-get install {}`), or name a server with \
+             --db url --database-url {}://…",
+            f.package, f.schemes[0]
+        )
+    }
+
+    /// Checks a server URL for this engine: `scheme://…` with one of its schemes, parsable by
+    /// its client. The reason names the URL with its password masked.
+    pub fn check_url(self, url: &str) -> Result<(), String> {
+        let shown = crate::redact::redact_url(url);
+        let facts = self.facts();
+        let allowed = facts
+            .schemes
+            .iter()
+            .map(|s| format!("{s}://"))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        let Some((scheme, rest)) = url.split_once(':').filter(|(s, _)| is_scheme(s)) else {
+            return Err(format!(
+                "{shown} is not a URL: database.engine = \"{}\" takes {allowed}…",
+                facts.name
+            ));
+        };
+        match Engine::of_scheme(scheme) {
+            Some(e) if e == self => {}
+            Some(other) => {
+                return Err(format!(
+                    "{shown} uses the scheme {scheme}: database.engine = \"{}\" takes {allowed} \
+                     (for {scheme}:// set database.engine = \"{}\")",
+                    facts.name,
+                    other.as_str()
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "{shown} uses the scheme {scheme}: database.engine = \"{}\" takes {allowed}",
+                    facts.name
+                ));
+            }
+        }
+        if !rest.starts_with("//") {
+            return Err(format!(
+                "{shown} is malformed: a URL starts with {scheme}:// (e.g. {scheme}://user:password@host:port/database)"
+            ));
+        }
+        (facts.parse_url)(url)
+            .map_err(|e| format!("{shown} is not a usable {} URL ({e})", facts.label))
+    }
+}
+
+/// `a, b or c`.
+fn or_list(items: &[&str]) -> String {
+    joined(items, "or")
+}
+
+/// `a, b and c`.
+pub fn and_list(items: &[&str]) -> String {
+    joined(items, "and")
+}
+
+fn joined(items: &[&str], last_word: &str) -> String {
+    match items.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} {last_word} {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// A URL scheme: a letter, then letters, digits, `+`, `-` or `.`.
+fn is_scheme(s: &str) -> bool {
+    s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+}
+
+/// A server setting of PostgreSQL's vacuum (`autovacuum*`, `vacuum_*`).
+pub fn is_vacuum_setting(name: &str) -> bool {
+    name.starts_with("autovacuum") || name.starts_with("vacuum_")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked_against_their_engine() {
+        let pg = Engine::Postgres;
+        assert!(pg.check_url("postgres://u:pw@h:5432/db").is_ok());
+        assert!(pg.check_url("POSTGRESQL://h/db").is_ok());
+        let e = pg.check_url("postgres:u:secret@h/db").unwrap_err();
+        assert!(e.contains("malformed") && !e.contains("secret"), "{e}");
+        let e = pg.check_url("mysql://u:secret@h/db").unwrap_err();
+        assert!(e.contains("set database.engine = \"mariadb\""), "{e}");
+        assert!(!e.contains("secret"), "{e}");
+        let e = pg.check_url("host=h password=secret").unwrap_err();
+        assert!(e.contains("not a URL") && !e.contains("secret"), "{e}");
+        assert!(pg.check_url("ftp://h/x").unwrap_err().contains("ftp"));
+        assert!(
+            Engine::Mariadb
+                .check_url("mariadb://root@h:3306/db")
+                .is_ok()
+        );
+        assert!(Engine::Mariadb.check_url("mysql:root@h").is_err());
+    }
+
+    #[test]
+    fn the_table_names_each_engine_once() {
+        for &e in Engine::ALL {
+            assert_eq!(Engine::of_scheme(e.facts().schemes[0]), Some(e));
+            assert!(e.supports().variants.contains(&"seed"));
+            assert!(e.supports().faults.iter().all(|f| ALL_FAULTS.contains(f)));
+        }
+        assert!(
+            Engine::Mariadb
+                .offers()
+                .contains("seed, batch, delete, archive, visibility_timeout or custom")
+        );
+    }
+}

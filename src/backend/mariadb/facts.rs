@@ -1,0 +1,73 @@
+//! MariaDB's facts: what it runs, its figures' words, its URL check and image. The registry
+//! (`backend::registry`) reads them; validation refuses what they do not list.
+
+use crate::backend::engine::{EngineFacts, Image, Supports, Words, is_vacuum_setting};
+use std::str::FromStr;
+
+pub const FACTS: EngineFacts = EngineFacts {
+    name: "mariadb",
+    label: "MariaDB",
+    schemes: &["mariadb", "mysql"],
+    parse_url: |u| {
+        let u = match u.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("mariadb") => {
+                format!("mysql://{rest}")
+            }
+            _ => u.to_string(),
+        };
+        sqlx::mysql::MySqlConnectOptions::from_str(&u)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    },
+    image: Some(Image {
+        default: "mariadb:10.11",
+        variable: "DBQ_MARIADB_IMAGE",
+        build_script: "docker/build-mariadb-image.sh",
+        built_tag: "dbq-bench-mariadb:10.11",
+    }),
+    package: "mariadb-server",
+    supports: Supports {
+        variants: &[
+            "seed",
+            "batch",
+            "delete",
+            "archive",
+            "visibility_timeout",
+            "custom",
+        ],
+        faults: &[
+            "crash_workers",
+            "kill_workers",
+            "kill_backends",
+            "restart_server",
+            "idle_in_transaction",
+            "analyze",
+        ],
+        table_options: false,
+        outbox: false,
+        url_session_settings: false,
+        calibrate: false,
+        claim_in_transaction: true,
+        claim_committed: true,
+        own_keys: &[],
+        completion_audit: true,
+        bystander: true,
+        planner_statistics: true,
+    },
+    words: Words {
+        dead_tuples: "undo history (InnoDB history list length)",
+        wal: "redo log",
+        cleanup: "autovacuums (none: InnoDB purges)",
+        size: "table and index",
+        while_held: "during (purge blocked while held)",
+        once_released: "after (purge once released)",
+        server_figures: "",
+    },
+    foreign_setting: |name| {
+        is_vacuum_setting(name).then_some(
+            "a PostgreSQL vacuum setting; MariaDB has no vacuum (InnoDB purges old row versions \
+             in the background): its levers are innodb_purge_threads, innodb_max_purge_lag and \
+             innodb_purge_batch_size",
+        )
+    },
+};

@@ -1,0 +1,58 @@
+//! RabbitMQ's facts: what it runs, its figures' words, its URL check and image. The registry
+//! (`backend::registry`) reads them; validation refuses what they do not list.
+
+use super::admin::management_port;
+use crate::backend::engine::{EngineFacts, Image, Supports, Words, is_vacuum_setting};
+use std::str::FromStr;
+
+pub const FACTS: EngineFacts = EngineFacts {
+    name: "rabbitmq",
+    label: "RabbitMQ",
+    schemes: &["amqp"],
+    parse_url: |u| {
+        lapin::uri::AMQPUri::from_str(u).map_err(|e| e.to_string())?;
+        management_port(u).map(drop)
+    },
+    image: Some(Image {
+        default: "rabbitmq:3.10",
+        variable: "DBQ_RABBITMQ_IMAGE",
+        build_script: "docker/build-rabbitmq-image.sh",
+        built_tag: "dbq-bench-rabbitmq:3.10",
+    }),
+    package: "rabbitmq-server",
+    supports: Supports {
+        variants: &["seed", "batch"],
+        faults: &[
+            "crash_workers",
+            "kill_workers",
+            "freeze_workers",
+            "kill_backends",
+            "restart_server",
+        ],
+        table_options: false,
+        outbox: false,
+        url_session_settings: false,
+        calibrate: false,
+        claim_in_transaction: true,
+        claim_committed: false,
+        own_keys: &["queue.rabbitmq_queue"],
+        completion_audit: false,
+        bystander: false,
+        planner_statistics: false,
+    },
+    words: Words {
+        dead_tuples: "dead tuples (none: a queue has no MVCC)",
+        wal: "message store",
+        cleanup: "autovacuums (none: acknowledged messages are gone)",
+        size: "server memory",
+        while_held: "during",
+        once_released: "after",
+        server_figures: "From the broker's management API (which takes them in once a second on the brokers the harness starts, every 5 s by default): ready and unacked are the jobs' queue's messages, dead_letters its dead letters' queue's, persistent_bytes the jobs' messages written to disk, the memory the queue's and the node's, and the rates what the jobs' queue took in (published, retries included), handed out (delivered, redelivered) and had acknowledged.",
+    },
+    foreign_setting: |name| {
+        (is_vacuum_setting(name) || name.starts_with("innodb_")).then_some(
+            "a database's cleanup setting; RabbitMQ has no vacuum or purge (acknowledged \
+             messages are gone): its settings are rabbitmq.conf keys",
+        )
+    },
+};

@@ -1,0 +1,31 @@
+//! RabbitMQ's own setting (`queue.rabbitmq_queue`): the kind of queue that holds the jobs.
+//! The scenario reads it as this type; only this engine acts on it.
+
+use serde::{Deserialize, Serialize};
+
+/// The kind of RabbitMQ queue that holds the jobs.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum RabbitQueue {
+    /// A replicated, durable quorum queue; messages always persistent (RabbitMQ's advice
+    /// for data safety).
+    #[default]
+    Quorum,
+    /// A durable classic queue with persistent messages.
+    Classic,
+    /// A classic queue that is not durable, with transient messages: lost when the broker
+    /// restarts (what the proof's loss check is tested against).
+    Transient,
+}
+
+impl RabbitQueue {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RabbitQueue::Quorum => "quorum",
+            RabbitQueue::Classic => "classic",
+            RabbitQueue::Transient => "transient",
+        }
+    }
+}
