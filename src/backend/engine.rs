@@ -73,17 +73,20 @@ pub struct Words {
     pub server_figures: &'static str,
 }
 
-/// The image the container provider starts by default, and the variable that names another.
+/// How a server of the engine is had on a machine: the image the container provider starts by
+/// default (and the variable that names another), and the package the local provider runs.
 #[derive(Debug)]
-pub struct Image {
+pub struct Install {
     /// The official image (`postgres:17`).
-    pub default: &'static str,
+    pub image: &'static str,
     /// The variable that names another (`DBQ_POSTGRES_IMAGE`).
     pub variable: &'static str,
     /// Where no registry is reachable: the script that builds one from Debian's packages,
     /// and the tag it builds.
     pub build_script: &'static str,
     pub built_tag: &'static str,
+    /// The Debian package whose server the local provider runs.
+    pub package: &'static str,
 }
 
 /// One engine's facts, kept in its folder (`backend/<engine>/facts.rs`).
@@ -95,15 +98,27 @@ pub struct EngineFacts {
     pub schemes: &'static [&'static str],
     /// Checks that a URL of this engine can be parsed (the reason when it cannot).
     pub parse_url: fn(&str) -> Result<(), String>,
-    /// The container provider's image; `None` for an engine that has none.
-    pub image: Option<Image>,
-    /// The Debian package whose server the local provider runs.
-    pub package: &'static str,
+    /// Its image and package; `None` for an engine whose servers the harness does not start.
+    pub install: Option<Install>,
     pub supports: Supports,
     pub words: Words,
     /// Why a server setting belongs to another engine (its vacuum or purge levers), so the
     /// plan refuses it before a server refuses to start; `None` for any other name.
     pub foreign_setting: fn(&str) -> Option<&'static str>,
+    /// Where the queue table's reads (scans against index reads) come from.
+    pub reads: ReadsFrom,
+}
+
+/// Where an engine's evidence of how the queue table was read comes from.
+#[derive(Debug)]
+pub enum ReadsFrom {
+    /// The server counts reads per table; the sampler reads the counters (the text names
+    /// them for reports).
+    Counters(&'static str),
+    /// The server plans every execution again, so a claim probe's plan is the workers' plan.
+    ClaimProbes(&'static str),
+    /// No plan to read: a broker, or a queue in memory.
+    Nothing,
 }
 
 /// Every fault kind; an engine lists the ones it runs.
@@ -177,17 +192,15 @@ impl Engine {
     /// What to do when the container provider cannot have `image` (one clause).
     pub fn container_alternatives(self, image: &str) -> String {
         let f = self.facts();
-        let build = f.image.as_ref().map_or(String::new(), |i| {
-            format!(
-                ", or, where no registry is reachable, `{}` and {}={} or --image",
-                i.build_script, i.variable, i.built_tag
-            )
-        });
+        let url = format!("--db url --database-url {}://…", f.schemes[0]);
+        let Some(i) = &f.install else {
+            return format!("name a server with {url}");
+        };
         format!(
-            "make the image available (`docker pull {image}`{build}), use the server from the \
-             machine's packages with --db local (`apt-get install {}`), or name a server with \
-             --db url --database-url {}://…",
-            f.package, f.schemes[0]
+            "make the image available (`docker pull {image}`, or, where no registry is \
+             reachable, `{}` and {}={} or --image), use the server from the machine's packages \
+             with --db local (`apt-get install {}`), or name a server with {url}",
+            i.build_script, i.variable, i.built_tag, i.package
         )
     }
 

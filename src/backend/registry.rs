@@ -45,4 +45,7 @@ registry! {
     /// Redis ≥ 7 Streams, a broker: a consumer group claims, `XACK` completes (variants
     /// `seed` and `batch` as the job's life, not as SQL).
     Redis => redis_streams,
+    /// No server: a queue in the harness's own memory (`--database-url memory://`), for the
+    /// harness's ceiling and the logic above the seam.
+    Memory => memory,
 }

@@ -39,14 +39,33 @@ pub trait Driver: Sync {
         url: &str,
         settings: &[(String, String)],
     ) -> Result<Arc<dyn Endpoint>, String>;
+    /// A queue installed by another process, reached again (worker processes). Only for
+    /// queues whose [`Backend::attachment`] says how; none by default.
+    fn attach(
+        &self,
+        _at: &Attachment,
+        _queue: &QueuePlan,
+    ) -> Result<Arc<dyn Backend>, BackendError> {
+        Err(BackendError::unsupported(
+            "a queue reached from another process",
+            self.facts().label,
+        ))
+    }
+    /// The servers the harness can start itself (the local and container providers); `None`
+    /// for an engine it cannot start, which then takes a server by URL only.
+    fn servers(&self) -> Option<&dyn Servers> {
+        None
+    }
+}
+
+/// How the harness starts and stops servers of one engine.
+pub trait Servers: Sync {
     /// The signal that stops a server of this engine in `mode`.
     fn shutdown_signal(&self, mode: ShutdownMode) -> nix::sys::signal::Signal;
     /// How the local provider makes and runs a throwaway server of this engine.
     fn local(&self) -> &dyn LocalServer;
     /// How the container provider runs one.
     fn container(&self) -> &dyn ContainerImage;
-    /// A queue installed by another process, reached again (worker processes).
-    fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError>;
 }
 
 /// Where a local server's binaries are.

@@ -5,7 +5,7 @@
 
 use super::{Liveness, Owned, Provider, Server, free_ports, last_lines, wait_until_ready};
 use crate::backend::engine::ShutdownMode;
-use crate::backend::seam::{Endpoint, Ports};
+use crate::backend::seam::{Endpoint, Ports, Servers};
 use crate::backend::{self, Driver};
 use crate::scenario::{DatabasePlan, ProviderKind};
 use anyhow::{Context, Result, anyhow, bail};
@@ -27,6 +27,7 @@ impl Provider for ContainerProvider {
     }
 
     async fn available(&self, plan: &DatabasePlan) -> Result<(), String> {
+        super::servers_of(backend::driver(plan.engine))?;
         check_available(&plan.image)
             .await
             .map_err(|e| format!("image {}: {e:#}", plan.image))
@@ -54,7 +55,7 @@ impl Provider for ContainerProvider {
 /// A running database container owned by the run.
 pub struct DbContainer {
     container: ContainerAsync<GenericImage>,
-    driver: &'static dyn Driver,
+    servers: &'static dyn Servers,
     pub image: String,
 }
 
@@ -69,7 +70,7 @@ impl DbContainer {
     pub async fn restart(&self, mode: ShutdownMode, down_for: Duration) -> Result<()> {
         let docker =
             Docker::connect_with_defaults().map_err(|e| anyhow!("no Docker client: {e}"))?;
-        let signal = self.driver.shutdown_signal(mode).as_str();
+        let signal = self.servers.shutdown_signal(mode).as_str();
         let options = KillContainerOptionsBuilder::new().signal(signal).build();
         docker
             .kill_container(self.id(), Some(options))
@@ -130,12 +131,13 @@ fn split_image(image: &str) -> (String, String) {
 
 fn request(
     driver: &dyn Driver,
+    servers: &dyn Servers,
     image: &str,
     password: &str,
     settings: &[(String, String)],
     ports: Ports,
 ) -> ContainerRequest<GenericImage> {
-    let spec = driver.container();
+    let spec = servers.container();
     let (name, tag) = split_image(image);
     let inner = spec.port().tcp();
     let mut image = GenericImage::new(name, tag).with_exposed_port(inner);
@@ -188,10 +190,11 @@ pub async fn start(
     settings: &[(String, String)],
     timeout: Duration,
 ) -> Result<(DbContainer, Arc<dyn Endpoint>)> {
-    let spec = driver.container();
+    let servers = super::servers_of(driver).map_err(|e| anyhow!(e))?;
+    let spec = servers.container();
     let password = format!("dbq{:016x}", rand::random::<u64>());
     let ports = free_ports()?;
-    let container = request(driver, image, &password, settings, ports)
+    let container = request(driver, servers, image, &password, settings, ports)
         .with_startup_timeout(timeout)
         .start()
         .await
@@ -201,7 +204,7 @@ pub async fn start(
         Ok(()) => Ok((
             DbContainer {
                 container,
-                driver,
+                servers,
                 image: image.to_string(),
             },
             endpoint,

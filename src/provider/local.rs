@@ -6,7 +6,7 @@
 
 use super::{Liveness, Owned, Provider, Server, free_ports, last_lines, wait_until_ready};
 use crate::backend::engine::ShutdownMode;
-use crate::backend::seam::{Endpoint, LocalBinaries, LocalServer, Ports};
+use crate::backend::seam::{Endpoint, LocalBinaries, LocalServer, Ports, Servers};
 use crate::backend::{self, Driver};
 use crate::scenario::{DatabasePlan, ProviderKind};
 use anyhow::{Context, Result, anyhow, bail};
@@ -28,8 +28,12 @@ impl Provider for LocalProvider {
     }
 
     async fn available(&self, plan: &DatabasePlan) -> Result<(), String> {
-        let local = backend::driver(plan.engine).local();
-        local.binaries().map(drop).map_err(|e| format!("{e:#}"))
+        let servers = super::servers_of(backend::driver(plan.engine))?;
+        servers
+            .local()
+            .binaries()
+            .map(drop)
+            .map_err(|e| format!("{e:#}"))
     }
 
     async fn provision(&self, plan: &DatabasePlan) -> Result<Server> {
@@ -51,7 +55,7 @@ impl Provider for LocalProvider {
 
 /// A server process running from a temporary data directory.
 pub struct LocalCluster {
-    driver: &'static dyn Driver,
+    servers: &'static dyn Servers,
     dir: Option<tempfile::TempDir>,
     child: Option<Child>,
     pub ports: Ports,
@@ -62,7 +66,7 @@ pub struct LocalCluster {
 
 impl LocalCluster {
     fn spec(&self) -> &'static dyn LocalServer {
-        self.driver.local()
+        self.servers.local()
     }
 
     fn dir(&self) -> PathBuf {
@@ -136,7 +140,7 @@ impl LocalCluster {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        let signal = self.driver.shutdown_signal(mode);
+        let signal = self.servers.shutdown_signal(mode);
         let _ = kill(Pid::from_raw(child.id() as i32), signal);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
@@ -218,7 +222,8 @@ pub async fn start(
     settings: &[(String, String)],
     timeout: Duration,
 ) -> Result<(LocalCluster, Arc<dyn Endpoint>)> {
-    let spec = driver.local();
+    let servers = super::servers_of(driver).map_err(|e| anyhow!(e))?;
+    let spec = servers.local();
     let user = server_user(spec.account())?;
     let dir = tempfile::Builder::new()
         .prefix(&format!("dbq-bench-{}-", driver.engine().as_str()))
@@ -231,7 +236,7 @@ pub async fn start(
     let bins = spec.binaries()?;
     initialise(spec, &bins, dir.path(), user).await?;
     let mut cluster = LocalCluster {
-        driver,
+        servers,
         dir: Some(dir),
         child: None,
         ports: free_ports()?,

@@ -7,7 +7,8 @@ pub mod container;
 pub mod local;
 
 use crate::backend::engine::ShutdownMode;
-use crate::backend::{self, Endpoint};
+use crate::backend::seam::Servers;
+use crate::backend::{self, Driver, Endpoint};
 use crate::error::{Failure, InputError};
 use crate::redact::redact_url;
 use crate::scenario::{DatabasePlan, ProviderKind};
@@ -240,6 +241,17 @@ impl Provider for UrlProvider {
         let endpoint = reach(&plan.settings)?;
         Server::new(ProviderKind::Url, shown, endpoint, Owned::Nothing).await
     }
+}
+
+/// The servers `driver`'s engine lets the harness start; the reason, naming the url provider,
+/// for an engine that has none.
+fn servers_of(driver: &'static dyn Driver) -> Result<&'static dyn Servers, String> {
+    driver.servers().ok_or_else(|| {
+        format!(
+            "the harness cannot start a {} server; name one with --db url",
+            driver.facts().label
+        )
+    })
 }
 
 /// A provider's failure: bad input when the server refused what the scenario asks of it

@@ -11,7 +11,7 @@
 
 use super::dbstats::DbStatsRow;
 use super::phases::{ClaimProbeSummary, PhaseSummary};
-use crate::backend::engine::Engine;
+use crate::backend::engine::{Engine, ReadsFrom};
 use crate::metrics::TimelineRow;
 use serde::{Deserialize, Serialize};
 
@@ -84,22 +84,20 @@ pub fn summarize(
     probes: &[ClaimProbeSummary],
     judged: &dyn Fn(&str) -> bool,
 ) -> Option<TableReads> {
-    match engine {
-        Engine::Postgres => Some(TableReads {
+    match engine.facts().reads {
+        ReadsFrom::Counters(source) => Some(TableReads {
             statistics,
-            source: "pg_stat_user_tables, the sampler's own reads taken out".into(),
+            source: source.into(),
             per_phase: per_phase(rows, phases),
             scanned: scanned_by_counters(rows, timeline, judged),
         }),
-        Engine::Mariadb => Some(TableReads {
+        ReadsFrom::ClaimProbes(source) => Some(TableReads {
             statistics,
-            source: "the claim probes: MariaDB plans a prepared statement again at every \
-                     execution, so a probe's plan is the workers' plan at that moment"
-                .into(),
+            source: source.into(),
             per_phase: Vec::new(),
             scanned: scanned_by_probes(probes),
         }),
-        Engine::Rabbitmq | Engine::Redis => None,
+        ReadsFrom::Nothing => None,
     }
 }
 

@@ -139,7 +139,7 @@ impl EnvDefaults {
         EnvDefaults {
             images: Engine::ALL
                 .iter()
-                .filter_map(|&e| Some((e, var(e.facts().image.as_ref()?.variable)?)))
+                .filter_map(|&e| Some((e, var(e.facts().install.as_ref()?.variable)?)))
                 .collect(),
             database_url: var("DATABASE_URL"),
         }
@@ -443,7 +443,7 @@ fn database_plan(
             .image
             .clone()
             .or_else(|| env.image(db.engine).map(str::to_string))
-            .or_else(|| Some(db.engine.facts().image.as_ref()?.default.to_string()))
+            .or_else(|| Some(db.engine.facts().install.as_ref()?.image.to_string()))
             .unwrap_or_default(),
         url,
         startup_timeout: db.startup_timeout.0,

@@ -471,7 +471,7 @@ impl Raw {
         match engine {
             Engine::Postgres => Raw::Pg(sql(queue).await),
             Engine::Mariadb => Raw::Maria(maria_sql(queue).await),
-            Engine::Rabbitmq | Engine::Redis => unreachable!("a broker has no SQL"),
+            other => unreachable!("{} has no SQL", other.label()),
         }
     }
 

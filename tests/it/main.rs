@@ -12,6 +12,7 @@ mod plans;
 mod providers;
 mod rabbitmq;
 mod redis;
+mod registry;
 mod reports;
 mod runs;
 mod support;

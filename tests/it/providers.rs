@@ -191,7 +191,7 @@ async fn a_server_wide_setting_on_a_named_server_is_refused_at_once() {
     let url = crate::support::shared_url();
     let run = |setting: &str| {
         std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
-            .args(["run", "scenarios/smoke.toml", "--db", "url"])
+            .args(["run", "scenarios/smoke.toml", "--quiet", "--db", "url"])
             .args(["--database-url", url, "--set", setting])
             .output()
             .unwrap()

@@ -186,44 +186,37 @@ const SET_UP_ALL: &str = "`scripts/test` installs every prerequisite and runs th
 
 /// The PostgreSQL server binaries (the shared test server and the `local` provider).
 pub fn require_local_binaries() {
-    if let Err(e) = backend::driver(Engine::Postgres).local().binaries() {
-        panic!(
-            "missing prerequisite: PostgreSQL server binaries ({e:#}). Install them \
-             (`apt-get install postgresql`), set DBQ_PG_BINDIR to their directory, or set \
-             DBQ_TEST_DATABASE_URL to a server of yours; {SET_UP_ALL}"
-        );
-    }
+    require_binaries(Engine::Postgres, "DBQ_TEST_DATABASE_URL");
 }
 
 /// MariaDB's server binaries (the shared MariaDB test server and the `local` provider).
 pub fn require_mariadb_binaries() {
-    if let Err(e) = backend::driver(Engine::Mariadb).local().binaries() {
-        panic!(
-            "missing prerequisite: MariaDB server binaries ({e:#}). Install them \
-             (`apt-get install mariadb-server`), set DBQ_MARIADB_BINDIR to their directory, or \
-             set DBQ_TEST_MARIADB_URL to a server of yours; {SET_UP_ALL}"
-        );
-    }
+    require_binaries(Engine::Mariadb, "DBQ_TEST_MARIADB_URL");
 }
 
 /// Redis's server binary (the shared Redis test server and the `local` provider).
 pub fn require_redis_binaries() {
-    if let Err(e) = backend::driver(Engine::Redis).local().binaries() {
-        panic!(
-            "missing prerequisite: the Redis server ({e:#}). Install it (`apt-get install \
-             redis-server`), set DBQ_REDIS_BINDIR to its directory, or set DBQ_TEST_REDIS_URL \
-             to a server of yours; {SET_UP_ALL}"
-        );
-    }
+    require_binaries(Engine::Redis, "DBQ_TEST_REDIS_URL");
 }
 
 /// RabbitMQ from the machine's packages (the shared broker and the `local` provider).
 pub fn require_rabbitmq_binaries() {
-    if let Err(e) = backend::driver(Engine::Rabbitmq).local().binaries() {
+    require_binaries(Engine::Rabbitmq, "DBQ_TEST_RABBITMQ_URL");
+}
+
+/// The server of `engine` from the machine's packages, as its folder's facts name them;
+/// `test_url` is the variable that names a server of the tester's own instead.
+fn require_binaries(engine: Engine, test_url: &str) {
+    let servers = backend::driver(engine)
+        .servers()
+        .expect("an engine whose servers the harness starts");
+    if let Err(e) = servers.local().binaries() {
+        let facts = engine.facts();
+        let package = facts.install.as_ref().map_or("", |i| i.package);
         panic!(
-            "missing prerequisite: RabbitMQ ({e:#}). Install it (`apt-get install \
-             rabbitmq-server`), set DBQ_RABBITMQ_BINDIR to its scripts' directory, or set \
-             DBQ_TEST_RABBITMQ_URL to a broker of yours; {SET_UP_ALL}"
+            "missing prerequisite: {} from the machine's packages ({e:#}). Install it \
+             (`apt-get install {package}`) or set {test_url} to a server of yours; {SET_UP_ALL}",
+            facts.label
         );
     }
 }
@@ -257,11 +250,11 @@ pub fn require_mariadb_image() -> String {
 fn require_engine_image(engine: Engine) -> String {
     let facts = engine
         .facts()
-        .image
+        .install
         .as_ref()
         .expect("an engine with an image");
     let var = facts.variable;
-    let image = std::env::var(var).unwrap_or_else(|_| facts.default.into());
+    let image = std::env::var(var).unwrap_or_else(|_| facts.image.into());
     let check = image.clone();
     let available = std::thread::spawn(move || {
         tokio::runtime::Runtime::new()
@@ -483,15 +476,21 @@ pub const DRAINED_AUDITED: dbq_bench::accounting::ProofOptions =
         outbox: false,
     };
 
-/// A queue of `plan`'s design installed in a namespace of its own on the shared server of
-/// `engine`, with the completion audit when `audit`; drop it with `drop_namespace`.
-pub async fn fresh_queue(engine: Engine, plan: &Plan, audit: bool) -> Arc<dyn Backend> {
-    let url = match engine {
+/// The URL of the server of `engine` that the tests share (started on first use).
+pub fn shared_server(engine: Engine) -> &'static str {
+    match engine {
         Engine::Postgres => shared_url(),
         Engine::Mariadb => shared_mariadb_url(),
         Engine::Rabbitmq => shared_rabbitmq_url(),
         Engine::Redis => shared_redis_url(),
-    };
+        Engine::Memory => "memory://",
+    }
+}
+
+/// A queue of `plan`'s design installed in a namespace of its own on the shared server of
+/// `engine`, with the completion audit when `audit`; drop it with `drop_namespace`.
+pub async fn fresh_queue(engine: Engine, plan: &Plan, audit: bool) -> Arc<dyn Backend> {
+    let url = shared_server(engine);
     let endpoint = backend::driver(engine).endpoint(url, &[]).unwrap();
     backend::install(&*endpoint, "dbq_test", &plan.queue, audit)
         .await

@@ -1,7 +1,7 @@
 //! MariaDB's facts: what it runs, its figures' words, its URL check and image. The registry
 //! (`backend::registry`) reads them; validation refuses what they do not list.
 
-use crate::backend::engine::{EngineFacts, Image, Supports, Words, is_vacuum_setting};
+use crate::backend::engine::{EngineFacts, Install, ReadsFrom, Supports, Words, is_vacuum_setting};
 use std::str::FromStr;
 
 pub const FACTS: EngineFacts = EngineFacts {
@@ -19,13 +19,13 @@ pub const FACTS: EngineFacts = EngineFacts {
             .map(drop)
             .map_err(|e| e.to_string())
     },
-    image: Some(Image {
-        default: "mariadb:10.11",
+    install: Some(Install {
+        image: "mariadb:10.11",
         variable: "DBQ_MARIADB_IMAGE",
         build_script: "docker/build-mariadb-image.sh",
+        package: "mariadb-server",
         built_tag: "dbq-bench-mariadb:10.11",
     }),
-    package: "mariadb-server",
     supports: Supports {
         variants: &[
             "seed",
@@ -70,4 +70,8 @@ pub const FACTS: EngineFacts = EngineFacts {
              innodb_purge_batch_size",
         )
     },
+    reads: ReadsFrom::ClaimProbes(
+        "the claim probes: MariaDB plans a prepared statement again at every execution, so a \
+         probe's plan is the workers' plan at that moment",
+    ),
 };

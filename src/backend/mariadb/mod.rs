@@ -16,7 +16,7 @@ mod provider;
 use super::error::BackendError;
 use super::seam::{
     Attachment, Backend, ContainerImage, DesignError, DesignInfo, Driver, Endpoint, InstallError,
-    Link, LocalServer, ServerFacts,
+    Link, LocalServer, ServerFacts, Servers,
 };
 use super::sql::Shared;
 use super::sql::design::{SqlDesign, StateModel};
@@ -75,6 +75,10 @@ impl Driver for MariaDriver {
         &facts::FACTS
     }
 
+    fn servers(&self) -> Option<&dyn Servers> {
+        Some(self)
+    }
+
     /// Session settings on a server the run does not own are refused by the plan.
     fn endpoint(
         &self,
@@ -83,21 +87,6 @@ impl Driver for MariaDriver {
     ) -> Result<Arc<dyn Endpoint>, String> {
         let options = parse(url).map_err(|e| e.to_string())?;
         Ok(Arc::new(MariaEndpoint { options }))
-    }
-
-    fn shutdown_signal(&self, mode: ShutdownMode) -> nix::sys::signal::Signal {
-        match mode {
-            ShutdownMode::Fast => nix::sys::signal::Signal::SIGTERM,
-            ShutdownMode::Immediate => nix::sys::signal::Signal::SIGKILL,
-        }
-    }
-
-    fn local(&self) -> &dyn LocalServer {
-        &provider::LOCAL
-    }
-
-    fn container(&self) -> &dyn ContainerImage {
-        &provider::CONTAINER
     }
 
     fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
@@ -111,6 +100,23 @@ impl Driver for MariaDriver {
             design,
             queue,
         )))
+    }
+}
+
+impl Servers for MariaDriver {
+    fn shutdown_signal(&self, mode: ShutdownMode) -> nix::sys::signal::Signal {
+        match mode {
+            ShutdownMode::Fast => nix::sys::signal::Signal::SIGTERM,
+            ShutdownMode::Immediate => nix::sys::signal::Signal::SIGKILL,
+        }
+    }
+
+    fn local(&self) -> &dyn LocalServer {
+        &provider::LOCAL
+    }
+
+    fn container(&self) -> &dyn ContainerImage {
+        &provider::CONTAINER
     }
 }
 

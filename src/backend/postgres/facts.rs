@@ -1,7 +1,7 @@
 //! PostgreSQL's facts: what it runs, its figures' words, its URL check and image. The registry
 //! (`backend::registry`) reads them; validation refuses what they do not list.
 
-use crate::backend::engine::{ALL_FAULTS, EngineFacts, Image, Supports, Words};
+use crate::backend::engine::{ALL_FAULTS, EngineFacts, Install, ReadsFrom, Supports, Words};
 use std::str::FromStr;
 
 pub const FACTS: EngineFacts = EngineFacts {
@@ -13,13 +13,13 @@ pub const FACTS: EngineFacts = EngineFacts {
             .map(drop)
             .map_err(|e| e.to_string())
     },
-    image: Some(Image {
-        default: "postgres:17",
+    install: Some(Install {
+        image: "postgres:17",
         variable: "DBQ_POSTGRES_IMAGE",
         build_script: "docker/build-postgres-image.sh",
+        package: "postgresql",
         built_tag: "dbq-bench-postgres:15",
     }),
-    package: "postgresql",
     supports: Supports {
         variants: &[
             "seed",
@@ -60,4 +60,5 @@ pub const FACTS: EngineFacts = EngineFacts {
              autovacuum_vacuum_scale_factor and autovacuum_vacuum_cost_limit",
         )
     },
+    reads: ReadsFrom::Counters("pg_stat_user_tables, the sampler's own reads taken out"),
 };

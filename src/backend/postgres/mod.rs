@@ -15,7 +15,7 @@ mod provider;
 use super::error::BackendError;
 use super::seam::{
     Attachment, Backend, ContainerImage, DesignError, DesignInfo, Driver, Endpoint, InstallError,
-    Link, LocalServer, ServerFacts,
+    Link, LocalServer, ServerFacts, Servers,
 };
 use super::sql::Shared;
 use super::sql::design::SqlDesign;
@@ -55,6 +55,10 @@ impl Driver for PgDriver {
         &facts::FACTS
     }
 
+    fn servers(&self) -> Option<&dyn Servers> {
+        Some(self)
+    }
+
     fn endpoint(
         &self,
         url: &str,
@@ -67,6 +71,19 @@ impl Driver for PgDriver {
         Ok(Arc::new(PgEndpoint { options }))
     }
 
+    fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
+        let options = PgConnectOptions::from_str(&at.url)?;
+        let design = designs::design(queue).map_err(design_error)?;
+        Ok(Arc::new(PgQueue::new(
+            harness_options(options),
+            at.namespace.clone(),
+            design,
+            queue,
+        )))
+    }
+}
+
+impl Servers for PgDriver {
     fn shutdown_signal(&self, mode: ShutdownMode) -> nix::sys::signal::Signal {
         match mode {
             // A fast shutdown: open transactions roll back, a checkpoint, exit.
@@ -82,17 +99,6 @@ impl Driver for PgDriver {
 
     fn container(&self) -> &dyn ContainerImage {
         &provider::CONTAINER
-    }
-
-    fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
-        let options = PgConnectOptions::from_str(&at.url)?;
-        let design = designs::design(queue).map_err(design_error)?;
-        Ok(Arc::new(PgQueue::new(
-            harness_options(options),
-            at.namespace.clone(),
-            design,
-            queue,
-        )))
     }
 }
 

@@ -2,7 +2,7 @@
 //! (`backend::registry`) reads them; validation refuses what they do not list.
 
 use super::admin::management_port;
-use crate::backend::engine::{EngineFacts, Image, Supports, Words, is_vacuum_setting};
+use crate::backend::engine::{EngineFacts, Install, ReadsFrom, Supports, Words, is_vacuum_setting};
 use std::str::FromStr;
 
 pub const FACTS: EngineFacts = EngineFacts {
@@ -13,13 +13,13 @@ pub const FACTS: EngineFacts = EngineFacts {
         lapin::uri::AMQPUri::from_str(u).map_err(|e| e.to_string())?;
         management_port(u).map(drop)
     },
-    image: Some(Image {
-        default: "rabbitmq:3.10",
+    install: Some(Install {
+        image: "rabbitmq:3.10",
         variable: "DBQ_RABBITMQ_IMAGE",
         build_script: "docker/build-rabbitmq-image.sh",
+        package: "rabbitmq-server",
         built_tag: "dbq-bench-rabbitmq:3.10",
     }),
-    package: "rabbitmq-server",
     supports: Supports {
         variants: &["seed", "batch"],
         faults: &[
@@ -55,4 +55,5 @@ pub const FACTS: EngineFacts = EngineFacts {
              messages are gone): its settings are rabbitmq.conf keys",
         )
     },
+    reads: ReadsFrom::Nothing,
 };

@@ -25,7 +25,7 @@ pub use settings::RabbitQueue;
 use super::error::{BackendError, ErrorClass};
 use super::seam::{
     Attachment, Backend, ContainerImage, DesignInfo, Driver, Endpoint, InstallError, Link,
-    LocalServer, ServerFacts, WakeUp,
+    LocalServer, ServerFacts, Servers, WakeUp,
 };
 use super::sql::namespace_name;
 use crate::backend::engine::{Engine, ShutdownMode};
@@ -255,6 +255,10 @@ impl Driver for RabbitDriver {
         &facts::FACTS
     }
 
+    fn servers(&self) -> Option<&dyn Servers> {
+        Some(self)
+    }
+
     fn endpoint(
         &self,
         url: &str,
@@ -265,6 +269,17 @@ impl Driver for RabbitDriver {
         Ok(Arc::new(RabbitEndpoint::new(url.to_string(), admin_port)))
     }
 
+    fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
+        Ok(Arc::new(RabbitQueueBackend::new(
+            at.url.clone(),
+            at.namespace.clone(),
+            queue,
+            None,
+        )?))
+    }
+}
+
+impl Servers for RabbitDriver {
     fn shutdown_signal(&self, mode: ShutdownMode) -> nix::sys::signal::Signal {
         match mode {
             // RabbitMQ stops gracefully on SIGTERM.
@@ -279,15 +294,6 @@ impl Driver for RabbitDriver {
 
     fn container(&self) -> &dyn ContainerImage {
         &provider::CONTAINER
-    }
-
-    fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
-        Ok(Arc::new(RabbitQueueBackend::new(
-            at.url.clone(),
-            at.namespace.clone(),
-            queue,
-            None,
-        )?))
     }
 }
 

@@ -1,20 +1,20 @@
 //! Redis's facts: what it runs, its figures' words, its URL check and image. The registry
 //! (`backend::registry`) reads them; validation refuses what they do not list.
 
-use crate::backend::engine::{EngineFacts, Image, Supports, Words, is_vacuum_setting};
+use crate::backend::engine::{EngineFacts, Install, ReadsFrom, Supports, Words, is_vacuum_setting};
 
 pub const FACTS: EngineFacts = EngineFacts {
     name: "redis",
     label: "Redis",
     schemes: &["redis"],
     parse_url: |u| redis::Client::open(u).map(drop).map_err(|e| e.to_string()),
-    image: Some(Image {
-        default: "redis:7.0",
+    install: Some(Install {
+        image: "redis:7.0",
         variable: "DBQ_REDIS_IMAGE",
         build_script: "docker/build-redis-image.sh",
+        package: "redis-server",
         built_tag: "dbq-bench-redis:7.0",
     }),
-    package: "redis-server",
     supports: Supports {
         variants: &["seed", "batch"],
         faults: &[
@@ -50,4 +50,5 @@ pub const FACTS: EngineFacts = EngineFacts {
              are deleted): its durability levers are appendonly, appendfsync and save",
         )
     },
+    reads: ReadsFrom::Nothing,
 };

@@ -23,7 +23,7 @@ mod provider;
 use super::error::{BackendError, ErrorClass};
 use super::seam::{
     Attachment, Backend, ContainerImage, DesignInfo, Driver, Endpoint, InstallError, Link,
-    LocalServer, ServerFacts, WakeUp,
+    LocalServer, ServerFacts, Servers, WakeUp,
 };
 use super::sql::namespace_name;
 use crate::backend::engine::{Engine, ShutdownMode};
@@ -198,6 +198,10 @@ impl Driver for RedisDriver {
         &facts::FACTS
     }
 
+    fn servers(&self) -> Option<&dyn Servers> {
+        Some(self)
+    }
+
     fn endpoint(
         &self,
         url: &str,
@@ -207,6 +211,17 @@ impl Driver for RedisDriver {
         Ok(Arc::new(RedisEndpoint { client }))
     }
 
+    fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
+        let client = redis::Client::open(at.url.as_str())?;
+        Ok(Arc::new(RedisQueue::new(
+            client,
+            at.namespace.clone(),
+            queue,
+        )?))
+    }
+}
+
+impl Servers for RedisDriver {
     fn shutdown_signal(&self, mode: ShutdownMode) -> nix::sys::signal::Signal {
         match mode {
             // Redis shuts down cleanly on SIGTERM (the AOF flushed and closed).
@@ -221,15 +236,6 @@ impl Driver for RedisDriver {
 
     fn container(&self) -> &dyn ContainerImage {
         &provider::CONTAINER
-    }
-
-    fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
-        let client = redis::Client::open(at.url.as_str())?;
-        Ok(Arc::new(RedisQueue::new(
-            client,
-            at.namespace.clone(),
-            queue,
-        )?))
     }
 }
 

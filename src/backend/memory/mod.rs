@@ -1,8 +1,10 @@
-//! A queue in this process's memory, behind the same seam as the real backends. It is for
+//! A queue in this process's memory, behind the same seam as the real backends and
+//! registered the same way (its facts in `facts.rs`, one line of the registry). It is for
 //! two things only: unit tests of the logic above the seam (fleets, the recorder, the ledger,
 //! the proof), which every integration test repeats against a real server; and the
 //! harness's own ceiling, a run with nothing in the way but the harness (`benches/ceiling.rs`,
-//! and a line of `calibrate`).
+//! a line of `calibrate`, and `--db url --database-url memory://`). It has no servers to
+//! start and no planner: both are absent, not stubbed.
 //!
 //! It keeps the seed's semantics where the harness can see them: a claim in a transaction
 //! holds its jobs until the worker finishes (a crash, a rollback or a dropped link puts them
@@ -12,12 +14,15 @@
 //! (priorities are not modelled). Tests can make it misbehave ([`Mishaps`]) to check that
 //! the proof notices.
 
+mod facts;
+
+use super::engine::{Engine, EngineFacts};
 use super::error::{BackendError, ErrorClass};
 use super::figures::{DbSample, TableStats};
 use super::job::{ClaimedJob, FailOutcome, JobId, JobPayload, JobStatus, NewJob, TableMismatch};
 use super::seam::{
-    Attachment, Backend, Bystand, Connection, DesignInfo, Disrupt, Enqueue, Inspect, Link, WakeUp,
-    Work,
+    Attachment, Backend, Bystand, Connection, DesignInfo, Disrupt, Driver, Endpoint, Enqueue,
+    Inspect, InstallError, Link, ServerFacts, WakeUp, Work,
 };
 use crate::backend::queue::{BackoffPlan, ClaimMode, Finish, QueuePlan};
 use async_trait::async_trait;
@@ -28,6 +33,66 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 const NAME: &str = "the in-memory queue";
+
+/// The in-memory engine: one queue per URL `memory://`, in this process.
+pub struct MemoryDriver;
+
+pub static DRIVER: MemoryDriver = MemoryDriver;
+
+impl Driver for MemoryDriver {
+    fn engine(&self) -> Engine {
+        Engine::Memory
+    }
+
+    fn facts(&self) -> &'static EngineFacts {
+        &facts::FACTS
+    }
+
+    fn endpoint(
+        &self,
+        _url: &str,
+        _settings: &[(String, String)],
+    ) -> Result<Arc<dyn Endpoint>, String> {
+        Ok(Arc::new(MemoryEndpoint))
+    }
+}
+
+/// "A server" that makes a fresh queue in memory for each install.
+struct MemoryEndpoint;
+
+#[async_trait]
+impl Endpoint for MemoryEndpoint {
+    fn engine(&self) -> Engine {
+        Engine::Memory
+    }
+
+    fn address(&self) -> String {
+        "memory://".into()
+    }
+
+    async fn ping(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    async fn describe(&self) -> Result<ServerFacts, BackendError> {
+        Ok(ServerFacts {
+            version: format!(
+                "dbq-bench {} in-memory queue (no server)",
+                env!("CARGO_PKG_VERSION")
+            ),
+            settings: BTreeMap::new(),
+        })
+    }
+
+    async fn install(
+        &self,
+        _prefix: &str,
+        queue: &QueuePlan,
+        _audit: bool,
+    ) -> Result<Arc<dyn Backend>, InstallError> {
+        Ok(MemoryQueue::new(queue))
+    }
+}
 
 /// One job's row.
 #[derive(Debug, Clone)]

@@ -1,0 +1,111 @@
+//! Every engine in the registry, walked: its facts agree with its driver, the servers the
+//! harness starts for it and the capabilities its links offer — so a new engine cannot
+//! forget a part. Each engine is reached on the server the tests share (the in-memory one
+//! through `memory://`, the same path as the others).
+
+use crate::support::{SMALL, plan, shared_server, stdout_of};
+use dbq_bench::backend::engine::ALL_FAULTS;
+use dbq_bench::backend::{self, ClaimMode, Engine, NewJob};
+use std::path::Path;
+
+#[test]
+fn every_engine_is_one_folder_and_one_registry_line() {
+    for &e in Engine::ALL {
+        let facts = e.facts();
+        let driver = e.driver();
+        assert_eq!(driver.engine(), e, "{}", facts.name);
+        assert_eq!(
+            serde_json::to_value(e).unwrap(),
+            serde_json::Value::from(facts.name),
+            "the scenario spelling is the folder's name for it"
+        );
+        assert_eq!(Engine::of_scheme(facts.schemes[0]), Some(e));
+        assert!(facts.supports.variants.contains(&"seed"), "{}", facts.name);
+        assert!(
+            facts.supports.faults.iter().all(|f| ALL_FAULTS.contains(f)),
+            "{}: a fault the harness does not know",
+            facts.name
+        );
+        // Servers the harness starts, with what providers and tests need to have them.
+        assert_eq!(
+            facts.install.is_some(),
+            driver.servers().is_some(),
+            "{}: an image and package exactly when the harness starts servers",
+            facts.name
+        );
+        if let Some(install) = &facts.install {
+            assert!(
+                Path::new(install.build_script).is_file(),
+                "{}: {} is missing",
+                facts.name,
+                install.build_script
+            );
+            assert!(!install.package.is_empty() && !install.variable.is_empty());
+        }
+    }
+}
+
+/// What each engine's facts declare for validation is what its links offer, and a job goes
+/// through enqueue, claim and finish on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_capabilities_declared_are_the_ones_offered() {
+    let p = plan(SMALL, &[]);
+    for &e in Engine::ALL {
+        let supports = &e.facts().supports;
+        let queue = crate::support::fresh_queue(e, &p, supports.completion_audit).await;
+        let mut link = queue.connect("registry").await.unwrap();
+        let name = e.as_str();
+        assert_eq!(link.bystander().is_some(), supports.bystander, "{name}");
+        assert_eq!(
+            link.planner().is_some(),
+            supports.planner_statistics,
+            "{name}"
+        );
+        assert_eq!(link.outbox().is_some(), supports.outbox, "{name}");
+        let job = NewJob {
+            job_type: "registry".into(),
+            payload: "{}".into(),
+            priority: 0,
+        };
+        let id = link.enqueue(&job).await.unwrap();
+        let mode = if supports.claim_in_transaction {
+            ClaimMode::InTransaction
+        } else {
+            ClaimMode::Committed
+        };
+        let mut claimed = Vec::new();
+        for _ in 0..50 {
+            claimed = link.claim(mode).await.unwrap();
+            if !claimed.is_empty() {
+                break;
+            }
+            link.idle(mode).await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(claimed.iter().map(|j| j.id).collect::<Vec<_>>(), [id], "{name}");
+        link.finish(mode, &[id]).await.unwrap();
+        let again = link.claim(mode).await.unwrap();
+        assert!(again.is_empty(), "{name}: a finished job claimed again");
+        link.idle(mode).await.unwrap();
+        link.close().await;
+        queue.drop_namespace().await.unwrap();
+        backend::release(&*queue);
+    }
+}
+
+/// The in-memory queue runs a whole scenario through the url provider, as a server would:
+/// the harness's own ceiling with every job proven.
+#[test]
+fn a_run_on_the_in_memory_queue_is_proven_like_any_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["run", "scenarios/smoke.toml", "--db", "url"])
+        .args(["--database-url", shared_server(Engine::Memory)])
+        .args(["--set", "database.engine=\"memory\""])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = stdout_of(&out, 0);
+    assert!(stdout.contains("lost 0") || stdout.contains("lost: 0"), "{stdout}");
+}
