@@ -1,6 +1,6 @@
 //! The three ways a command can fail, and the exit code each one maps to.
 //!
-//! Exit codes (documented in README): 0 ok, 1 the run failed, 2 bad input, 99 a threshold
+//! Exit codes (documented in the README and docs/GUIDE.md): 0 ok, 1 the run failed, 2 bad input, 99 a threshold
 //! failed, 130 interrupted.
 
 use std::fmt;

@@ -94,7 +94,7 @@ impl Named for MarkParam {
     }
 }
 
-/// The other statements take no names, only the positional `$n` the README lists.
+/// The other statements take no names, only the positional `$n` that docs/designs.md lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoParam {}
 
@@ -179,7 +179,7 @@ pub fn rewrite<P: Named>(sql: &str, style: Placeholders) -> Result<Rewritten<P>,
 fn unknown<P: Named>(name: &str) -> String {
     match P::ALL.is_empty() {
         true => format!(
-            "takes a named parameter :{name}; only claim.sql ({}) and fail.sql ({}) take names (and MariaDB's mark_claimed.sql), the other statements the positional $n the README lists",
+            "takes a named parameter :{name}; only claim.sql ({}) and fail.sql ({}) take names (and MariaDB's mark_claimed.sql), the other statements the positional $n that docs/designs.md lists",
             allowed::<ClaimParam>(),
             allowed::<FailParam>()
         ),

@@ -55,7 +55,7 @@ impl BackoffPlan {
     }
 }
 
-/// Which queue design runs (README "Comparing queue designs" describes each).
+/// Which queue design runs (docs/designs.md describes each).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
 )]

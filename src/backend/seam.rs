@@ -1,7 +1,8 @@
 //! The seam between the harness and a queue backend. Everything above it (fleets, faults,
 //! the sampler, the proof, the stages of a run) holds these traits and nothing of an
-//! engine; each engine is one module below it (`postgres`, `mariadb`; `memory` for unit
-//! tests and the harness's own ceiling).
+//! engine; each engine is one folder below it, listed by one line of [`super::registry`]
+//! (`postgres`, `mariadb`, `rabbitmq`, `redis_streams`; `memory` for unit tests and the
+//! harness's own ceiling).
 //!
 //! - [`Driver`]: an engine: how to reach its servers and how providers make one.
 //! - [`Endpoint`]: one server, reachable; installs queues in namespaces of their own.

@@ -18,11 +18,13 @@ use std::path::PathBuf;
 const EXIT_CODES: &str = "Exit codes: 0 ok; 1 the run failed (database error, lost or duplicated jobs, drain timed out); \
 2 bad input (scenario, flag, URL or results directory); 99 a threshold failed; 130 interrupted (partial results written).";
 
-/// Load-test and benchmark a job queue built inside a database (SELECT … FOR UPDATE SKIP LOCKED).
+/// Load-test and benchmark a job queue: inside PostgreSQL or MariaDB (SELECT … FOR UPDATE SKIP
+/// LOCKED), or on the brokers RabbitMQ and Redis Streams.
 ///
-/// A scenario file describes the database, the queue variant, producer and consumer fleets
-/// and a list of phases. `run` provisions the server, drives open-loop load through the
-/// phases, drains the queue, proves that every committed job finished, and writes results.
+/// A scenario file describes the server (database.engine: postgres, mariadb, rabbitmq, redis,
+/// or memory for none), the queue design, producer and consumer fleets and a list of phases.
+/// `run` provisions the server, drives open-loop load through the phases, drains the queue,
+/// proves that every committed job finished, and writes results.
 #[derive(Parser)]
 #[command(name = "dbq-bench", version, after_help = EXIT_CODES)]
 pub struct Cli {
@@ -82,7 +84,7 @@ enum Command {
     /// table says how many would decide). Single runs have no spread, so they are never
     /// called regressed. Two directories of run directories with the same names (r1 … r5),
     /// measured side by side in pairs, are compared pair by pair, so that drift of the
-    /// machine cancels: the README's recipe.
+    /// machine cancels: the recipe in docs/ci.md.
     Compare {
         /// Results directory of the baseline: a run's, a repeated run's, a matrix's, a
         /// capacity search's, or a directory of run directories.
@@ -139,9 +141,9 @@ pub struct OverrideArgs {
     /// Server for the url provider. Beats database.url; DATABASE_URL is used when neither is set.
     #[arg(long, value_name = "URL")]
     database_url: Option<String>,
-    /// Image for the container provider. Beats database.image; DBQ_POSTGRES_IMAGE (or
-    /// DBQ_MARIADB_IMAGE) is used when neither is set; the default is the engine's official
-    /// image.
+    /// Image for the container provider. Beats database.image; the engine's variable
+    /// (DBQ_POSTGRES_IMAGE, DBQ_MARIADB_IMAGE, DBQ_RABBITMQ_IMAGE or DBQ_REDIS_IMAGE) is used
+    /// when neither is set; the default is the engine's official image.
     #[arg(long, value_name = "IMAGE")]
     image: Option<String>,
     /// Override a scenario key, e.g. --set consumers.count=16 --set phases.1.rate=max.

@@ -4,7 +4,7 @@
 //! the ledger, writes every finished second into an HdrHistogram interval log, and keeps the
 //! live counters current.
 //!
-//! Attribution rules (also in README):
+//! Attribution rules (also in docs/GUIDE.md):
 //! - latencies measured from a job's intended enqueue time (`enqueue`, `schedule_lag`,
 //!   `queue_wait`, `end_to_end`) belong to the phase whose window holds that intended time,
 //!   so a backlog built in one phase is charged to it even when the jobs finish later;

@@ -272,11 +272,18 @@ async fn initialise(
         .await
         .with_context(|| format!("running {program}"))?;
     if !init.status.success() {
-        let output = [init.stderr, init.stdout].concat();
-        bail!(
-            "{program} failed: {}",
-            last_lines(&String::from_utf8_lossy(&output), 3)
-        );
+        let output = String::from_utf8_lossy(&[init.stderr, init.stdout].concat()).into_owned();
+        // The lines that say what went wrong, where the program marks them; else its last.
+        let errors: Vec<&str> = output
+            .lines()
+            .filter(|l| l.contains("ERROR"))
+            .take(3)
+            .collect();
+        let reason = match errors.is_empty() {
+            true => last_lines(&output, 3),
+            false => errors.join(" | "),
+        };
+        bail!("{program} failed: {reason}");
     }
     Ok(())
 }

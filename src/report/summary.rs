@@ -36,7 +36,7 @@ pub struct Summary {
     #[serde(default)]
     pub producers: ProducerUse,
     pub throughput: Throughput,
-    /// Over the measured phases; see README "How to read the report" for each metric.
+    /// Over the measured phases; see docs/GUIDE.md "How to read the report" for each metric.
     pub latency_ms: LatencyReport,
     /// What the queue's load cost an unrelated workload on the same server (`[bystander]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,5 +1,5 @@
 //! Faults a phase can inject, as written in a scenario (`[[phases.faults]]`, chosen by
-//! `kind`). The `faults` module carries them out; the README's "Faults" section explains each.
+//! `kind`). The `faults` module carries them out; docs/reference.md's "Faults" section explains each.
 
 use super::values::HumanDuration;
 use crate::backend::engine::ShutdownMode;

@@ -126,7 +126,7 @@ pub struct PhasePlan {
 /// Values the plan takes from the environment when neither the file nor a flag sets them.
 #[derive(Debug, Clone, Default)]
 pub struct EnvDefaults {
-    /// The image each engine's variable names (`DBQ_POSTGRES_IMAGE`, `DBQ_MARIADB_IMAGE`).
+    /// The image each engine's variable names (its facts' `install.variable`, e.g. `DBQ_POSTGRES_IMAGE`).
     pub images: Vec<(Engine, String)>,
     /// `DATABASE_URL`
     pub database_url: Option<String>,
@@ -596,7 +596,7 @@ fn check_design_claims(
             "consumers.claim_mode",
             format!(
                 "claims committed before the work need the design's reaper, and {} has no \
-                 reap.sql: add one (with find_stale.sql on MariaDB; the README lists both), \
+                 reap.sql: add one (with find_stale.sql on MariaDB; docs/designs.md lists both), \
                  hide claimed jobs for :visibility_timeout in claim.sql (mark_claimed.sql on \
                  MariaDB), or use claim_mode = \"in_transaction\"",
                 dir.display()

@@ -5,6 +5,7 @@
 mod accounting;
 mod capacity;
 mod cli;
+mod docs;
 mod faults;
 mod mariadb;
 mod matrix;

@@ -255,7 +255,7 @@ fn redis_refuses_what_only_databases_have_in_one_line() {
         ),
         (
             "consumers.claim_mode=\"in_transaction\"",
-            "consumers.claim_mode: a claim held in the worker's transaction on PostgreSQL, MariaDB and RabbitMQ only",
+            "consumers.claim_mode: a claim held in the worker's transaction on PostgreSQL, MariaDB, RabbitMQ and the in-memory queue only",
         ),
     ];
     for (set, expected) in cases {

@@ -82,7 +82,11 @@ async fn the_capabilities_declared_are_the_ones_offered() {
             link.idle(mode).await.unwrap();
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
-        assert_eq!(claimed.iter().map(|j| j.id).collect::<Vec<_>>(), [id], "{name}");
+        assert_eq!(
+            claimed.iter().map(|j| j.id).collect::<Vec<_>>(),
+            [id],
+            "{name}"
+        );
         link.finish(mode, &[id]).await.unwrap();
         let again = link.claim(mode).await.unwrap();
         assert!(again.is_empty(), "{name}: a finished job claimed again");
@@ -107,5 +111,8 @@ fn a_run_on_the_in_memory_queue_is_proven_like_any_other() {
         .output()
         .unwrap();
     let stdout = stdout_of(&out, 0);
-    assert!(stdout.contains("lost 0") || stdout.contains("lost: 0"), "{stdout}");
+    assert!(
+        stdout.contains("lost 0") || stdout.contains("lost: 0"),
+        "{stdout}"
+    );
 }

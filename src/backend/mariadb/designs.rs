@@ -1,7 +1,7 @@
 //! The designs on MariaDB: the seed (`seed/`), batch claims (`batch/`), delete on
 //! completion (`delete/`), move to an archive (`archive/`) and a visibility timeout
 //! (`visibility_timeout/`), and a user's own directory in MariaDB's dialect. The same steps
-//! as PostgreSQL's, bound with `?`, arrays passed as JSON text; the README's "MariaDB"
+//! as PostgreSQL's, bound with `?`, arrays passed as JSON text; docs/engines.md
 //! section lists each difference. The tables are in `migrations/mariadb/`.
 
 use crate::backend::queue::{Finish, QueuePlan, VariantName};

@@ -56,8 +56,11 @@ impl LocalServer for Local {
 
     fn init(&self, bins: &LocalBinaries, dir: &Path) -> Command {
         let mut cmd = Command::new(&bins.init);
+        // A temporary directory of its own: two installs at once in the shared /tmp can
+        // collide on a temporary table's name ("Unknown table 'mysql.tmp_user_sys'").
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", dir.join("data").display()))
+            .arg(format!("--tmpdir={}", dir.display()))
             .args([
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
@@ -78,6 +81,7 @@ impl LocalServer for Local {
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", dir.join("data").display()))
             .arg(format!("--port={port}"))
+            .arg(format!("--tmpdir={}", dir.display()))
             .arg(format!("--socket={}", dir.join("mariadb.sock").display()))
             .arg(format!("--pid-file={}", dir.join("mariadb.pid").display()))
             .args(["--bind-address=127.0.0.1", "--skip-name-resolve"]);

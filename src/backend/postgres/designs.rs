@@ -79,7 +79,7 @@ pub fn design(queue: &QueuePlan) -> Result<SqlDesign, DesignError> {
         VariantName::Custom => read_custom(plan, seed, Returning::Rows)?,
     };
     Ok(with_storage(
-        // A fail.sql without names binds `$1`…`$6` in the names' order (the README lists it).
+        // A fail.sql without names binds `$1`…`$6` in the names' order (docs/designs.md lists it).
         d.bind_statements(queue, Placeholders::Numbered, FailParam::ALL)?,
         plan,
     ))

@@ -19,7 +19,7 @@ use std::time::Duration;
 /// `:visibility_timeout` and the scenario gives none (pgmq's examples use 30 s).
 pub const DEFAULT_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The statements of one design. Each is one SQL statement; the README's "Comparing queue
+/// The statements of one design. Each is one SQL statement; docs/designs.md's "Comparing queue
 /// designs" lists each one's parameters and the columns it returns.
 #[derive(Debug, Clone)]
 pub struct Statements {

@@ -15,7 +15,7 @@ mod repeated;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Scenario file (TOML); see scenarios/ and the README's scenario reference.
+    /// Scenario file (TOML); see scenarios/ and docs/reference.md.
     scenario: PathBuf,
     /// Results directory [default: results/<UTC time>-<scenario name>].
     #[arg(long, value_name = "DIR")]
