@@ -1,0 +1,96 @@
+//! The `[database]` section's plan: the engine, how the server is had, its settings
+//! (checked as names, and refused where they belong to another engine).
+
+use super::*;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatabasePlan {
+    pub engine: Engine,
+    pub provider: ProviderKind,
+    pub image: String,
+    pub url: Option<String>,
+    pub startup_timeout: Duration,
+    /// Validated `name = value` server settings.
+    pub settings: Vec<(String, String)>,
+}
+
+/// `[database]`, checked: provider, image, URL and server settings.
+pub(super) fn database_plan(
+    db: &DatabaseSection,
+    env: &EnvDefaults,
+    source: &str,
+) -> Result<DatabasePlan, InputError> {
+    let err = |key: &str, reason: String| InputError::new(source, key, reason);
+    let mut settings = Vec::new();
+    for (key, value) in &db.settings {
+        let k = format!("database.settings.{key}");
+        if !is_setting_name(key) {
+            return Err(err(
+                &k,
+                "not a PostgreSQL setting name (letters, digits, _ and .)".into(),
+            ));
+        }
+        if let Some(reason) = db.engine.foreign_setting(key) {
+            return Err(err(&k, reason.into()));
+        }
+        let v = match value {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
+            _ => return Err(err(&k, "must be a string, number or boolean".into())),
+        };
+        if v.contains(['\n', '\r', '\0']) {
+            return Err(err(&k, "must not contain line breaks".into()));
+        }
+        settings.push((key.clone(), v));
+    }
+    if db.image.as_deref().is_some_and(|i| i.trim().is_empty()) {
+        return Err(err("database.image", "must not be empty".into()));
+    }
+    if db.startup_timeout.0.is_zero() {
+        return Err(err(
+            "database.startup_timeout",
+            "must be more than 0s".into(),
+        ));
+    }
+    let url = db.url.clone().or_else(|| env.database_url.clone());
+    if let Some(u) = &url {
+        db.engine.check_url(u).map_err(|reason| {
+            err(
+                "database.url",
+                format!("{reason}; it came from --database-url, database.url or DATABASE_URL"),
+            )
+        })?;
+    }
+    if db.provider == ProviderKind::Url && url.is_none() {
+        return Err(err(
+            "database.url",
+            "the url provider needs a server: pass --database-url, set database.url or DATABASE_URL".into(),
+        ));
+    }
+    let database = DatabasePlan {
+        engine: db.engine,
+        provider: db.provider,
+        image: db
+            .image
+            .clone()
+            .or_else(|| env.image(db.engine).map(str::to_string))
+            .or_else(|| Some(db.engine.facts().install.as_ref()?.image.to_string()))
+            .unwrap_or_default(),
+        url,
+        startup_timeout: db.startup_timeout.0,
+        settings,
+    };
+    Ok(database)
+}
+
+pub(super) fn is_setting_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.')
+}
