@@ -3,7 +3,6 @@
 
 use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::queue::{BackoffPlan, QueuePlan, VariantName};
-use crate::backend::sql::jitter_floor;
 
 /// Jobs one claim takes on a broker: the variant as the job's life (`seed` one, `batch` up
 /// to `queue.claim_batch`); the SQL variants have no meaning on `broker`.
@@ -26,7 +25,7 @@ pub fn claim_batch(q: &QueuePlan, broker: &str) -> Result<u32, BackendError> {
 pub fn backoff_ms(b: &BackoffPlan, retries: i32) -> u64 {
     let delay = b.base.as_secs_f64() * b.factor.powi(retries);
     let delay = b.cap.map_or(delay, |c| delay.min(c.as_secs_f64()));
-    let floor = jitter_floor(b.jitter);
+    let floor = b.jitter.floor();
     let delay = delay * (floor + (1.0 - floor) * rand::random::<f64>());
     (delay.min(86_400.0) * 1000.0).round() as u64
 }

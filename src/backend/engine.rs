@@ -1,9 +1,9 @@
-//! What every engine's facts say, and the questions asked of them: which variants, faults
-//! and options it runs, what its figures are called, which URLs it takes. The facts
-//! themselves live in each engine's folder (`backend/<engine>/facts.rs`); the list of
-//! engines is [`super::registry`]. Nothing here names an engine.
+//! What every engine's facts say: which variants, faults and options it runs, what its
+//! figures are called, which URLs it takes. The facts themselves live in each engine's folder
+//! (`backend/<engine>/facts.rs`); the list of engines, and the questions asked of an engine,
+//! are [`super::registry`]'s. Nothing here names an engine, and nothing here imports the
+//! registry, so the folders and the registry both build on this file.
 
-pub use super::registry::Engine;
 use serde::{Deserialize, Serialize};
 
 /// How a server the run started is stopped (the `restart_server` fault).
@@ -64,6 +64,8 @@ pub struct Words {
     pub wal: &'static str,
     /// What garbage collection of the table is counted.
     pub cleanup: &'static str,
+    /// Cleanups run by hand (VACUUM), where the engine has them: counted in the cost line.
+    pub manual_cleanup: Option<&'static str>,
     /// What the size figures measure.
     pub size: &'static str,
     /// The `idle_in_transaction` probes: while the horizon is held, and after its release.
@@ -135,48 +137,11 @@ pub const ALL_FAULTS: &[&str] = &[
     "analyze",
 ];
 
-impl Engine {
-    /// Why a server setting belongs to another engine, so the plan refuses it before a
-    /// server refuses to start; `None` for any other name.
-    pub fn foreign_setting(self, name: &str) -> Option<&'static str> {
-        (self.facts().foreign_setting)(name)
-    }
-
-    /// The engine's facts, from its folder.
-    pub fn facts(self) -> &'static EngineFacts {
-        self.driver().facts()
-    }
-
-    pub fn as_str(self) -> &'static str {
-        self.facts().name
-    }
-
-    /// How the engine is named in messages and reports.
-    pub fn label(self) -> &'static str {
-        self.facts().label
-    }
-
-    pub fn supports(self) -> &'static Supports {
-        &self.facts().supports
-    }
-
-    pub fn words(self) -> &'static Words {
-        &self.facts().words
-    }
-
-    /// The engine whose URLs start with `scheme` (any case).
-    pub fn of_scheme(scheme: &str) -> Option<Engine> {
-        let scheme = scheme.to_ascii_lowercase();
-        Engine::ALL
-            .iter()
-            .copied()
-            .find(|e| e.facts().schemes.contains(&scheme.as_str()))
-    }
-
+impl EngineFacts {
     /// What a scenario on this engine may use, for refusals: "use variant seed or batch and
     /// the faults …".
-    pub fn offers(self) -> String {
-        let s = self.supports();
+    pub fn offers(&self) -> String {
+        let s = &self.supports;
         let mode = match (s.claim_in_transaction, s.claim_committed) {
             (true, false) => ", claim mode in_transaction",
             (false, true) => ", claim mode committed",
@@ -188,68 +153,10 @@ impl Engine {
             s.faults.join(", ")
         )
     }
-
-    /// What to do when the container provider cannot have `image` (one clause).
-    pub fn container_alternatives(self, image: &str) -> String {
-        let f = self.facts();
-        let url = format!("--db url --database-url {}://…", f.schemes[0]);
-        let Some(i) = &f.install else {
-            return format!("name a server with {url}");
-        };
-        format!(
-            "make the image available (`docker pull {image}`, or, where no registry is \
-             reachable, `{}` and {}={} or --image), use the server from the machine's packages \
-             with --db local (`apt-get install {}`), or name a server with {url}",
-            i.build_script, i.variable, i.built_tag, i.package
-        )
-    }
-
-    /// Checks a server URL for this engine: `scheme://…` with one of its schemes, parsable by
-    /// its client. The reason names the URL with its password masked.
-    pub fn check_url(self, url: &str) -> Result<(), String> {
-        let shown = crate::redact::redact_url(url);
-        let facts = self.facts();
-        let allowed = facts
-            .schemes
-            .iter()
-            .map(|s| format!("{s}://"))
-            .collect::<Vec<_>>()
-            .join(" or ");
-        let Some((scheme, rest)) = url.split_once(':').filter(|(s, _)| is_scheme(s)) else {
-            return Err(format!(
-                "{shown} is not a URL: database.engine = \"{}\" takes {allowed}…",
-                facts.name
-            ));
-        };
-        match Engine::of_scheme(scheme) {
-            Some(e) if e == self => {}
-            Some(other) => {
-                return Err(format!(
-                    "{shown} uses the scheme {scheme}: database.engine = \"{}\" takes {allowed} \
-                     (for {scheme}:// set database.engine = \"{}\")",
-                    facts.name,
-                    other.as_str()
-                ));
-            }
-            None => {
-                return Err(format!(
-                    "{shown} uses the scheme {scheme}: database.engine = \"{}\" takes {allowed}",
-                    facts.name
-                ));
-            }
-        }
-        if !rest.starts_with("//") {
-            return Err(format!(
-                "{shown} is malformed: a URL starts with {scheme}:// (e.g. {scheme}://user:password@host:port/database)"
-            ));
-        }
-        (facts.parse_url)(url)
-            .map_err(|e| format!("{shown} is not a usable {} URL ({e})", facts.label))
-    }
 }
 
 /// `a, b or c`.
-fn or_list(items: &[&str]) -> String {
+pub fn or_list(items: &[&str]) -> String {
     joined(items, "or")
 }
 
@@ -267,7 +174,7 @@ fn joined(items: &[&str], last_word: &str) -> String {
 }
 
 /// A URL scheme: a letter, then letters, digits, `+`, `-` or `.`.
-fn is_scheme(s: &str) -> bool {
+pub fn is_scheme(s: &str) -> bool {
     s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
@@ -276,44 +183,4 @@ fn is_scheme(s: &str) -> bool {
 /// A server setting of PostgreSQL's vacuum (`autovacuum*`, `vacuum_*`).
 pub fn is_vacuum_setting(name: &str) -> bool {
     name.starts_with("autovacuum") || name.starts_with("vacuum_")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_are_checked_against_their_engine() {
-        let pg = Engine::Postgres;
-        assert!(pg.check_url("postgres://u:pw@h:5432/db").is_ok());
-        assert!(pg.check_url("POSTGRESQL://h/db").is_ok());
-        let e = pg.check_url("postgres:u:secret@h/db").unwrap_err();
-        assert!(e.contains("malformed") && !e.contains("secret"), "{e}");
-        let e = pg.check_url("mysql://u:secret@h/db").unwrap_err();
-        assert!(e.contains("set database.engine = \"mariadb\""), "{e}");
-        assert!(!e.contains("secret"), "{e}");
-        let e = pg.check_url("host=h password=secret").unwrap_err();
-        assert!(e.contains("not a URL") && !e.contains("secret"), "{e}");
-        assert!(pg.check_url("ftp://h/x").unwrap_err().contains("ftp"));
-        assert!(
-            Engine::Mariadb
-                .check_url("mariadb://root@h:3306/db")
-                .is_ok()
-        );
-        assert!(Engine::Mariadb.check_url("mysql:root@h").is_err());
-    }
-
-    #[test]
-    fn the_table_names_each_engine_once() {
-        for &e in Engine::ALL {
-            assert_eq!(Engine::of_scheme(e.facts().schemes[0]), Some(e));
-            assert!(e.supports().variants.contains(&"seed"));
-            assert!(e.supports().faults.iter().all(|f| ALL_FAULTS.contains(f)));
-        }
-        assert!(
-            Engine::Mariadb
-                .offers()
-                .contains("seed, batch, delete, archive, visibility_timeout or custom")
-        );
-    }
 }

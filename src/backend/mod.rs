@@ -31,11 +31,12 @@ pub use seam::{
     ServerFacts, WakeUp,
 };
 
-pub use engine::{Engine, EngineFacts, ShutdownMode};
+pub use engine::{EngineFacts, ShutdownMode};
 pub use queue::{
     BackoffPlan, CUSTOM_REQUIRED_FILES, ClaimMode, Finish, Jitter, QueuePlan, VariantName,
     VariantPlan,
 };
+pub use registry::Engine;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -46,7 +47,9 @@ pub fn driver(engine: Engine) -> &'static dyn Driver {
 
 /// A queue another process installed (worker processes reach the runner's queue this way).
 pub fn attach(at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
-    driver(at.engine).attach(at, queue)
+    let engine = Engine::named(&at.engine)
+        .ok_or_else(|| BackendError::unsupported(&format!("engine {}", at.engine), "this build"))?;
+    driver(engine).attach(at, queue)
 }
 
 /// Installed queues this process has neither dropped nor handed over (`--keep`, a server

@@ -30,7 +30,7 @@ pub struct VariantPlan {
     pub fillfactor: Option<u32>,
     pub unlogged: bool,
     /// RabbitMQ: the kind of queue that holds the jobs (`queue.rabbitmq_queue`).
-    pub rabbitmq_queue: crate::backend::rabbitmq::RabbitQueue,
+    pub rabbitmq_queue: crate::backend::rabbitmq::settings::RabbitQueue,
 }
 
 /// `min(base * factor^retry_count, cap)`, then jitter.
@@ -186,6 +186,18 @@ pub enum Jitter {
     Full,
     /// Half the delay plus uniform up to the other half.
     Equal,
+}
+
+impl Jitter {
+    /// The share of the backoff delay that is always waited (the failure update's
+    /// parameter): none 1, equal ½, full 0.
+    pub fn floor(self) -> f64 {
+        match self {
+            Jitter::None => 1.0,
+            Jitter::Equal => 0.5,
+            Jitter::Full => 0.0,
+        }
+    }
 }
 
 /// When a worker's claim is committed.

@@ -1,8 +1,13 @@
 //! The registry: one line per engine folder. The line names the engine (as scenarios spell
 //! it, lowercased) and its folder, whose `DRIVER` is everything the harness knows of it:
 //! its facts (`facts.rs`), how providers make a server, how queues are installed and worked.
-//! Adding an engine is its folder and one line here; `tests` below walk every line.
+//! Adding an engine is its folder and one line here; `tests` below walk every line. The
+//! questions asked of an engine (its facts, its URLs, what it offers) are answered here from
+//! its folder's facts.
 
+#[cfg(test)]
+use super::engine::ALL_FAULTS;
+use super::engine::{EngineFacts, Supports, Words, is_scheme};
 use super::seam::Driver;
 use serde::{Deserialize, Serialize};
 
@@ -48,4 +53,151 @@ registry! {
     /// No server: a queue in the harness's own memory (`--database-url memory://`), for the
     /// harness's ceiling and the logic above the seam.
     Memory => memory,
+}
+
+impl Engine {
+    /// Why a server setting belongs to another engine, so the plan refuses it before a
+    /// server refuses to start; `None` for any other name.
+    pub fn foreign_setting(self, name: &str) -> Option<&'static str> {
+        (self.facts().foreign_setting)(name)
+    }
+
+    /// The engine's facts, from its folder.
+    pub fn facts(self) -> &'static EngineFacts {
+        self.driver().facts()
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.facts().name
+    }
+
+    /// How the engine is named in messages and reports.
+    pub fn label(self) -> &'static str {
+        self.facts().label
+    }
+
+    pub fn supports(self) -> &'static Supports {
+        &self.facts().supports
+    }
+
+    pub fn words(self) -> &'static Words {
+        &self.facts().words
+    }
+
+    /// The engine whose URLs start with `scheme` (any case).
+    pub fn of_scheme(scheme: &str) -> Option<Engine> {
+        let scheme = scheme.to_ascii_lowercase();
+        Engine::ALL
+            .iter()
+            .copied()
+            .find(|e| e.facts().schemes.contains(&scheme.as_str()))
+    }
+
+    /// What a scenario on this engine may use, for refusals.
+    pub fn offers(self) -> String {
+        self.facts().offers()
+    }
+
+    /// The engine named `name` (its facts' name, as scenarios spell it).
+    pub fn named(name: &str) -> Option<Engine> {
+        Engine::ALL.iter().copied().find(|e| e.as_str() == name)
+    }
+
+    /// What to do when the container provider cannot have `image` (one clause).
+    pub fn container_alternatives(self, image: &str) -> String {
+        let f = self.facts();
+        let url = format!("--db url --database-url {}://…", f.schemes[0]);
+        let Some(i) = &f.install else {
+            return format!("name a server with {url}");
+        };
+        format!(
+            "make the image available (`docker pull {image}`, or, where no registry is \
+             reachable, `{}` and {}={} or --image), use the server from the machine's packages \
+             with --db local (`apt-get install {}`), or name a server with {url}",
+            i.build_script, i.variable, i.built_tag, i.package
+        )
+    }
+
+    /// Checks a server URL for this engine: `scheme://…` with one of its schemes, parsable by
+    /// its client. The reason names the URL with its password masked.
+    pub fn check_url(self, url: &str) -> Result<(), String> {
+        let shown = crate::redact::redact_url(url);
+        let facts = self.facts();
+        let allowed = facts
+            .schemes
+            .iter()
+            .map(|s| format!("{s}://"))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        let Some((scheme, rest)) = url.split_once(':').filter(|(s, _)| is_scheme(s)) else {
+            return Err(format!(
+                "{shown} is not a URL: database.engine = \"{}\" takes {allowed}…",
+                facts.name
+            ));
+        };
+        match Engine::of_scheme(scheme) {
+            Some(e) if e == self => {}
+            Some(other) => {
+                return Err(format!(
+                    "{shown} uses the scheme {scheme}: database.engine = \"{}\" takes {allowed} \
+                     (for {scheme}:// set database.engine = \"{}\")",
+                    facts.name,
+                    other.as_str()
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "{shown} uses the scheme {scheme}: database.engine = \"{}\" takes {allowed}",
+                    facts.name
+                ));
+            }
+        }
+        if !rest.starts_with("//") {
+            return Err(format!(
+                "{shown} is malformed: a URL starts with {scheme}:// (e.g. {scheme}://user:password@host:port/database)"
+            ));
+        }
+        (facts.parse_url)(url)
+            .map_err(|e| format!("{shown} is not a usable {} URL ({e})", facts.label))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked_against_their_engine() {
+        let pg = Engine::Postgres;
+        assert!(pg.check_url("postgres://u:pw@h:5432/db").is_ok());
+        assert!(pg.check_url("POSTGRESQL://h/db").is_ok());
+        let e = pg.check_url("postgres:u:secret@h/db").unwrap_err();
+        assert!(e.contains("malformed") && !e.contains("secret"), "{e}");
+        let e = pg.check_url("mysql://u:secret@h/db").unwrap_err();
+        assert!(e.contains("set database.engine = \"mariadb\""), "{e}");
+        assert!(!e.contains("secret"), "{e}");
+        let e = pg.check_url("host=h password=secret").unwrap_err();
+        assert!(e.contains("not a URL") && !e.contains("secret"), "{e}");
+        assert!(pg.check_url("ftp://h/x").unwrap_err().contains("ftp"));
+        assert!(
+            Engine::Mariadb
+                .check_url("mariadb://root@h:3306/db")
+                .is_ok()
+        );
+        assert!(Engine::Mariadb.check_url("mysql:root@h").is_err());
+    }
+
+    #[test]
+    fn the_table_names_each_engine_once() {
+        for &e in Engine::ALL {
+            assert_eq!(Engine::of_scheme(e.facts().schemes[0]), Some(e));
+            assert!(e.supports().variants.contains(&"seed"));
+            assert!(e.supports().faults.iter().all(|f| ALL_FAULTS.contains(f)));
+        }
+        assert!(
+            Engine::Mariadb
+                .offers()
+                .contains("seed, batch, delete, archive, visibility_timeout or custom")
+        );
+    }
 }

@@ -16,7 +16,7 @@ pub use super::link::{
     Bystand, Connection, Disrupt, Enqueue, Inspect, Link, Outbox, Planner, Work,
 };
 
-use super::engine::{Engine, EngineFacts, ShutdownMode};
+use super::engine::{EngineFacts, ShutdownMode};
 use super::error::BackendError;
 use crate::backend::queue::{Finish, QueuePlan};
 use async_trait::async_trait;
@@ -30,7 +30,6 @@ use tokio_util::sync::CancellationToken;
 
 /// An engine: one per engine, in the registry (`backend::driver`).
 pub trait Driver: Sync {
-    fn engine(&self) -> Engine;
     /// What the engine runs and how its figures are named (its folder's `facts.rs`).
     fn facts(&self) -> &'static EngineFacts;
     /// A server given by URL (the url provider), `settings` applied to each session where
@@ -165,7 +164,6 @@ pub enum InstallError {
 /// One server, reachable.
 #[async_trait]
 pub trait Endpoint: Send + Sync {
-    fn engine(&self) -> Engine;
     /// `scheme://user@host:port/database`, never the password.
     fn address(&self) -> String;
     /// Connects once and hangs up: whether the server accepts connections now. A permanent
@@ -195,7 +193,8 @@ pub trait Endpoint: Send + Sync {
 /// How another process reaches an installed queue (a URL with its password: never shown).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Attachment {
-    pub engine: Engine,
+    /// The engine's name (its facts' `name`).
+    pub engine: String,
     pub url: String,
     pub namespace: String,
 }

@@ -119,7 +119,7 @@ impl FreshRequest {
                 format!("calibrate --fresh-table {reason}"),
             ))
         };
-        if p.database.engine != crate::backend::engine::Engine::Postgres {
+        if p.database.engine != crate::backend::Engine::Postgres {
             return err("database.engine", "runs pgbench, PostgreSQL's tool");
         }
         if p.queue.variant.name != VariantName::Seed {

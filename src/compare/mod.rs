@@ -4,9 +4,11 @@
 //! keeps baselines.
 
 mod gate;
+mod markdown;
 pub mod stats;
 
-pub use gate::{GateRules, Judgement, Outcome, Verdict, judge, markdown};
+pub use gate::{GateRules, Judgement, Outcome, Verdict, judge};
+pub use markdown::markdown;
 
 use crate::capacity::Capacity;
 use crate::matrix::comparison::Comparison;

@@ -12,7 +12,7 @@ mod database;
 mod workers;
 
 use crate::backend::Backend;
-use crate::backend::engine::Engine;
+use crate::backend::Engine;
 use crate::clock::RunClock;
 use crate::fleet::registry::WorkerRegistry;
 use crate::fleet::sleep_or_stop;

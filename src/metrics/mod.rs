@@ -1,6 +1,6 @@
 //! Measurements: the events fleets send (`event`), HDR histograms per metric
 //! (`histogram`), the harness's job ledger (`ledger`), the recorder that turns events into
-//! figures (`recorder`), live counters for progress and drain (`live`), the database
+//! figures (`recorder`) and those figures as plain data (`measurements`), live counters for progress and drain (`live`), the database
 //! sampler (`sampler`), and the harness's figures of itself (`harness`, `monitor`).
 
 pub mod event;
@@ -8,6 +8,7 @@ pub mod harness;
 pub mod histogram;
 pub mod ledger;
 pub mod live;
+pub mod measurements;
 pub mod monitor;
 pub mod recorder;
 pub mod sampler;
@@ -17,9 +18,10 @@ pub use harness::{HarnessSample, HarnessSummary};
 pub use histogram::{LatencyReport, LatencySummary, Metric, MetricSet};
 pub use ledger::{IdSet, Ledger, LedgerEntry};
 pub use live::{LiveSnapshot, LiveStats};
-pub use monitor::HarnessMonitor;
-pub use recorder::{
-    AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, PhaseCounts, PhaseWindow, Recorder,
-    Snapshot, SnapshotRequest, TableProbe, TimelineRow, WindowKind,
+pub use measurements::{
+    AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, PhaseCounts, PhaseWindow,
+    TableProbe, TimelineRow, WindowKind,
 };
+pub use monitor::HarnessMonitor;
+pub use recorder::{Recorder, Snapshot, SnapshotRequest};
 pub use sampler::DbSampler;

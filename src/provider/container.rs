@@ -150,7 +150,7 @@ fn request(
         // server.
         .with_wait_for(WaitFor::Nothing)
         .with_env_var(spec.password_variable(), password)
-        .with_label("dbq-bench", driver.engine().as_str())
+        .with_label("dbq-bench", driver.facts().name)
         // A fixed host port keeps the address stable if the container is restarted.
         .with_mapped_port(ports.main, inner)
         .with_cmd(spec.command(settings, password));

@@ -226,7 +226,7 @@ pub async fn start(
     let spec = servers.local();
     let user = server_user(spec.account())?;
     let dir = tempfile::Builder::new()
-        .prefix(&format!("dbq-bench-{}-", driver.engine().as_str()))
+        .prefix(&format!("dbq-bench-{}-", driver.facts().name))
         .tempdir()
         .context("creating a temporary directory")?;
     if let Some((uid, gid)) = user {

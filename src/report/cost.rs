@@ -42,14 +42,12 @@ impl JobCost {
     }
 
     /// One line for the terminal and the reports, in the engine's words.
-    pub fn line(&self, engine: crate::backend::engine::Engine) -> String {
+    pub fn line(&self, engine: crate::backend::Engine) -> String {
         let or_dash = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.0}"));
         let words = engine.words();
-        let vacuums = match engine {
-            crate::backend::engine::Engine::Postgres => {
-                format!(", {} VACUUM(s) of the queue table", self.vacuums)
-            }
-            _ => String::new(),
+        let vacuums = match words.manual_cleanup {
+            Some(what) => format!(", {} {what}", self.vacuums),
+            None => String::new(),
         };
         format!(
             "Cost per job: {} {} bytes per completed job, {} bytes of {} growth per 1,000 jobs, {} {}{vacuums}.",
@@ -94,7 +92,7 @@ mod tests {
         // No finished jobs: nothing per job.
         assert_eq!(JobCost::of(&db, &[("a", 0)]).wal_bytes_per_job, None);
         assert!(
-            c.line(crate::backend::engine::Engine::Postgres)
+            c.line(crate::backend::Engine::Postgres)
                 .starts_with("Cost per job: 1000 WAL bytes per completed job")
         );
     }

@@ -2,7 +2,7 @@
 //! that shapes it. Every comparison of results (`compare`, matrix tables, a capacity cited
 //! by a run) holds two records side by side, so "the same design" means the same record.
 
-use crate::backend::engine::Engine;
+use crate::backend::Engine;
 use crate::backend::{DesignInfo, WakeUp};
 use crate::scenario::{ClaimMode, Plan};
 use serde::{Deserialize, Serialize};

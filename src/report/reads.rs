@@ -11,7 +11,7 @@
 
 use super::dbstats::DbStatsRow;
 use super::phases::{ClaimProbeSummary, PhaseSummary};
-use crate::backend::engine::{Engine, ReadsFrom};
+use crate::backend::{Engine, engine::ReadsFrom};
 use crate::metrics::TimelineRow;
 use serde::{Deserialize, Serialize};
 

@@ -9,12 +9,12 @@ pub mod plan;
 pub mod thresholds;
 pub mod values;
 
-pub use crate::backend::engine::{Engine, ShutdownMode};
 pub use crate::backend::queue::{
     BackoffPlan, CUSTOM_REQUIRED_FILES, ClaimMode, Finish, Jitter, QueuePlan, VariantName,
     VariantPlan,
 };
-pub use crate::backend::rabbitmq::RabbitQueue;
+pub use crate::backend::rabbitmq::settings::RabbitQueue;
+pub use crate::backend::{Engine, engine::ShutdownMode};
 pub use change::PlanChange;
 pub use faults::{BackendTarget, CrashPoint, FaultSpec, Repeat};
 pub use load::{Assignment, Overrides, ScenarioFile};

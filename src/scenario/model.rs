@@ -5,9 +5,9 @@
 
 use super::faults::FaultSpec;
 use super::values::{Confirm, DurationDist, FirstVacuum, HumanDuration, Rate};
-use crate::backend::engine::Engine;
+use crate::backend::Engine;
 use crate::backend::queue::{BackoffPlan, ClaimMode, Jitter, VariantName};
-use crate::backend::rabbitmq::RabbitQueue;
+use crate::backend::rabbitmq::settings::RabbitQueue;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

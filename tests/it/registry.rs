@@ -13,7 +13,8 @@ fn every_engine_is_one_folder_and_one_registry_line() {
     for &e in Engine::ALL {
         let facts = e.facts();
         let driver = e.driver();
-        assert_eq!(driver.engine(), e, "{}", facts.name);
+        assert!(std::ptr::eq(driver.facts(), facts), "{}", facts.name);
+        assert_eq!(Engine::named(facts.name), Some(e));
         assert_eq!(
             serde_json::to_value(e).unwrap(),
             serde_json::Value::from(facts.name),

@@ -62,10 +62,7 @@ pub fn design(queue: &QueuePlan) -> Result<SqlDesign, DesignError> {
         other => {
             return Err(DesignError {
                 file: format!("queue.variant = {}", other.as_str()),
-                reason: format!(
-                    "runs on PostgreSQL only; {}",
-                    crate::backend::engine::Engine::Mariadb.offers()
-                ),
+                reason: format!("runs on PostgreSQL only; {}", super::facts::FACTS.offers()),
             });
         }
     };

@@ -58,6 +58,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         dead_tuples: "undo history (InnoDB history list length)",
         wal: "redo log",
         cleanup: "autovacuums (none: InnoDB purges)",
+        manual_cleanup: None,
         size: "table and index",
         while_held: "during (purge blocked while held)",
         once_released: "after (purge once released)",

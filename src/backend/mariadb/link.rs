@@ -11,7 +11,6 @@ use crate::backend::queue::ClaimMode;
 use crate::backend::seam::{Connection, Enqueue, Work};
 use crate::backend::sql::Shared;
 use crate::backend::sql::design::{ClaimShape, CompleteShape, SqlDesign};
-use crate::backend::sql::jitter_floor;
 use crate::named_params::{ClaimParam, FailParam, MarkParam};
 use async_trait::async_trait;
 use sqlx::mysql::MySqlConnection;
@@ -298,7 +297,7 @@ impl Work for MariaLink {
                 FailParam::BackoffBase => query.bind(micros(b.base)),
                 FailParam::BackoffFactor => query.bind(b.factor),
                 FailParam::BackoffCap => query.bind(b.cap.map(micros)),
-                FailParam::BackoffJitter => query.bind(jitter_floor(b.jitter)),
+                FailParam::BackoffJitter => query.bind(b.jitter.floor()),
             };
         }
         query.execute(&mut self.conn).await?;

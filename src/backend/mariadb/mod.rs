@@ -21,7 +21,7 @@ use super::seam::{
 use super::sql::Shared;
 use super::sql::design::{SqlDesign, StateModel};
 use super::sql::{namespace_name, one_line};
-use crate::backend::engine::{Engine, ShutdownMode};
+use crate::backend::engine::{EngineFacts, ShutdownMode};
 use crate::backend::queue::QueuePlan;
 use async_trait::async_trait;
 use link::MariaLink;
@@ -67,11 +67,7 @@ fn parse(url: &str) -> sqlx::Result<MySqlConnectOptions> {
 }
 
 impl Driver for MariaDriver {
-    fn engine(&self) -> Engine {
-        Engine::Mariadb
-    }
-
-    fn facts(&self) -> &'static crate::backend::EngineFacts {
+    fn facts(&self) -> &'static EngineFacts {
         &facts::FACTS
     }
 
@@ -135,10 +131,6 @@ impl MariaEndpoint {
 
 #[async_trait]
 impl Endpoint for MariaEndpoint {
-    fn engine(&self) -> Engine {
-        Engine::Mariadb
-    }
-
     fn address(&self) -> String {
         let o = &self.options;
         format!(
@@ -289,7 +281,7 @@ impl Backend for MariaQueue {
 
     fn attachment(&self) -> Option<Attachment> {
         Some(Attachment {
-            engine: Engine::Mariadb,
+            engine: facts::FACTS.name.to_string(),
             url: self.options.to_url_lossy().to_string(),
             namespace: self.shared.namespace.clone(),
         })

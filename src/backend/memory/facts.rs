@@ -27,6 +27,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         dead_tuples: "dead tuples (none: rows are replaced in memory)",
         wal: "log (none)",
         cleanup: "autovacuums (none)",
+        manual_cleanup: None,
         size: "memory",
         while_held: "during",
         once_released: "after",

@@ -16,7 +16,7 @@
 
 mod facts;
 
-use super::engine::{Engine, EngineFacts};
+use super::engine::EngineFacts;
 use super::error::{BackendError, ErrorClass};
 use super::figures::{DbSample, TableStats};
 use super::job::{ClaimedJob, FailOutcome, JobId, JobPayload, JobStatus, NewJob, TableMismatch};
@@ -40,10 +40,6 @@ pub struct MemoryDriver;
 pub static DRIVER: MemoryDriver = MemoryDriver;
 
 impl Driver for MemoryDriver {
-    fn engine(&self) -> Engine {
-        Engine::Memory
-    }
-
     fn facts(&self) -> &'static EngineFacts {
         &facts::FACTS
     }
@@ -62,10 +58,6 @@ struct MemoryEndpoint;
 
 #[async_trait]
 impl Endpoint for MemoryEndpoint {
-    fn engine(&self) -> Engine {
-        Engine::Memory
-    }
-
     fn address(&self) -> String {
         "memory://".into()
     }

@@ -49,6 +49,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         dead_tuples: "dead tuples",
         wal: "WAL",
         cleanup: "autovacuums",
+        manual_cleanup: Some("VACUUM(s) of the queue table"),
         size: "table and index",
         while_held: "during (VACUUM while held)",
         once_released: "after (VACUUM once released)",

@@ -10,7 +10,7 @@ use crate::backend::sql::Shared;
 use crate::backend::sql::design::{
     CompleteShape, Returning, SqlDesign, StateModel, missing_columns,
 };
-use crate::backend::sql::{column_type, jitter_floor, one_line};
+use crate::backend::sql::{column_type, one_line};
 use crate::named_params::{ClaimParam, FailParam};
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgTypeInfo};
@@ -296,7 +296,7 @@ impl Work for PgLink {
                 FailParam::BackoffBase => query.bind(b.base),
                 FailParam::BackoffFactor => query.bind(b.factor),
                 FailParam::BackoffCap => query.bind(b.cap),
-                FailParam::BackoffJitter => query.bind(jitter_floor(b.jitter)),
+                FailParam::BackoffJitter => query.bind(b.jitter.floor()),
             };
         }
         let status: JobStatus = query.fetch_one(&mut self.conn).await?;

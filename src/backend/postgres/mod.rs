@@ -20,7 +20,7 @@ use super::seam::{
 use super::sql::Shared;
 use super::sql::design::SqlDesign;
 use super::sql::{namespace_name, one_line};
-use crate::backend::engine::{Engine, ShutdownMode};
+use crate::backend::engine::{EngineFacts, ShutdownMode};
 use crate::backend::queue::QueuePlan;
 use async_trait::async_trait;
 use link::PgLink;
@@ -47,11 +47,7 @@ fn harness_options(options: PgConnectOptions) -> PgConnectOptions {
 }
 
 impl Driver for PgDriver {
-    fn engine(&self) -> Engine {
-        Engine::Postgres
-    }
-
-    fn facts(&self) -> &'static crate::backend::EngineFacts {
+    fn facts(&self) -> &'static EngineFacts {
         &facts::FACTS
     }
 
@@ -130,10 +126,6 @@ ORDER  BY name";
 
 #[async_trait]
 impl Endpoint for PgEndpoint {
-    fn engine(&self) -> Engine {
-        Engine::Postgres
-    }
-
     fn address(&self) -> String {
         let o = &self.options;
         format!(
@@ -330,7 +322,7 @@ impl Backend for PgQueue {
             url.query_pairs_mut().append_pair("options", opts);
         }
         Some(Attachment {
-            engine: Engine::Postgres,
+            engine: facts::FACTS.name.to_string(),
             url: url.to_string(),
             namespace: self.shared.namespace.clone(),
         })

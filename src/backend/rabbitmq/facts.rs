@@ -44,6 +44,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         dead_tuples: "dead tuples (none: a queue has no MVCC)",
         wal: "message store",
         cleanup: "autovacuums (none: acknowledged messages are gone)",
+        manual_cleanup: None,
         size: "server memory",
         while_held: "during",
         once_released: "after",

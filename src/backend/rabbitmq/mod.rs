@@ -18,7 +18,7 @@ mod facts;
 mod inspect;
 mod link;
 mod provider;
-mod settings;
+pub mod settings;
 
 pub use settings::RabbitQueue;
 
@@ -28,7 +28,7 @@ use super::seam::{
     LocalServer, ServerFacts, Servers, WakeUp,
 };
 use super::sql::namespace_name;
-use crate::backend::engine::{Engine, ShutdownMode};
+use crate::backend::engine::{EngineFacts, ShutdownMode};
 use crate::backend::queue::{BackoffPlan, Finish, QueuePlan};
 use admin::Admin;
 use async_trait::async_trait;
@@ -247,11 +247,7 @@ async fn connect(url: &str, name: &str) -> Result<Connection, BackendError> {
 }
 
 impl Driver for RabbitDriver {
-    fn engine(&self) -> Engine {
-        Engine::Rabbitmq
-    }
-
-    fn facts(&self) -> &'static crate::backend::EngineFacts {
+    fn facts(&self) -> &'static EngineFacts {
         &facts::FACTS
     }
 
@@ -264,7 +260,7 @@ impl Driver for RabbitDriver {
         url: &str,
         _settings: &[(String, String)],
     ) -> Result<Arc<dyn Endpoint>, String> {
-        Engine::Rabbitmq.check_url(url)?;
+        (facts::FACTS.parse_url)(url)?;
         let admin_port = admin::management_port(url)?;
         Ok(Arc::new(RabbitEndpoint::new(url.to_string(), admin_port)))
     }
@@ -314,10 +310,6 @@ impl RabbitEndpoint {
 
 #[async_trait]
 impl Endpoint for RabbitEndpoint {
-    fn engine(&self) -> Engine {
-        Engine::Rabbitmq
-    }
-
     fn address(&self) -> String {
         crate::redact::redact_url(&self.url)
     }
@@ -409,7 +401,7 @@ impl Backend for RabbitQueueBackend {
 
     fn attachment(&self) -> Option<Attachment> {
         Some(Attachment {
-            engine: Engine::Rabbitmq,
+            engine: facts::FACTS.name.to_string(),
             url: self.url.clone(),
             namespace: self.shared.namespace.clone(),
         })

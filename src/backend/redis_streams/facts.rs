@@ -39,6 +39,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         dead_tuples: "dead tuples (none: a stream has no MVCC)",
         wal: "append-only file",
         cleanup: "autovacuums (none: acknowledged entries are deleted)",
+        manual_cleanup: None,
         size: "server memory",
         while_held: "during",
         once_released: "after",

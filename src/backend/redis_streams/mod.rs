@@ -26,7 +26,7 @@ use super::seam::{
     LocalServer, ServerFacts, Servers, WakeUp,
 };
 use super::sql::namespace_name;
-use crate::backend::engine::{Engine, ShutdownMode};
+use crate::backend::engine::{EngineFacts, ShutdownMode};
 use crate::backend::queue::{BackoffPlan, Finish, QueuePlan};
 use async_trait::async_trait;
 use link::RedisLink;
@@ -190,11 +190,7 @@ async fn connect(
 }
 
 impl Driver for RedisDriver {
-    fn engine(&self) -> Engine {
-        Engine::Redis
-    }
-
-    fn facts(&self) -> &'static crate::backend::EngineFacts {
+    fn facts(&self) -> &'static EngineFacts {
         &facts::FACTS
     }
 
@@ -261,10 +257,6 @@ const KEY_SETTINGS: [&str; 5] = [
 
 #[async_trait]
 impl Endpoint for RedisEndpoint {
-    fn engine(&self) -> Engine {
-        Engine::Redis
-    }
-
     fn address(&self) -> String {
         let info = self.client.get_connection_info();
         let user = info.redis_settings().username().unwrap_or("");
@@ -399,7 +391,7 @@ impl Backend for RedisQueue {
             None => String::new(),
         };
         Some(Attachment {
-            engine: Engine::Redis,
+            engine: facts::FACTS.name.to_string(),
             url: format!("redis://{auth}{}/{}", info.addr(), s.db()),
             namespace: self.shared.namespace.clone(),
         })

@@ -166,16 +166,6 @@ impl<'r> sqlx::Decode<'r, MySql> for JobStatus {
     }
 }
 
-/// The jitter's share of the backoff delay that is always waited (the failure update's
-/// parameter): none 1, equal ½, full 0.
-pub fn jitter_floor(j: crate::backend::queue::Jitter) -> f64 {
-    match j {
-        crate::backend::queue::Jitter::None => 1.0,
-        crate::backend::queue::Jitter::Equal => 0.5,
-        crate::backend::queue::Jitter::Full => 0.0,
-    }
-}
-
 /// The name a run gives its namespace: `<prefix>_<unix time>_<random>`,
 /// made of a validated prefix, digits and hex, so it may be spliced into DDL.
 pub fn namespace_name(prefix: &str) -> Result<String, BackendError> {

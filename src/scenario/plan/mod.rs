@@ -7,10 +7,10 @@
 use super::faults::{FaultSpec, Repeat};
 use super::thresholds::{self, Threshold};
 use super::values::{DurationDist, Rate};
-use crate::backend::engine::{Engine, Supports};
 use crate::backend::queue::{
     CUSTOM_REQUIRED_FILES, ClaimMode, Finish, QueuePlan, VariantName, VariantPlan,
 };
+use crate::backend::{Engine, engine::Supports};
 use crate::error::InputError;
 use crate::named_params::{ClaimParam, MarkParam, takes};
 use crate::scenario::model::{
