@@ -238,13 +238,19 @@ pub trait Backend: Send + Sync {
     /// run's own sessions can be told apart and targeted by faults.
     async fn connect(&self, role: &str) -> Result<Box<dyn Link>, BackendError>;
     /// Wake-ups for idle workers, for designs that announce jobs (one per announcement),
-    /// until `stop`; `None` when workers only poll.
-    fn wake_ups(&self, stop: &CancellationToken) -> Option<Arc<Notify>>;
-    /// How a worker process reaches this queue (`None`: only from this process).
-    fn attachment(&self) -> Option<Attachment>;
+    /// until `stop`; `None` (the default) when workers only poll.
+    fn wake_ups(&self, _stop: &CancellationToken) -> Option<Arc<Notify>> {
+        None
+    }
+    /// How a worker process reaches this queue (`None`, the default: only from this process).
+    fn attachment(&self) -> Option<Attachment> {
+        None
+    }
     /// Environment that points the engine's own command-line clients (pgbench) at the
-    /// namespace.
-    fn client_env(&self) -> Vec<(String, String)>;
+    /// namespace; none by default.
+    fn client_env(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
     /// Drops the namespace and everything in it.
     async fn drop_namespace(&self) -> Result<(), BackendError>;
 }

@@ -19,23 +19,25 @@ use super::seam::{
     Link, LocalServer, ServerFacts, Servers,
 };
 use super::sql::Shared;
-use super::sql::design::{SqlDesign, StateModel};
-use super::sql::{namespace_name, one_line};
+use super::sql::design::SqlDesign;
+use super::sql::namespace_name;
+use super::sql::server::{self, AuditTables};
 use crate::backend::engine::{EngineFacts, ShutdownMode};
 use crate::backend::queue::QueuePlan;
 use async_trait::async_trait;
 use link::MariaLink;
+use sqlx::MySql;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Executor};
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
-const COMPLETION_AUDIT: &str =
-    include_str!("../../../migrations/mariadb/0002_completion_audit.sql");
-const STATUS_TRIGGER: &str = include_str!("../../../migrations/mariadb/0003_status_trigger.sql");
+/// The harness's completion audit and status trigger, in MariaDB's dialect.
+const AUDIT_TABLES: AuditTables = AuditTables {
+    completion_audit: include_str!("../../../migrations/mariadb/0002_completion_audit.sql"),
+    status_trigger: include_str!("../../../migrations/mariadb/0003_status_trigger.sql"),
+};
 
 /// The isolation level of the run's sessions.
 const ISOLATION: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
@@ -133,33 +135,27 @@ impl MariaEndpoint {
 impl Endpoint for MariaEndpoint {
     fn address(&self) -> String {
         let o = &self.options;
-        format!(
-            "mysql://{}@{}:{}/{}",
+        let database = o.get_database().unwrap_or("");
+        server::address(
+            "mysql",
             o.get_username(),
             o.get_host(),
             o.get_port(),
-            o.get_database().unwrap_or("")
+            database,
         )
     }
 
     async fn ping(&self) -> Result<(), BackendError> {
-        let conn = MySqlConnection::connect_with(&self.options).await?;
-        conn.close().await.ok();
-        Ok(())
+        server::ping::<MySqlConnection>(&self.options).await
     }
 
     async fn describe(&self) -> Result<ServerFacts, BackendError> {
         let mut conn = MySqlConnection::connect_with(&self.options).await?;
         conn.execute(ISOLATION).await?;
-        let version: String = sqlx::query_scalar("SELECT version()")
-            .fetch_one(&mut conn)
-            .await?;
-        let rows: Vec<(String, String)> = sqlx::query_as(KEY_SETTINGS).fetch_all(&mut conn).await?;
+        // MariaDB's version() is a bare number (10.11.6-MariaDB-…): named here.
+        let facts = server::describe::<MySql>(&mut conn, "MariaDB ", KEY_SETTINGS).await;
         conn.close().await.ok();
-        Ok(ServerFacts {
-            version: format!("MariaDB {version}"),
-            settings: rows.into_iter().collect(),
-        })
+        facts
     }
 
     async fn install(
@@ -222,41 +218,11 @@ impl MariaQueue {
     async fn install(&self, audit: bool) -> Result<(), InstallError> {
         let mut conn = self.raw_connect("main").await?;
         let d = &self.shared.design;
-        let custom = d.dir.is_some();
-        let result = match self.install_tables(&mut conn, audit).await {
-            Err(e) if custom => Err(InstallError::Design(DesignError {
-                file: d.file("schema.sql"),
-                reason: format!("does not run: {}", one_line(&e)),
-            })),
-            Err(e) => Err(InstallError::Backend(e.into())),
-            Ok(()) if custom => check::check_statements(&mut conn, d)
-                .await
-                .map_err(InstallError::Design),
-            Ok(()) => Ok(()),
-        };
+        let audit = audit.then_some(&AUDIT_TABLES);
+        let result =
+            server::install::<MySql, _>(&mut conn, d, audit, check::check_statements).await;
         conn.close().await.ok();
         result
-    }
-
-    async fn install_tables(&self, conn: &mut MySqlConnection, audit: bool) -> sqlx::Result<()> {
-        let d = &self.shared.design;
-        for ddl in &d.sql.schema {
-            sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
-                .execute(&mut *conn)
-                .await?;
-        }
-        if audit {
-            sqlx::raw_sql(COMPLETION_AUDIT).execute(&mut *conn).await?;
-            if d.sql.state == StateModel::StatusColumn {
-                sqlx::raw_sql(STATUS_TRIGGER).execute(&mut *conn).await?;
-            }
-            for ddl in &d.sql.audit {
-                sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
-                    .execute(&mut *conn)
-                    .await?;
-            }
-        }
-        Ok(())
     }
 }
 
@@ -273,10 +239,6 @@ impl Backend for MariaQueue {
     async fn connect(&self, role: &str) -> Result<Box<dyn Link>, BackendError> {
         let conn = self.raw_connect(role).await?;
         Ok(Box::new(MariaLink::new(conn, self.shared.clone())))
-    }
-
-    fn wake_ups(&self, _stop: &CancellationToken) -> Option<Arc<Notify>> {
-        None
     }
 
     fn attachment(&self) -> Option<Attachment> {

@@ -21,16 +21,14 @@ use super::error::{BackendError, ErrorClass};
 use super::figures::{DbSample, TableStats};
 use super::job::{ClaimedJob, FailOutcome, JobId, JobPayload, JobStatus, NewJob, TableMismatch};
 use super::seam::{
-    Attachment, Backend, Bystand, Connection, DesignInfo, Disrupt, Driver, Endpoint, Enqueue,
-    Inspect, InstallError, Link, ServerFacts, WakeUp, Work,
+    Backend, Bystand, Connection, DesignInfo, Disrupt, Driver, Endpoint, Enqueue, Inspect,
+    InstallError, Link, ServerFacts, WakeUp, Work,
 };
 use crate::backend::queue::{BackoffPlan, ClaimMode, Finish, QueuePlan};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 const NAME: &str = "the in-memory queue";
 
@@ -321,18 +319,6 @@ impl Backend for MemoryQueue {
             held: Vec::new(),
             held_failures: Vec::new(),
         }))
-    }
-
-    fn wake_ups(&self, _stop: &CancellationToken) -> Option<Arc<Notify>> {
-        None
-    }
-
-    fn attachment(&self) -> Option<Attachment> {
-        None
-    }
-
-    fn client_env(&self) -> Vec<(String, String)> {
-        Vec::new()
     }
 
     async fn drop_namespace(&self) -> Result<(), BackendError> {

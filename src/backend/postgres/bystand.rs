@@ -1,38 +1,34 @@
-//! The bystander's statements on PostgreSQL: a table of its own in the run's schema.
+//! The bystander's statements on PostgreSQL: a table of its own in the run's schema. The
+//! steps are the SQL engines' (`sql::bystander`).
 
 use super::link::PgLink;
 use crate::backend::error::BackendError;
 use crate::backend::seam::Bystand;
+use crate::backend::sql::bystander::{self, BystanderSql};
 use async_trait::async_trait;
+use sqlx::Postgres;
 
-const TABLE: &str = include_str!("bystander/table.sql");
-const FILL: &str = include_str!("bystander/fill.sql");
-const READ: &str = include_str!("bystander/read.sql");
-const UPDATE: &str = include_str!("bystander/update.sql");
+const SQL: BystanderSql = BystanderSql {
+    table: include_str!("bystander/table.sql"),
+    fill: include_str!("bystander/fill.sql"),
+    read: include_str!("bystander/read.sql"),
+    update: include_str!("bystander/update.sql"),
+    analyze: "ANALYZE bystander",
+    before_fill: |_| None,
+};
 
 #[async_trait]
 impl Bystand for PgLink {
     async fn install_bystander(&mut self, rows: u32) -> Result<(), BackendError> {
-        self.execute(TABLE).await?;
-        sqlx::query(FILL)
-            .bind(i64::from(rows))
-            .execute(&mut self.conn)
-            .await?;
-        self.execute("ANALYZE bystander").await?;
-        Ok(())
+        Ok(bystander::install::<Postgres>(&mut self.conn, &SQL, rows).await?)
     }
 
     async fn bystander_read(&mut self, id: i64) -> Result<(), BackendError> {
-        sqlx::query(READ)
-            .bind(id)
-            .fetch_optional(&mut self.conn)
-            .await?;
-        Ok(())
+        Ok(bystander::touch::<Postgres>(&mut self.conn, &SQL, true, id).await?)
     }
 
     async fn bystander_update(&mut self, id: i64) -> Result<(), BackendError> {
-        sqlx::query(UPDATE).bind(id).execute(&mut self.conn).await?;
-        Ok(())
+        Ok(bystander::touch::<Postgres>(&mut self.conn, &SQL, false, id).await?)
     }
 }
 

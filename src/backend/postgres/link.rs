@@ -7,9 +7,7 @@ use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, JobStatus,
 use crate::backend::queue::ClaimMode;
 use crate::backend::seam::{Connection, DesignError, Enqueue, WakeUp, Work};
 use crate::backend::sql::Shared;
-use crate::backend::sql::design::{
-    CompleteShape, Returning, SqlDesign, StateModel, missing_columns,
-};
+use crate::backend::sql::design::{CompleteShape, Returning, SqlDesign, missing_columns};
 use crate::backend::sql::{column_type, one_line};
 use crate::named_params::{ClaimParam, FailParam};
 use async_trait::async_trait;
@@ -20,9 +18,6 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const COMPLETION_AUDIT: &str =
-    include_str!("../../../migrations/harness/0001_completion_audit.sql");
-const STATUS_TRIGGER: &str = include_str!("../../../migrations/harness/0002_status_trigger.sql");
 const OUTBOX_PAY: &str = include_str!("outbox_pay.sql");
 
 /// The session's name for the design's success update, prepared once per worker connection
@@ -408,30 +403,6 @@ pub(super) fn bind_claim<'q>(
 
 /// Creates the design's tables, and the completion audit when asked, in the schema the
 /// connection's `search_path` points at.
-pub(super) async fn install_tables(
-    conn: &mut PgConnection,
-    d: &SqlDesign,
-    audit: bool,
-) -> sqlx::Result<()> {
-    for ddl in &d.sql.schema {
-        sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
-            .execute(&mut *conn)
-            .await?;
-    }
-    if audit {
-        sqlx::raw_sql(COMPLETION_AUDIT).execute(&mut *conn).await?;
-        if d.sql.state == StateModel::StatusColumn {
-            sqlx::raw_sql(STATUS_TRIGGER).execute(&mut *conn).await?;
-        }
-        for ddl in &d.sql.audit {
-            sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
-                .execute(&mut *conn)
-                .await?;
-        }
-    }
-    Ok(())
-}
-
 /// Checks a custom design's statements against the installed schema: each one is prepared,
 /// those whose rows the harness reads must return the columns it reads, and the claim's
 /// columns must have the types it decodes (never read as defaults). Names the file of the

@@ -19,11 +19,13 @@ use super::seam::{
 };
 use super::sql::Shared;
 use super::sql::design::SqlDesign;
-use super::sql::{namespace_name, one_line};
+use super::sql::namespace_name;
+use super::sql::server::{self, AuditTables};
 use crate::backend::engine::{EngineFacts, ShutdownMode};
 use crate::backend::queue::QueuePlan;
 use async_trait::async_trait;
 use link::PgLink;
+use sqlx::Postgres;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPoolOptions};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Executor};
 use std::collections::BTreeMap;
@@ -115,6 +117,12 @@ impl PgEndpoint {
     }
 }
 
+/// The harness's completion audit and status trigger, in PostgreSQL's dialect.
+const AUDIT_TABLES: AuditTables = AuditTables {
+    completion_audit: include_str!("../../../migrations/harness/0001_completion_audit.sql"),
+    status_trigger: include_str!("../../../migrations/harness/0002_status_trigger.sql"),
+};
+
 /// Settings that shape a benchmark's results, recorded with every run.
 const KEY_SETTINGS: &str = "
 SELECT name, setting || COALESCE(unit, '')
@@ -128,32 +136,26 @@ ORDER  BY name";
 impl Endpoint for PgEndpoint {
     fn address(&self) -> String {
         let o = &self.options;
-        format!(
-            "postgres://{}@{}:{}/{}",
+        let database = o.get_database().unwrap_or("postgres");
+        server::address(
+            "postgres",
             o.get_username(),
             o.get_host(),
             o.get_port(),
-            o.get_database().unwrap_or("postgres")
+            database,
         )
     }
 
     async fn ping(&self) -> Result<(), BackendError> {
-        let conn = PgConnection::connect_with(&self.options).await?;
-        conn.close().await.ok();
-        Ok(())
+        server::ping::<PgConnection>(&self.options).await
     }
 
     async fn describe(&self) -> Result<ServerFacts, BackendError> {
         let mut conn = PgConnection::connect_with(&self.options).await?;
-        let version: String = sqlx::query_scalar("SELECT version()")
-            .fetch_one(&mut conn)
-            .await?;
-        let rows: Vec<(String, String)> = sqlx::query_as(KEY_SETTINGS).fetch_all(&mut conn).await?;
+        // PostgreSQL's version() names the server itself.
+        let facts = server::describe::<Postgres>(&mut conn, "", KEY_SETTINGS).await;
         conn.close().await.ok();
-        Ok(ServerFacts {
-            version,
-            settings: rows.into_iter().collect(),
-        })
+        facts
     }
 
     async fn refused_session_setting(
@@ -265,19 +267,9 @@ impl PgQueue {
     async fn install(&self, audit: bool) -> Result<(), InstallError> {
         let mut conn = self.raw_connect("main").await?;
         let d = &self.shared.design;
-        let custom = d.dir.is_some();
-        let result = link::install_tables(&mut conn, d, audit).await;
-        let result = match result {
-            Err(e) if custom => Err(InstallError::Design(DesignError {
-                file: d.file("schema.sql"),
-                reason: format!("does not run: {}", one_line(&e)),
-            })),
-            Err(e) => Err(InstallError::Backend(e.into())),
-            Ok(()) if custom => link::check_statements(&mut conn, d)
-                .await
-                .map_err(InstallError::Design),
-            Ok(()) => Ok(()),
-        };
+        let audit = audit.then_some(&AUDIT_TABLES);
+        let result =
+            server::install::<Postgres, _>(&mut conn, d, audit, link::check_statements).await;
         conn.close().await.ok();
         result
     }

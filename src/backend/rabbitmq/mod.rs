@@ -39,8 +39,6 @@ use link::RabbitLink;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 pub struct RabbitDriver;
 
@@ -395,20 +393,12 @@ impl Backend for RabbitQueueBackend {
         Ok(Box::new(RabbitLink::open(conn, self.shared.clone()).await?))
     }
 
-    fn wake_ups(&self, _stop: &CancellationToken) -> Option<Arc<Notify>> {
-        None
-    }
-
     fn attachment(&self) -> Option<Attachment> {
         Some(Attachment {
             engine: facts::FACTS.name.to_string(),
             url: self.url.clone(),
             namespace: self.shared.namespace.clone(),
         })
-    }
-
-    fn client_env(&self) -> Vec<(String, String)> {
-        Vec::new()
     }
 
     async fn drop_namespace(&self) -> Result<(), BackendError> {

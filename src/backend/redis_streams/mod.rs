@@ -36,8 +36,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::Duration;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 pub struct RedisDriver;
 
@@ -376,10 +374,6 @@ impl Backend for RedisQueue {
         )))
     }
 
-    fn wake_ups(&self, _stop: &CancellationToken) -> Option<Arc<Notify>> {
-        None
-    }
-
     /// The URL with its password (never shown).
     fn attachment(&self) -> Option<Attachment> {
         let info = self.client.get_connection_info();
@@ -395,10 +389,6 @@ impl Backend for RedisQueue {
             url: format!("redis://{auth}{}/{}", info.addr(), s.db()),
             namespace: self.shared.namespace.clone(),
         })
-    }
-
-    fn client_env(&self) -> Vec<(String, String)> {
-        Vec::new()
     }
 
     /// Deletes every key under the prefix.

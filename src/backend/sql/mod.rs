@@ -1,7 +1,9 @@
 //! What the SQL engines share: their errors in the seam's classes, the job status as a
 //! column type, and a queue design as statements (`design`).
 
+pub mod bystander;
 pub mod design;
+pub mod server;
 
 use super::error::{BackendError, ErrorClass};
 use super::job::JobStatus;

@@ -1,0 +1,119 @@
+//! What the two SQL engines do alike on a server, over sqlx's connection of either: connect
+//! and hang up, say what the server is, install a design's tables and check a custom design,
+//! and name the server's address. Each engine's folder passes its own statements and words;
+//! the dialect differences stay there.
+
+use super::design::{SqlDesign, StateModel};
+use super::one_line;
+use crate::backend::error::BackendError;
+use crate::backend::seam::{DesignError, InstallError, ServerFacts};
+use sqlx::{
+    AssertSqlSafe, ColumnIndex, Connection, Database, Decode, Executor, IntoArguments, Type,
+};
+use std::future::Future;
+
+/// `scheme://user@host:port/database`, never the password.
+pub fn address(scheme: &str, user: &str, host: &str, port: u16, database: &str) -> String {
+    format!("{scheme}://{user}@{host}:{port}/{database}")
+}
+
+/// Connects once and hangs up.
+pub async fn ping<C: Connection>(options: &C::Options) -> Result<(), BackendError> {
+    let conn = C::connect_with(options).await?;
+    conn.close().await.ok();
+    Ok(())
+}
+
+/// The server's version (`SELECT version()`, named by `label` where the server does not name
+/// itself) and the settings `settings_sql` lists as (name, value) rows.
+pub async fn describe<DB>(
+    conn: &mut DB::Connection,
+    label: &str,
+    settings_sql: &'static str,
+) -> Result<ServerFacts, BackendError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'r> String: Decode<'r, DB> + Type<DB>,
+    usize: ColumnIndex<DB::Row>,
+{
+    let version: String = sqlx::query_scalar::<DB, String>("SELECT version()")
+        .fetch_one(&mut *conn)
+        .await?;
+    let rows: Vec<(String, String)> = sqlx::query_as::<DB, (String, String)>(settings_sql)
+        .fetch_all(&mut *conn)
+        .await?;
+    Ok(ServerFacts {
+        version: format!("{label}{version}"),
+        settings: rows.into_iter().collect(),
+    })
+}
+
+/// The harness's own tables beside a design installed with the completion audit, in the
+/// engine's dialect.
+pub struct AuditTables {
+    pub completion_audit: &'static str,
+    /// Records each status change of a design with a status column.
+    pub status_trigger: &'static str,
+}
+
+/// Creates the design's tables, and the completion audit when `audit` is given.
+pub async fn install_tables<DB>(
+    conn: &mut DB::Connection,
+    d: &SqlDesign,
+    audit: Option<&AuditTables>,
+) -> sqlx::Result<()>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
+    for ddl in &d.sql.schema {
+        sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
+            .execute(&mut *conn)
+            .await?;
+    }
+    let Some(audit) = audit else {
+        return Ok(());
+    };
+    sqlx::raw_sql(audit.completion_audit)
+        .execute(&mut *conn)
+        .await?;
+    if d.sql.state == StateModel::StatusColumn {
+        sqlx::raw_sql(audit.status_trigger)
+            .execute(&mut *conn)
+            .await?;
+    }
+    for ddl in &d.sql.audit {
+        sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Installs `d` on `conn` (with the audit's tables when given): a custom design's failures
+/// are blamed on its files, and its statements checked by `check` once its tables stand.
+pub async fn install<'a, DB, F>(
+    conn: &'a mut DB::Connection,
+    d: &'a SqlDesign,
+    audit: Option<&AuditTables>,
+    check: impl FnOnce(&'a mut DB::Connection, &'a SqlDesign) -> F,
+) -> Result<(), InstallError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    F: Future<Output = Result<(), DesignError>>,
+{
+    let tables = install_tables::<DB>(&mut *conn, d, audit).await;
+    let custom = d.dir.is_some();
+    match tables {
+        Err(e) if custom => Err(InstallError::Design(DesignError {
+            file: d.file("schema.sql"),
+            reason: format!("does not run: {}", one_line(&e)),
+        })),
+        Err(e) => Err(InstallError::Backend(e.into())),
+        Ok(()) if custom => check(conn, d).await.map_err(InstallError::Design),
+        Ok(()) => Ok(()),
+    }
+}
