@@ -41,7 +41,28 @@ fn every_engine_is_one_folder_and_one_registry_line() {
                 facts.name,
                 install.build_script
             );
-            assert!(!install.package.is_empty() && !install.variable.is_empty());
+            assert!(!install.package.is_empty());
+            // scripts/test builds each image its script names, under the variable the
+            // script's name gives: the facts must say the same.
+            let script = std::fs::read_to_string(install.build_script).unwrap();
+            let default_tag = format!("tag=${{1:-{}}}", install.built_tag);
+            assert!(
+                script.lines().any(|l| l == default_tag),
+                "{}: {} does not build {} by default",
+                facts.name,
+                install.build_script,
+                install.built_tag
+            );
+            let stem = install
+                .build_script
+                .trim_start_matches("docker/build-")
+                .trim_end_matches("-image.sh");
+            assert_eq!(
+                install.variable,
+                format!("DBQ_{}_IMAGE", stem.to_uppercase()),
+                "{}",
+                facts.name
+            );
         }
     }
 }

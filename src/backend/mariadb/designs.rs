@@ -15,6 +15,11 @@ macro_rules! sql {
     };
 }
 
+/// The seed's statements, which the other designs start from. Dialect: MariaDB has no
+/// `UPDATE … RETURNING`, so a claim is a locking SELECT and an UPDATE of what it locked
+/// (`mark_claimed.sql`), and the reaper finds stale jobs before it updates them
+/// (`find_stale.sql`); each design below changes the same statements as PostgreSQL's
+/// (postgres/designs.rs), with MariaDB's files.
 fn seed_sql() -> Statements {
     Statements {
         schema: vec![sql!("../../../migrations/mariadb/0001_job_queue.sql")],

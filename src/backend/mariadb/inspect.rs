@@ -105,6 +105,9 @@ impl MariaLink {
     }
 }
 
+// Dialect: the proof's questions are PostgreSQL's (postgres/inspect.rs), statement for
+// statement, but MariaDB has no arrays: ids go in as JSON text (`json_ids`) and come back out
+// of JSON_TABLE, and its statements bind `?` in order rather than `$n`.
 #[async_trait]
 impl Inspect for MariaLink {
     async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
