@@ -154,7 +154,8 @@ pub struct Judgement {
     pub runs: (usize, usize),
     /// Compared pair by pair (runs of the same name measured side by side).
     pub paired: bool,
-    /// Medians.
+    /// The figures `change` compares: geometric means where the change has an interval
+    /// (`bounds`), medians otherwise, so that candidate ÷ baseline − 1 is the change shown.
     pub baseline: f64,
     pub candidate: f64,
     /// The change: the ratio of geometric means − 1 with repeats, of the values with one run.
@@ -260,13 +261,20 @@ pub fn judge(baseline: &Figures, candidate: &Figures, rules: &GateRules) -> Outc
                 Some(why) => (Verdict::NotGated, why.clone(), relative(&f.b, &f.c), None),
                 None => verdict(&f, rules, each),
             };
+            // The figures the change is computed from: geometric means where it comes from
+            // the logarithms' interval, medians otherwise.
+            let typical = if bounds.is_some() {
+                geometric_mean
+            } else {
+                median
+            };
             Judgement {
                 scope: f.scope.to_string(),
                 figure: f.gate.key,
                 runs: (f.b.len(), f.c.len()),
                 paired: f.paired,
-                baseline: median(&f.b),
-                candidate: median(&f.c),
+                baseline: typical(&f.b),
+                candidate: typical(&f.c),
                 change,
                 bounds,
                 verdict,
@@ -505,6 +513,11 @@ fn relative(b: &[f64], c: &[f64]) -> f64 {
     }
 }
 
+/// exp(mean(ln v)): the centre the interval on the log scale is about (NaN when empty).
+fn geometric_mean(v: &[f64]) -> f64 {
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
+}
+
 /// The values that were measured (NaN: no data). Infinity stays: a consumer search that
 /// found no count is worse than any count.
 fn comparable(v: &[f64]) -> Vec<f64> {
@@ -579,6 +592,24 @@ mod tests {
             only(&judge(&base, &same, &rules)).verdict,
             Verdict::NoRegression
         );
+    }
+
+    /// The figures shown are the ones the change is computed from: with one fast baseline run,
+    /// the medians rise (6,844 → 7,046, as measured) while the geometric means fall, and a
+    /// table of medians beside "1.8% worse" contradicted itself.
+    #[test]
+    fn the_figures_shown_are_the_ones_the_change_compares() {
+        let base = figures("run", &[("throughput_per_s", &[6743.98, 6843.98, 7869.0])]);
+        let cand = figures("run", &[("throughput_per_s", &[6826.0, 7045.52, 7144.0])]);
+        let j = only(&judge(&base, &cand, &GateRules::default())).clone();
+        assert!(j.bounds.is_some(), "{j:?}");
+        assert!(j.change < 0.0, "{j:?}");
+        let shown = j.candidate / j.baseline - 1.0;
+        assert!((shown - j.change).abs() < 1e-9, "{shown} against {j:?}");
+        // Without an interval (one run a side) the figures are the runs themselves.
+        let one = |v: f64| figures("run", &[("throughput_per_s", &[v])]);
+        let j = only(&judge(&one(1000.0), &one(900.0), &GateRules::default())).clone();
+        assert_eq!((j.baseline, j.candidate), (1000.0, 900.0));
     }
 
     #[test]

@@ -24,7 +24,8 @@ pub fn markdown(outcome: &Outcome, baseline: &str, candidate: &str) -> String {
     };
     let mut md = format!(
         "# dbq-bench compare\n\nBaseline `{baseline}`, candidate `{candidate}`: {headline}. \
-         False-alarm rate {:.0}% over {} figure(s) judged with repeats.{apart}\n\n\
+         False-alarm rate {:.0}% over {} figure(s) judged with repeats. Baseline and candidate are \
+         the geometric means the change compares where it has bounds, medians otherwise.{apart}\n\n\
          | scope | figure | runs | baseline | candidate | change [bounds] | verdict |\n|---|---|---|---|---|---|---|\n",
         outcome.false_alarm_rate * 100.0,
         outcome.tests

@@ -1,7 +1,8 @@
 //! The load generator's figures of itself: a second of its timer's lateness, its CPU and the
 //! machine's (taken by `monitor`), and their summary over a window. When producers miss
 //! their schedule while their own runtime is late just as often, the lateness is the
-//! harness's, not the queue's: the run is limited by the load generator.
+//! harness's, not the queue's: the run is limited by the load generator. Also the machine's
+//! size (cores, memory) that every summary records.
 
 use serde::{Deserialize, Serialize};
 
@@ -128,6 +129,26 @@ impl HarnessSummary {
         }
         parts.join(", ")
     }
+}
+
+/// The cores this process may use (0 when unknown).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
+}
+
+/// The machine's total memory, from /proc/meminfo (0 when unknown).
+pub fn memory_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<u64>()
+                .ok()
+        })
+        .map_or(0, |kb| kb * 1024)
 }
 
 #[cfg(test)]

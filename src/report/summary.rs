@@ -446,21 +446,6 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Total memory from /proc/meminfo (0 when unknown).
-fn memory_bytes() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemTotal:"))?
-                .split_whitespace()
-                .nth(1)?
-                .parse::<u64>()
-                .ok()
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
 /// From the start of the first measured phase to the end of the last, µs on the run clock.
 fn measured_span(m: &Measurements) -> Option<(u64, u64)> {
     let measured = m.windows.iter().filter(|w| w.measured);
@@ -682,8 +667,8 @@ impl Metadata {
             git_commit: env!("DBQ_BENCH_GIT_COMMIT").into(),
             postgres_version: facts.server_version.clone(),
             postgres_settings: facts.server_settings.clone(),
-            cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
-            memory_bytes: memory_bytes(),
+            cores: crate::metrics::harness::cores(),
+            memory_bytes: crate::metrics::harness::memory_bytes(),
             started_at: facts.started_at.clone(),
             ended_at: facts.ended_at.clone(),
         }
