@@ -618,6 +618,25 @@ pub(crate) fn run_custom_on(
     )
 }
 
+/// A design that keeps its library's table name (every statement consistent with it) is
+/// refused right after its schema, naming schema.sql and the name the harness reads; it used
+/// to prepare every statement, prefill, and only then fail ANALYZE with exit 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_design_whose_queue_table_has_another_name_is_refused_after_its_schema() {
+    let dir = copy_of(&scenario_dir("custom-seed"));
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("job_queue", "river_job")).unwrap();
+    }
+    let (code, err) = run_custom(dir.path(), &[]);
+    assert_one_error(code, &err, &["schema.sql: creates no table job_queue"]);
+    assert!(
+        !err.contains("prefilling"),
+        "refused before the prefill: {err}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_custom_directory_fails_before_any_load_naming_the_file() {
     let missing = broken_custom("claim.sql", None);

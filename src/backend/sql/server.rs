@@ -58,24 +58,30 @@ pub struct AuditTables {
     pub status_trigger: &'static str,
 }
 
-/// Creates the design's tables, and the completion audit when `audit` is given.
-pub async fn install_tables<DB>(
+/// Runs each DDL text of `ddl` in order.
+async fn run_all<DB>(conn: &mut DB::Connection, ddl: &[String]) -> sqlx::Result<()>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
+    for text in ddl {
+        sqlx::raw_sql(AssertSqlSafe(text.as_str()))
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// The completion audit's tables and triggers on the installed design.
+async fn install_audit<DB>(
     conn: &mut DB::Connection,
     d: &SqlDesign,
-    audit: Option<&AuditTables>,
+    audit: &AuditTables,
 ) -> sqlx::Result<()>
 where
     DB: Database,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
 {
-    for ddl in &d.sql.schema {
-        sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
-            .execute(&mut *conn)
-            .await?;
-    }
-    let Some(audit) = audit else {
-        return Ok(());
-    };
     sqlx::raw_sql(audit.completion_audit)
         .execute(&mut *conn)
         .await?;
@@ -84,12 +90,21 @@ where
             .execute(&mut *conn)
             .await?;
     }
-    for ddl in &d.sql.audit {
-        sqlx::raw_sql(AssertSqlSafe(ddl.as_str()))
-            .execute(&mut *conn)
-            .await?;
-    }
-    Ok(())
+    run_all::<DB>(conn, &d.sql.audit).await
+}
+
+/// Whether `table` exists once the schema ran (a query of no rows, alike in both dialects).
+async fn has_table<DB>(conn: &mut DB::Connection, table: &str) -> sqlx::Result<()>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
+    // `table` is the design's constant, not user input.
+    let probe = format!("SELECT * FROM {table} WHERE 1 = 0");
+    sqlx::raw_sql(AssertSqlSafe(probe))
+        .execute(&mut *conn)
+        .await
+        .map(drop)
 }
 
 /// Installs `d` on `conn` (with the audit's tables when given): a custom design's failures
@@ -105,15 +120,47 @@ where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     F: Future<Output = Result<(), DesignError>>,
 {
-    let tables = install_tables::<DB>(&mut *conn, d, audit).await;
     let custom = d.dir.is_some();
-    match tables {
-        Err(e) if custom => Err(InstallError::Design(DesignError {
-            file: d.file("schema.sql"),
-            reason: format!("does not run: {}", one_line(&e)),
-        })),
-        Err(e) => Err(InstallError::Backend(e.into())),
-        Ok(()) if custom => check(conn, d).await.map_err(InstallError::Design),
-        Ok(()) => Ok(()),
+    let schema_error =
+        |file: String, reason: String| InstallError::Design(DesignError { file, reason });
+    let failed = |e: sqlx::Error| match custom {
+        true => schema_error(
+            d.file("schema.sql"),
+            format!("does not run: {}", one_line(&e)),
+        ),
+        false => InstallError::Backend(e.into()),
+    };
+    run_all::<DB>(&mut *conn, &d.sql.schema)
+        .await
+        .map_err(failed)?;
+    if custom && let Err(e) = has_table::<DB>(&mut *conn, d.table).await {
+        return Err(schema_error(
+            d.file("schema.sql"),
+            format!(
+                "creates no table {table} ({e}): the harness reads the queue table by this name \
+                 (its statistics, ANALYZE, the completion audit's trigger); name the design's \
+                 queue table {table}",
+                table = d.table,
+                e = one_line(&e)
+            ),
+        ));
     }
+    if let Some(audit) = audit {
+        install_audit::<DB>(&mut *conn, d, audit)
+            .await
+            .map_err(|e| match custom {
+                true => schema_error(
+                    d.file("schema.sql"),
+                    format!(
+                        "the harness's completion audit does not install on its tables: {}",
+                        one_line(&e)
+                    ),
+                ),
+                false => InstallError::Backend(e.into()),
+            })?;
+    }
+    if custom {
+        check(conn, d).await.map_err(InstallError::Design)?;
+    }
+    Ok(())
 }
