@@ -618,6 +618,29 @@ pub(crate) fn run_custom_on(
     )
 }
 
+/// A proof statement returning a column of another type than the proof decodes is refused
+/// before the load, naming the file, the column and the cast (a smallint retry count used to
+/// run the whole load, wait out the drain and fail after it, with no summary written).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proof_statement_of_the_wrong_column_type_is_refused_before_the_load() {
+    let smallint = broken_custom(
+        "job_status.sql",
+        Some(
+            "SELECT id, status, retry_count::smallint AS retry_count FROM job_queue WHERE id = ANY($1)",
+        ),
+    );
+    let (code, err) = run_custom(smallint.path(), &[]);
+    assert_one_error(
+        code,
+        &err,
+        &[
+            "job_status.sql: returns retry_count as INT2",
+            "retry_count::int",
+        ],
+    );
+    assert!(!err.contains("load started"), "no load may start: {err}");
+}
+
 /// A design that keeps its library's table name (every statement consistent with it) is
 /// refused right after its schema, naming schema.sql and the name the harness reads; it used
 /// to prepare every statement, prefill, and only then fail ANALYZE with exit 1.

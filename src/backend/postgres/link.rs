@@ -425,12 +425,14 @@ pub(super) async fn check_statements(
             file: d.file(file),
             reason,
         })?;
-        if file == "claim.sql" {
-            claim_types(&statement).map_err(|reason| DesignError {
-                file: d.file(file),
-                reason,
-            })?;
-        }
+        let typed = match file {
+            "claim.sql" => claim_types(&statement),
+            _ => proof_types(file, &statement),
+        };
+        typed.map_err(|reason| DesignError {
+            file: d.file(file),
+            reason,
+        })?;
     }
     Ok(())
 }
@@ -457,6 +459,30 @@ async fn prepare_as_bound(
 
 /// The claim's `id` is a `bigint` and its `payload` JSON or text (read as JSON): a payload of
 /// another type would lose the job's latency stamps and poison flag.
+/// The columns the proof decodes have the types it decodes them as: a job's `id` a bigint
+/// wherever the proof looks jobs up, and `job_status.sql`'s `retry_count` an int4 (a smallint
+/// would pass every check until the proof, then fail it after the drain).
+fn proof_types(file: &str, statement: &sqlx::postgres::PgStatement) -> Result<(), String> {
+    let type_of = |name: &str| column_type(statement, name);
+    if matches!(file, "job_status.sql" | "untracked.sql" | "jobs_by_key.sql") {
+        let id = type_of("id");
+        if id != "INT8" {
+            return Err(format!(
+                "returns id as {id}; the proof looks jobs up by their bigint id: cast it (`id::bigint`)"
+            ));
+        }
+    }
+    if file == "job_status.sql" {
+        let retries = type_of("retry_count");
+        if retries != "INT4" {
+            return Err(format!(
+                "returns retry_count as {retries}; the proof reads the failed attempts as an int4: cast it (`retry_count::int`)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn claim_types(statement: &sqlx::postgres::PgStatement) -> Result<(), String> {
     let type_of = |name: &str| column_type(statement, name);
     let id = type_of("id");
