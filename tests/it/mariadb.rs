@@ -349,6 +349,26 @@ fn a_custom_directory_that_does_not_fit_mariadb_is_refused_naming_the_file() {
     let (code, err) = run_custom_on(&server, bad_column.path(), &[]);
     assert_one_error(code, &err, &["complete.sql: does not prepare", "state"]);
 
+    // An unsigned retry count would decode nowhere: refused before the load, with the cast.
+    let unsigned = broken_copy(
+        &src,
+        "job_status.sql",
+        Some(
+            "SELECT j.id, j.status, CAST(j.retry_count AS UNSIGNED) AS retry_count \
+             FROM JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$')) AS ids \
+             JOIN job_queue j ON j.id = ids.id",
+        ),
+    );
+    let (code, err) = run_custom_on(&server, unsigned.path(), &[]);
+    assert_one_error(
+        code,
+        &err,
+        &[
+            "job_status.sql: returns retry_count as",
+            "CAST(retry_count AS SIGNED)",
+        ],
+    );
+
     // PostgreSQL is given the MariaDB directory: its two-statement claim is refused.
     let copy = crate::support::copy_of(&src);
     let (code, err) = run_custom_on(&crate::support::smoke_on_shared_server(), copy.path(), &[]);

@@ -32,8 +32,9 @@ pub(super) async fn check_statements(
         }
         let returned: Vec<&str> = returned.iter().map(String::as_str).collect();
         missing_columns(columns, &returned).map_err(fail)?;
-        if file == "claim.sql" {
-            claim_types(&statement).map_err(fail)?;
+        match file {
+            "claim.sql" => claim_types(&statement).map_err(fail)?,
+            _ => proof_types(file, &statement).map_err(fail)?,
         }
     }
     Ok(())
@@ -64,6 +65,26 @@ async fn returned_by_insert(
         .first()
         .map(|r| names(r.columns()))
         .unwrap_or_default())
+}
+
+/// The columns the proof decodes as integers are signed integers (any width decodes; an
+/// `UNSIGNED` one does not, and would fail the proof after the drain): a job's `id` where the
+/// proof looks jobs up, and `job_status.sql`'s `retry_count`.
+fn proof_types(file: &str, statement: &MySqlStatement) -> Result<(), String> {
+    let columns: &[&str] = match file {
+        "job_status.sql" => &["id", "retry_count"],
+        "untracked.sql" | "jobs_by_key.sql" => &["id"],
+        _ => &[],
+    };
+    for column in columns {
+        let t = column_type(statement, column);
+        if !t.contains("INT") || t.contains("UNSIGNED") {
+            return Err(format!(
+                "returns {column} as {t}; the proof reads it as a signed integer: cast it (`CAST({column} AS SIGNED)`)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The claim's `id` is a `BIGINT` and its `payload` text holding JSON (MariaDB's `JSON` is
