@@ -206,6 +206,14 @@ impl Search {
             let reason = format!("must be between 1 and 1000000 jobs/s, got {rate}");
             return Err(("consumers_for_rate", reason));
         }
+        s.check_confirmation()?;
+        s.check_rates()?;
+        s.check_windows()
+    }
+
+    /// The confirmation's tries and length, the held horizon and `--at`.
+    fn check_confirmation(&self) -> Result<(), (&'static str, String)> {
+        let s = self;
         if !(1..=20).contains(&s.confirm_tries) {
             let reason = format!("must be between 1 and 20, got {}", s.confirm_tries);
             return Err(("confirm_tries", reason));
@@ -247,6 +255,12 @@ impl Search {
                 format!("must be between 1 and 20, got {}", s.at_runs),
             ));
         }
+        Ok(())
+    }
+
+    /// The consumer and rate bounds of the search, and its precision.
+    fn check_rates(&self) -> Result<(), (&'static str, String)> {
+        let s = self;
         if !(1..=1024).contains(&s.max_consumers) {
             let reason = format!("must be between 1 and 1024, got {}", s.max_consumers);
             return Err(("max_consumers", reason));
@@ -270,6 +284,12 @@ impl Search {
             let reason = format!("must be between 0.01 and 1, got {}", s.precision);
             return Err(("precision", reason));
         }
+        Ok(())
+    }
+
+    /// The measured window, the warm-up and the budget.
+    fn check_windows(&self) -> Result<(), (&'static str, String)> {
+        let s = self;
         if s.measure < Duration::from_secs(1) || s.measure > Duration::from_secs(3600) {
             return Err(("measure", "must be between 1s and 1h".into()));
         }

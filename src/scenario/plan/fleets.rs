@@ -99,6 +99,32 @@ pub(super) fn producer_plan(
             "must be at most 1048576 (1 MiB)".into(),
         ));
     }
+    check_job_types(p, &err)?;
+    let priorities = priorities_of(p, &err)?;
+    if p.late_after.0.is_zero() {
+        return Err(err("producers.late_after", "must be more than 0s".into()));
+    }
+    check_fractions(p, &err)?;
+    let producers = ProducerPlan {
+        count: p.count as usize,
+        max_count: max_producers(p, source)?,
+        arrival: p.arrival,
+        prefill: p.prefill,
+        payload_bytes: p.payload_bytes as usize,
+        job_types: p.job_types.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        priorities,
+        late_after: p.late_after.0,
+        poison_fraction: p.poison_fraction,
+        crash_fraction: p.crash_fraction,
+        outbox: None,
+    };
+    Ok(producers)
+}
+
+type Refuse<'a> = &'a dyn Fn(&str, String) -> InputError;
+
+/// `producers.job_types`: weights, and names a VARCHAR(100) text column can hold.
+fn check_job_types(p: &ProducersSection, err: Refuse) -> Result<(), InputError> {
     check_weights(p.job_types.values().copied(), "type")
         .map_err(|r| err("producers.job_types", r))?;
     for name in p.job_types.keys() {
@@ -117,6 +143,11 @@ pub(super) fn producer_plan(
             ));
         }
     }
+    Ok(())
+}
+
+/// `producers.priorities`: integer keys and their weights.
+fn priorities_of(p: &ProducersSection, err: Refuse) -> Result<Vec<(i32, u32)>, InputError> {
     let mut priorities = Vec::new();
     for (value, weight) in &p.priorities {
         let prio: i32 = value.trim().parse().map_err(|_| {
@@ -129,9 +160,12 @@ pub(super) fn producer_plan(
     }
     check_weights(priorities.iter().map(|(_, w)| *w), "priority")
         .map_err(|r| err("producers.priorities", r))?;
-    if p.late_after.0.is_zero() {
-        return Err(err("producers.late_after", "must be more than 0s".into()));
-    }
+    Ok(priorities)
+}
+
+/// The poison, crash and outbox rollback shares: each a fraction, poison and crash together
+/// at most all jobs.
+fn check_fractions(p: &ProducersSection, err: Refuse) -> Result<(), InputError> {
     for (k, f) in [
         ("producers.poison_fraction", p.poison_fraction),
         ("producers.crash_fraction", p.crash_fraction),
@@ -155,20 +189,7 @@ pub(super) fn producer_plan(
             ),
         ));
     }
-    let producers = ProducerPlan {
-        count: p.count as usize,
-        max_count: max_producers(p, source)?,
-        arrival: p.arrival,
-        prefill: p.prefill,
-        payload_bytes: p.payload_bytes as usize,
-        job_types: p.job_types.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-        priorities,
-        late_after: p.late_after.0,
-        poison_fraction: p.poison_fraction,
-        crash_fraction: p.crash_fraction,
-        outbox: None,
-    };
-    Ok(producers)
+    Ok(())
 }
 
 /// `producers.max_count`, or its default: 4 × `count`, between 8 and 32, never fewer than
