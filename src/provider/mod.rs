@@ -248,7 +248,7 @@ impl Provider for UrlProvider {
 fn servers_of(driver: &'static dyn Driver) -> Result<&'static dyn Servers, String> {
     driver.servers().ok_or_else(|| {
         format!(
-            "the harness cannot start a {} server; name one with --db url",
+            "the harness cannot start a server for {}; name one with --db url",
             driver.facts().label
         )
     })

@@ -63,6 +63,18 @@ pub(super) fn database_plan(
             )
         })?;
     }
+    let facts = db.engine.facts();
+    if facts.install.is_none()
+        && matches!(db.provider, ProviderKind::Local | ProviderKind::Container)
+    {
+        return Err(err(
+            "database.provider",
+            format!(
+                "the harness cannot start a server for {}: use --db url --database-url {}://",
+                facts.label, facts.schemes[0]
+            ),
+        ));
+    }
     if db.provider == ProviderKind::Url && url.is_none() {
         return Err(err(
             "database.url",
