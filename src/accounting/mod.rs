@@ -9,13 +9,19 @@
 //! Outcomes the harness could not see (a worker process killed right after a commit, a
 //! connection that broke during a commit) are *in doubt*; [`settle`] asks the table how
 //! they ended, by job id or, for inserts, by the unique key in the payload. Any job that is
-//! lost in either view, finished differently in the two views, or completed more often than
-//! the claim mode allows is named by id. In outbox mode the proof also checks that no job of
+//! lost in either view, finished differently in the two views, or completed more than once
+//! is named by id.
+//!
+//! One rule for every design, engine and claim mode: a job may *run* again after a crash,
+//! rollback or reap (at-least-once execution, counted), but it is *completed* once. A
+//! completion that finished nothing (the worker's claim had been reaped, and the design's
+//! guarded completion refused it) is a stale completion: counted, not a completion. A
+//! second completion that took effect is a duplicate completion and fails the proof, in
+//! both claim modes: the design let a worker that no longer held the job overwrite it. In outbox mode the proof also checks that no job of
 //! a rolled-back business transaction exists and that every paid order has exactly one job.
 
 use crate::backend::{JobStatus, Link, TableMismatch};
 use crate::metrics::{Event, IdSet, JobId, Ledger, LedgerEntry};
-use crate::scenario::ClaimMode;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -105,11 +111,12 @@ pub struct Duplicates {
     pub extra_executions: u64,
     /// Of those, the ones no crash, rollback or reap explains (must be 0).
     pub unexplained_executions: u64,
-    /// Jobs completed more than once (either view).
+    /// Jobs completed more than once (either view): none is allowed.
     pub completions: u64,
-    /// Of those, the ones the claim mode allows: only in `committed` mode, for a job the
-    /// reaper returned while its first worker was still working on it.
-    pub allowed_completions: u64,
+    /// Completions and failure updates that finished nothing because the job was no longer
+    /// the worker's (its claim was reaped): the design refused them, as it should.
+    #[serde(default)]
+    pub stale_outcomes: u64,
 }
 
 /// The transactional outbox's promises.
@@ -126,7 +133,8 @@ pub struct OutboxProof {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccountingProof {
-    /// Every committed job finished, nothing ran or completed more than allowed, both views
+    /// Every committed job finished, no run repeated without a cause, nothing completed
+    /// twice, both views
     /// agree, and the outbox (if any) kept its promises.
     pub ok: bool,
     /// As `ok`, except that jobs may still be queued (a run stopped before it drained):
@@ -161,6 +169,12 @@ pub struct AccountingProof {
     /// Rows in the table that no producer saw committed, first 100, and their count.
     pub untracked: Vec<JobProblem>,
     pub untracked_count: u64,
+    /// Jobs both views show `done` that the completion audit never saw completed (first
+    /// 100), and their count: an audit that misses completions cannot count duplicates.
+    #[serde(default)]
+    pub audit_missed: Vec<JobId>,
+    #[serde(default)]
+    pub audit_missed_count: u64,
     pub outbox: Option<OutboxProof>,
     /// One line saying what the proof found.
     pub verdict: String,
@@ -173,7 +187,6 @@ pub struct ProofOptions {
     pub audit: bool,
     /// Consumers were given the chance to finish every job.
     pub drained: bool,
-    pub claim_mode: ClaimMode,
     pub outbox: bool,
 }
 
@@ -217,25 +230,15 @@ pub async fn prove(
         ledger.settle(&event);
     }
     let ledger: &Ledger = ledger;
-    let audited: Option<BTreeMap<JobId, i64>> = if opts.audit {
-        let rows = conn
-            .audited_duplicates()
-            .await
-            .context("accounting: reading the completion audit")?;
-        Some(
-            rows.into_iter()
-                .filter(|(id, _)| !earlier.contains(*id))
-                .collect(),
-        )
-    } else {
-        None
-    };
     let outbox = if opts.outbox {
         Some(outbox_proof(conn, ledger).await?)
     } else {
         None
     };
-    let mut tally = Tally::default();
+    let mut tally = Tally {
+        audit: opts.audit.then(AuditTally::default),
+        ..Tally::default()
+    };
     let mut chunks = Chunks {
         step: ledger.committed().peekable(),
         earlier: earlier.ids.iter().peekable(),
@@ -256,9 +259,16 @@ pub async fn prove(
             .untracked_between(&chunk.known, chunk.from, chunk.to)
             .await
             .context("accounting: looking for untracked rows")?;
+        if let Some(audit) = &mut tally.audit {
+            let audited = conn
+                .audited_completions(chunk.from, chunk.to)
+                .await
+                .context("accounting: reading the completion audit")?;
+            audit.add(&chunk.jobs, &mismatches, audited, earlier);
+        }
         tally.add(&chunk.jobs, &mismatches, untracked, opts.drained);
     }
-    Ok(tally.conclude(ledger, audited, outbox, opts))
+    Ok(tally.conclude(ledger, outbox))
 }
 
 /// A stretch of the id space: this step's committed jobs in it, and every id known to the
@@ -319,9 +329,51 @@ impl<A: Iterator<Item = (JobId, LedgerEntry)>, B: Iterator<Item = JobId>> Chunks
     }
 }
 
+/// What the completion audit recorded, against the jobs that finished `done`.
+#[derive(Default)]
+struct AuditTally {
+    /// Jobs it saw completed more than once: (id, completions).
+    duplicates: BTreeMap<JobId, i64>,
+    /// Jobs that both views show `done` and that it never saw completed.
+    missed: BTreeSet<JobId>,
+}
+
+impl AuditTally {
+    /// One chunk: `audited` is what the audit holds for the chunk's id range (earlier steps'
+    /// jobs are not this step's).
+    fn add(
+        &mut self,
+        jobs: &[(JobId, LedgerEntry)],
+        mismatches: &[TableMismatch],
+        audited: Vec<(JobId, i64)>,
+        earlier: &EarlierSteps,
+    ) {
+        let audited: BTreeMap<JobId, i64> = audited
+            .into_iter()
+            .filter(|(id, _)| !earlier.contains(*id))
+            .collect();
+        self.duplicates.extend(
+            audited
+                .iter()
+                .filter(|(_, n)| **n > 1)
+                .map(|(id, n)| (*id, *n)),
+        );
+        let disputed: BTreeSet<JobId> = mismatches.iter().map(|m| m.id).collect();
+        self.missed.extend(
+            jobs.iter()
+                .filter(|(id, e)| {
+                    e.completions > 0 && !disputed.contains(id) && !audited.contains_key(id)
+                })
+                .map(|(id, _)| *id),
+        );
+    }
+}
+
 /// The proof's findings so far, kept to the size of the problems found.
 #[derive(Default)]
 struct Tally {
+    /// With `verify.completion_audit`: what the audit recorded.
+    audit: Option<AuditTally>,
     committed: u64,
     ledger_lost: BTreeSet<JobId>,
     table_lost: BTreeSet<JobId>,
@@ -331,6 +383,7 @@ struct Tally {
     ledger_dups: BTreeSet<JobId>,
     extra_executions: u64,
     unexplained_executions: u64,
+    stale_outcomes: u64,
     finished_without_report: u64,
     untracked: Vec<JobProblem>,
     untracked_count: u64,
@@ -384,6 +437,7 @@ impl Tally {
             }
             self.extra_executions += e.extra_executions() as u64;
             self.unexplained_executions += e.unexplained_executions() as u64;
+            self.stale_outcomes += e.stale as u64;
             self.finished_without_report += e.resolved_from_table as u64;
         }
         self.untracked_count += untracked.len() as u64;
@@ -400,22 +454,13 @@ impl Tally {
         );
     }
 
-    /// Executions and completions beyond one, and which of those the claim mode allows: a
-    /// second completion only in committed mode, for a job the reaper returned.
-    fn executions(
-        &self,
-        ledger: &Ledger,
-        dup_ids: &BTreeSet<JobId>,
-        mode: ClaimMode,
-    ) -> Duplicates {
-        let allowed = |id: &JobId| {
-            mode == ClaimMode::Committed && ledger.get(*id).is_some_and(|e| e.reaps > 0)
-        };
+    /// Executions and completions beyond one, and the stale outcomes.
+    fn executions(&self, dup_ids: &BTreeSet<JobId>) -> Duplicates {
         Duplicates {
             extra_executions: self.extra_executions,
             unexplained_executions: self.unexplained_executions,
             completions: dup_ids.len() as u64,
-            allowed_completions: dup_ids.iter().filter(|id| allowed(id)).count() as u64,
+            stale_outcomes: self.stale_outcomes,
         }
     }
 
@@ -459,26 +504,26 @@ impl Tally {
         (list(lost_ids, &table_view), list(dup_ids, &audit_view))
     }
 
-    fn conclude(
-        self,
-        ledger: &Ledger,
-        audited: Option<BTreeMap<JobId, i64>>,
-        outbox: Option<OutboxProof>,
-        opts: ProofOptions,
-    ) -> AccountingProof {
+    fn conclude(mut self, ledger: &Ledger, outbox: Option<OutboxProof>) -> AccountingProof {
+        let audit = self.audit.take();
+        let audited = audit.as_ref().map(|a| a.duplicates.clone());
+        let audit_missed: Vec<JobId> = audit
+            .iter()
+            .flat_map(|a| a.missed.iter().copied())
+            .collect();
         let lost_ids: BTreeSet<JobId> = self.ledger_lost.union(&self.table_lost).copied().collect();
         let table_dups: Option<BTreeSet<JobId>> =
             audited.as_ref().map(|rows| rows.keys().copied().collect());
         let mut dup_ids = self.ledger_dups.clone();
         dup_ids.extend(table_dups.iter().flatten());
-        let executions = self.executions(ledger, &dup_ids, opts.claim_mode);
+        let executions = self.executions(&dup_ids);
         let (lost, duplicates) = self.name(ledger, audited.as_ref(), &lost_ids, &dup_ids);
         let views_agree = self.ledger_lost == self.table_lost
             && self.finished_differently == 0
             && table_dups.as_ref().is_none_or(|t| *t == self.ledger_dups);
-        let unexplained_dups = executions.completions - executions.allowed_completions;
         let sound = lost_ids.is_empty()
-            && unexplained_dups == 0
+            && audit_missed.is_empty()
+            && executions.completions == 0
             && executions.unexplained_executions == 0
             && views_agree
             && outbox.as_ref().is_none_or(|o| o.ok);
@@ -503,6 +548,7 @@ impl Tally {
             executions: &executions,
             unfinished: self.unfinished as usize,
             untracked: self.untracked_count as usize,
+            audit_missed: &audit_missed,
             outbox: outbox.as_ref(),
         }
         .line();
@@ -525,6 +571,8 @@ impl Tally {
             finished_without_report: self.finished_without_report,
             untracked: self.untracked,
             untracked_count: self.untracked_count,
+            audit_missed_count: audit_missed.len() as u64,
+            audit_missed: audit_missed.into_iter().take(LIST_LIMIT).collect(),
             outbox,
             verdict,
         }
@@ -567,6 +615,7 @@ struct Findings<'a> {
     executions: &'a Duplicates,
     unfinished: usize,
     untracked: usize,
+    audit_missed: &'a [JobId],
     outbox: Option<&'a OutboxProof>,
 }
 
@@ -607,6 +656,12 @@ impl Findings<'_> {
         if !self.agree {
             parts.push("the ledger and the table disagree".into());
         }
+        if let [first, ..] = self.audit_missed {
+            parts.push(format!(
+                "the completion audit recorded no completion for {} job(s) that finished done (first id {first}): the audit's trigger misses completions, so it cannot catch a duplicate",
+                self.audit_missed.len()
+            ));
+        }
         if self.unfinished > 0 {
             parts.push(format!("{} job(s) still queued", self.unfinished));
         }
@@ -619,8 +674,8 @@ impl Findings<'_> {
             .duplicate_completions
             .map_or("not checked".to_string(), |d| d.to_string());
         let x = self.executions;
-        let dups_ok = x.completions == x.allowed_completions && x.unexplained_executions == 0;
-        let clean = self.lost.is_empty() && dups_ok && self.agree;
+        let dups_ok = x.completions == 0 && x.unexplained_executions == 0;
+        let clean = self.lost.is_empty() && dups_ok && self.agree && self.audit_missed.is_empty();
         let mut parts = Vec::new();
         if clean && self.unfinished == 0 {
             parts.push(format!(
@@ -635,10 +690,10 @@ impl Findings<'_> {
         } else {
             parts.extend(self.failures(&dup_table));
         }
-        if x.allowed_completions > 0 {
+        if x.stale_outcomes > 0 {
             parts.push(format!(
-                "{} duplicate completion(s) after reaps, allowed in committed mode",
-                x.allowed_completions
+                "{} stale completion(s) or failure update(s) refused by the design (the worker's claim had been reaped)",
+                x.stale_outcomes
             ));
         }
         if x.extra_executions > 0 {

@@ -5,7 +5,7 @@ use super::*;
 use crate::backend::memory::{MemoryQueue, Mishaps};
 use crate::backend::{Backend, FailOutcome, NewJob};
 use crate::scenario::load::{Overrides, parse};
-use crate::scenario::{EnvDefaults, Plan, QueuePlan};
+use crate::scenario::{ClaimMode, EnvDefaults, Plan, QueuePlan};
 use std::sync::Arc;
 
 fn queue_plan(max_retries: i32) -> QueuePlan {
@@ -29,7 +29,6 @@ fn job(key: &str) -> NewJob {
 const OPTIONS: ProofOptions = ProofOptions {
     audit: true,
     drained: true,
-    claim_mode: ClaimMode::InTransaction,
     outbox: false,
 };
 
@@ -87,10 +86,7 @@ async fn a_failure_update_whose_reply_was_lost_counts_as_a_failure_not_a_repeat(
     let mut ledger = Ledger::default();
     let id = enqueued(&queue, &mut ledger, 1).await[0];
     let mut worker = queue.connect("worker-0").await.unwrap();
-    let opts = ProofOptions {
-        claim_mode: ClaimMode::Committed,
-        ..OPTIONS
-    };
+    let opts = ProofOptions { ..OPTIONS };
     worker.claim(ClaimMode::Committed).await.unwrap();
     ledger.claimed(id);
     queue.set_mishaps(Mishaps {
@@ -182,15 +178,16 @@ async fn a_job_the_queue_really_lost_is_named_and_a_stranger_is_counted() {
     );
 }
 
-#[tokio::test]
-async fn a_job_completed_twice_is_a_duplicate_unless_a_reap_explains_it() {
-    let queue = MemoryQueue::new(&queue_plan(3));
-    let mut ledger = Ledger::default();
-    let id = enqueued(&queue, &mut ledger, 1).await[0];
+/// A job reaped from a worker that is only slow, and run by another: what the first
+/// worker's late completion does decides the verdict, the same way in both claim modes.
+async fn reaped_and_run_again(
+    queue: &Arc<MemoryQueue>,
+    ledger: &mut Ledger,
+) -> (JobId, Box<dyn Link>) {
+    let id = enqueued(queue, ledger, 1).await[0];
     let mut slow = queue.connect("worker-0").await.unwrap();
     slow.claim(ClaimMode::Committed).await.unwrap();
     ledger.claimed(id);
-    // The reaper takes it back from a worker that is only slow, another worker runs it too.
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let mut reaper = queue.connect("reaper").await.unwrap();
     let reaped = reaper
@@ -202,29 +199,56 @@ async fn a_job_completed_twice_is_a_duplicate_unless_a_reap_explains_it() {
     let mut fast = queue.connect("worker-1").await.unwrap();
     fast.claim(ClaimMode::Committed).await.unwrap();
     ledger.claimed(id);
-    for w in [&mut fast, &mut slow] {
-        w.finish(ClaimMode::Committed, &[id]).await.unwrap();
-        ledger.completed(id);
-    }
-    let committed = ProofOptions {
-        claim_mode: ClaimMode::Committed,
-        ..OPTIONS
-    };
-    let proof = prove_on(&queue, &mut ledger, committed).await;
-    assert!(
-        proof.ok,
-        "allowed after a reap in committed mode: {}",
-        proof.verdict
+    let stale = fast.finish(ClaimMode::Committed, &[id]).await.unwrap();
+    assert!(stale.is_empty());
+    ledger.completed(id);
+    (id, slow)
+}
+
+#[tokio::test]
+async fn a_second_completion_that_took_effect_is_a_duplicate_even_after_a_reap() {
+    let queue = MemoryQueue::new(&queue_plan(3));
+    let mut ledger = Ledger::default();
+    let (id, mut slow) = reaped_and_run_again(&queue, &mut ledger).await;
+    // The in-memory queue completes as the seed does, unguarded: the late one takes effect.
+    let stale = slow.finish(ClaimMode::Committed, &[id]).await.unwrap();
+    assert!(stale.is_empty());
+    ledger.completed(id);
+    let proof = prove_on(&queue, &mut ledger, OPTIONS).await;
+    assert!(!proof.ok, "a double completion fails: {}", proof.verdict);
+    assert_eq!(proof.executions.completions, 1);
+    assert_eq!(
+        proof.executions.unexplained_executions, 0,
+        "the reap explains the second run"
     );
-    assert_eq!(proof.executions.allowed_completions, 1);
     assert_eq!(
         proof.table.duplicate_completions,
         Some(1),
         "the audit saw both"
     );
-    let proof = prove_on(&queue, &mut ledger, OPTIONS).await;
     assert!(
-        !proof.ok,
-        "in transaction, a second completion is a duplicate"
+        proof
+            .verdict
+            .contains(&format!("id {id} (ledger done x2, table done x2)")),
+        "{}",
+        proof.verdict
+    );
+}
+
+#[tokio::test]
+async fn a_stale_completion_is_counted_and_is_not_a_duplicate() {
+    let queue = MemoryQueue::new(&queue_plan(3));
+    let mut ledger = Ledger::default();
+    let (id, _slow) = reaped_and_run_again(&queue, &mut ledger).await;
+    // A guarded design's late completion finishes nothing: the worker reports it stale.
+    ledger.stale(id);
+    let proof = prove_on(&queue, &mut ledger, OPTIONS).await;
+    assert!(proof.ok, "{}", proof.verdict);
+    assert_eq!(proof.executions.stale_outcomes, 1);
+    assert_eq!(proof.executions.completions, 0);
+    assert!(
+        proof.verdict.contains("1 stale completion(s)"),
+        "{}",
+        proof.verdict
     );
 }

@@ -93,6 +93,10 @@ pub enum FailOutcome {
     Retry,
     /// `max_retries` reached: moved to `dead_letter`.
     DeadLettered,
+    /// The update changed nothing: the job was no longer this worker's (the reaper took it
+    /// back, and another worker may have run or finished it). A design that guards its
+    /// updates refuses a stale outcome; the harness counts it and records no failure.
+    Stale,
 }
 
 /// How an outbox insert ended.

@@ -113,8 +113,11 @@ pub trait Work: Send {
     /// The failure update: back to pending after the backoff, or dead-lettered.
     async fn fail(&mut self, id: JobId, error: &str) -> Result<FailOutcome, BackendError>;
     /// Completes `done` and commits what the claim began (`InTransaction`: failure updates
-    /// made since commit with it), or completes them on their own (`Committed`).
-    async fn finish(&mut self, mode: ClaimMode, done: &[JobId]) -> Result<(), BackendError>;
+    /// made since commit with it), or completes them on their own (`Committed`). Returns
+    /// the stale completions: the jobs of `done` whose completion finished nothing, because
+    /// they were no longer this worker's (a design that guards its completion refuses them).
+    async fn finish(&mut self, mode: ClaimMode, done: &[JobId])
+    -> Result<Vec<JobId>, BackendError>;
     /// After an error: ends whatever is open; false when the link cannot be used again.
     async fn recover(&mut self, mode: ClaimMode) -> bool;
     /// The stale-job reaper: jobs claimed longer ago than `stale_after` go back to pending
@@ -160,8 +163,13 @@ pub trait Inspect: Send {
         from: JobId,
         to: JobId,
     ) -> Result<Vec<(JobId, String)>, BackendError>;
-    /// Jobs the completion audit saw finish as `done` more than once: (id, completions).
-    async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError>;
+    /// Jobs with ids in `[from, to)` that the completion audit saw finish as `done`: (id,
+    /// completions).
+    async fn audited_completions(
+        &mut self,
+        from: JobId,
+        to: JobId,
+    ) -> Result<Vec<(JobId, i64)>, BackendError>;
 }
 
 /// What fault drivers do to the server through a connection of their own.

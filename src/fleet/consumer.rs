@@ -325,16 +325,36 @@ impl Worker {
         }
     }
 
-    fn finished(&self, job: &ClaimedJob, handler_us: u64, failed: Option<FailOutcome>) {
+    /// Reports how a job's run ended: `None` done (`stale`: its completion finished
+    /// nothing), or the failure update's outcome.
+    fn finished(
+        &self,
+        job: &ClaimedJob,
+        handler_us: u64,
+        failed: Option<FailOutcome>,
+        stale: bool,
+    ) {
         let committed_us = self.ctx.clock.now_us();
         let intended_us = job.payload.t;
         self.registry.set_in_flight(self.slot, None);
         self.ctx.emit(match failed {
+            None if stale => Event::Stale {
+                job: job.id,
+                at_us: committed_us,
+                handler_us,
+                failure: false,
+            },
             None => Event::Completed {
                 job: job.id,
                 intended_us,
                 handler_us,
                 committed_us,
+            },
+            Some(FailOutcome::Stale) => Event::Stale {
+                job: job.id,
+                at_us: committed_us,
+                handler_us,
+                failure: true,
             },
             Some(o) => Event::Failed {
                 job: job.id,
@@ -417,12 +437,13 @@ impl Worker {
             .filter(|h| !h.fails)
             .map(|h| h.job.id)
             .collect();
-        conn.finish(ClaimMode::InTransaction, &done)
+        let stale = conn
+            .finish(ClaimMode::InTransaction, &done)
             .await
             .map_err(at(ids, true))?;
         for h in handled {
             let failed = outcomes.iter().find(|(id, _)| *id == h.job.id).map(|o| o.1);
-            self.finished(h.job, h.handler_us, failed);
+            self.finished(h.job, h.handler_us, failed, stale.contains(&h.job.id));
         }
         Ok(Step::Worked)
     }
@@ -442,13 +463,14 @@ impl Worker {
                 .await
                 .map_err(at(&open, true))?;
             open.retain(|id| *id != h.job.id);
-            self.finished(h.job, h.handler_us, Some(outcome));
+            self.finished(h.job, h.handler_us, Some(outcome), false);
         }
-        conn.finish(ClaimMode::Committed, &open)
+        let stale = conn
+            .finish(ClaimMode::Committed, &open)
             .await
             .map_err(at(&open, true))?;
         for h in handled.iter().filter(|h| !h.fails) {
-            self.finished(h.job, h.handler_us, None);
+            self.finished(h.job, h.handler_us, None, stale.contains(&h.job.id));
         }
         Ok(Step::Worked)
     }

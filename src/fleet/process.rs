@@ -192,7 +192,9 @@ async fn watch(
 fn track(in_flight: &mut Vec<JobId>, event: &Event) {
     match event {
         Event::Claimed { job, .. } => in_flight.push(*job),
-        Event::Completed { job, .. } | Event::Failed { job, .. } => in_flight.retain(|j| j != job),
+        Event::Completed { job, .. } | Event::Failed { job, .. } | Event::Stale { job, .. } => {
+            in_flight.retain(|j| j != job)
+        }
         Event::WorkerError { .. } | Event::WorkerCrashed { .. } => in_flight.clear(),
         _ => {}
     }

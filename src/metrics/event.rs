@@ -92,6 +92,15 @@ pub enum Event {
         handler_us: u64,
         committed_us: u64,
     },
+    /// A worker's completion (or failure update) finished nothing: the job was no longer its
+    /// (reaped, and maybe run or finished by another worker since), and the design refused
+    /// the stale outcome. Not a completion, not a failure.
+    Stale {
+        job: JobId,
+        at_us: u64,
+        handler_us: u64,
+        failure: bool,
+    },
     /// A job's failure update committed (back to `pending`, or `dead_letter`).
     Failed {
         job: JobId,

@@ -24,6 +24,9 @@ pub struct LedgerEntry {
     pub reaps: u32,
     /// Of those, reaps counted as a failed attempt (`retry_count` + 1).
     pub counted_reaps: u32,
+    /// Completions and failure updates of it that finished nothing (stale: the worker's
+    /// claim had been reaped).
+    pub stale: u32,
     /// Times a worker holding it crashed or was killed.
     pub crashes: u32,
     /// Times a worker's transaction holding it failed and rolled back.
@@ -199,6 +202,10 @@ impl Ledger {
             e.dead_lettered_by_failure |= dead_lettered;
             e.in_doubt = false;
         });
+    }
+    /// A worker's completion or failure update of it finished nothing.
+    pub fn stale(&mut self, id: JobId) {
+        self.update(id, |e| e.stale += 1);
     }
     pub fn reaped(&mut self, id: JobId, dead_lettered: bool, counted: bool) {
         self.update(id, |e| {

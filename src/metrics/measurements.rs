@@ -81,6 +81,12 @@ pub struct PhaseCounts {
     pub worker_errors: u64,
     /// Jobs the stale-job reaper returned to `pending` (or dead-lettered).
     pub reaped: u64,
+    /// Completions and failure updates that finished nothing: the job was no longer the
+    /// worker's (reaped), and the design refused the stale outcome.
+    #[serde(default)]
+    pub stale_completions: u64,
+    #[serde(default)]
+    pub stale_failures: u64,
     /// Inserts tried again after a failure that left them uncommitted.
     pub enqueue_retries: u64,
     /// Inserts whose commit outcome was unknown when the connection broke.
@@ -114,6 +120,8 @@ impl PhaseCounts {
         self.enqueue_errors += o.enqueue_errors;
         self.worker_errors += o.worker_errors;
         self.reaped += o.reaped;
+        self.stale_completions += o.stale_completions;
+        self.stale_failures += o.stale_failures;
         self.enqueue_retries += o.enqueue_retries;
         self.in_doubt_enqueues += o.in_doubt_enqueues;
         self.rolled_back_enqueues += o.rolled_back_enqueues;

@@ -439,6 +439,20 @@ impl Recorder {
                 }
                 self.note_error(format!("worker: {error}"));
             }
+            Event::Stale {
+                job,
+                at_us,
+                failure,
+                ..
+            } => {
+                self.ledger.stale(job);
+                self.release_frozen(job, at_us);
+                let w = self.window_of(at_us);
+                match failure {
+                    true => self.counts[w].stale_failures += 1,
+                    false => self.counts[w].stale_completions += 1,
+                }
+            }
             Event::WorkerCrashed { at_us, jobs, .. } => {
                 let w = self.window_of(at_us);
                 self.counts[w].worker_crashes += 1;

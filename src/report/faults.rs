@@ -43,10 +43,15 @@ pub struct FaultSummary {
     pub claim_mode: String,
     /// Job runs repeated after a crash, rollback or reap (at-least-once execution).
     pub duplicate_executions: u64,
-    /// Jobs completed more than once, and whether every one is allowed by the claim mode
-    /// (in_transaction: none; committed: only after a reap).
+    /// Jobs completed more than once (none is allowed, in either claim mode), and whether
+    /// every repeat is allowed: no duplicate completion, and every repeated run explained
+    /// by a crash, rollback or reap.
     pub duplicate_completions: u64,
     pub duplicates_within_claim_mode: bool,
+    /// Completions and failure updates a guarded design refused because the worker's claim
+    /// had been reaped (stale outcomes): counted, not completions.
+    #[serde(default)]
+    pub stale_outcomes: u64,
     /// Claims per job → number of jobs.
     pub attempts: BTreeMap<u32, u64>,
     pub events: Vec<FaultEvent>,
@@ -135,8 +140,8 @@ impl FaultSummary {
             claim_mode: claim_mode.as_str().into(),
             duplicate_executions: x.extra_executions,
             duplicate_completions: x.completions,
-            duplicates_within_claim_mode: x.completions == x.allowed_completions
-                && x.unexplained_executions == 0,
+            duplicates_within_claim_mode: x.completions == 0 && x.unexplained_executions == 0,
+            stale_outcomes: x.stale_outcomes,
             attempts: ledger.attempts_histogram(),
             events: m
                 .faults
@@ -220,8 +225,8 @@ impl FaultSummary {
     pub fn counts_line(&self) -> String {
         format!(
             "{} handler errors, {} retries, {} dead-lettered, {} worker crashes, {} reaped, {} backends killed, {} server restarts, \
-             {} in-doubt inserts ({} committed), {} rolled-back inserts, {} repeated job runs, {} duplicate completions \
-             (claim mode {}: {})",
+             {} in-doubt inserts ({} committed), {} rolled-back inserts, {} repeated job runs, {} duplicate completions, \
+             {} stale completions or failures refused (claim mode {}: {})",
             self.handler_errors,
             self.retries,
             self.dead_lettered,
@@ -234,6 +239,7 @@ impl FaultSummary {
             self.rolled_back_enqueues,
             self.duplicate_executions,
             self.duplicate_completions,
+            self.stale_outcomes,
             self.claim_mode,
             if self.duplicates_within_claim_mode {
                 "all repeats allowed"

@@ -395,7 +395,6 @@ impl Session {
         let proof_options = ProofOptions {
             audit: plan.completion_audit,
             drained: !stopped_early && !drain_timed_out,
-            claim_mode: plan.consumers.claim_mode,
             outbox: plan.producers.outbox.is_some(),
         };
         let mut admin = self

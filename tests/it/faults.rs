@@ -8,7 +8,7 @@ use dbq_bench::backend::BackendError;
 use dbq_bench::error::Failure;
 use dbq_bench::report::Summary;
 use dbq_bench::run::{RunOptions, RunOutcome, run};
-use dbq_bench::scenario::{ClaimMode, Engine};
+use dbq_bench::scenario::Engine;
 use sqlx::{AssertSqlSafe, Connection};
 use tokio_util::sync::CancellationToken;
 
@@ -195,6 +195,67 @@ async fn a_frozen_worker_holds_its_job_until_thawed_or_until_the_server_times_it
         s.faults.frozen_jobs
     );
     assert_nothing_lost(s);
+}
+
+/// A worker frozen past the stale threshold in committed mode: its job is taken back (the
+/// reaper, or the visibility timeout) and finished by another worker, and when it thaws its
+/// completion comes late. A design that guards its completion (delete, visibility_timeout)
+/// finishes nothing: the run passes with the stale completion counted. The seed writes
+/// `done` a second time: its audit catches the double completion and the proof fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thawed_workers_late_completion_is_stale_where_guarded_and_a_duplicate_on_the_seed() {
+    let frozen = |sets: &[&str]| {
+        let mut all = vec![
+            "phases.0.duration=5s",
+            // Busy about 87% of the time; the freeze looks for a worker with a job in hand.
+            "producers.rate=35",
+            "consumers.processes=true",
+            "consumers.count=4",
+            "consumers.handler.duration.fixed=100ms",
+            "consumers.claim_mode=\"committed\"",
+            "reaper.interval=\"200ms\"",
+            "reaper.stale_after=\"1s\"",
+            "phases.0.faults=[{ kind = \"freeze_workers\", after = \"1s\", for = \"3s\" }]",
+        ];
+        all.extend(sets);
+        plan(SMALL, &all)
+    };
+    let guarded: [&[&str]; 2] = [
+        &["queue.variant=\"delete\""],
+        &[
+            "queue.variant=\"visibility_timeout\"",
+            "queue.visibility_timeout=\"1s\"",
+        ],
+    ];
+    for sets in guarded {
+        let (outcome, _dir) = run_plan(&frozen(sets), false).await;
+        let s = &outcome.results.summary;
+        let held = &s.faults.frozen_jobs[0];
+        assert!(held.unavailable_for_s.is_some(), "{sets:?}: {held:?}");
+        assert_nothing_lost(s);
+        assert!(
+            s.faults.stale_outcomes >= 1 && s.jobs.duplicate_completions == 0,
+            "{sets:?}: expected the thawed worker's completion to be stale; faults: {:?}; proof: {}",
+            s.faults,
+            s.accounting.verdict
+        );
+        assert!(
+            s.accounting.verdict.contains("stale completion"),
+            "{}",
+            s.accounting.verdict
+        );
+    }
+    let (outcome, _dir) = run_plan(&frozen(&[]), false).await;
+    let s = &outcome.results.summary;
+    assert!(
+        !s.accounting.ok && s.accounting.table.duplicate_completions >= Some(1),
+        "expected the seed's second `done` to be caught by its audit; proof: {}",
+        s.accounting.verdict
+    );
+    assert_eq!(
+        s.faults.stale_outcomes, 0,
+        "the seed's completion is never stale"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -448,7 +509,6 @@ async fn the_outbox_never_runs_a_rolled_back_job_and_pays_each_order_once() {
     let opts = dbq_bench::accounting::ProofOptions {
         audit: true,
         drained: true,
-        claim_mode: ClaimMode::InTransaction,
         outbox: true,
     };
     let proof = prove_again(&*queue, &outcome.ledger, opts).await;

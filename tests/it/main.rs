@@ -16,6 +16,7 @@ mod redis;
 mod registry;
 mod reports;
 mod runs;
+mod stale;
 mod support;
 mod validation;
 mod variants;

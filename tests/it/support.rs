@@ -472,7 +472,6 @@ pub const DRAINED_AUDITED: dbq_bench::accounting::ProofOptions =
     dbq_bench::accounting::ProofOptions {
         audit: true,
         drained: true,
-        claim_mode: dbq_bench::scenario::ClaimMode::InTransaction,
         outbox: false,
     };
 

@@ -358,6 +358,34 @@ async fn a_custom_visibility_timeout_design_brings_its_own_audit_and_recovery() 
     crashes_come_back_as_reaps(plan, &["queue.variant=custom", &dir]).await;
 }
 
+/// A design's own audit that records nothing (its trigger never fires) fails the proof,
+/// naming it: without it, its duplicate count of 0 would read like a working audit's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audit_that_records_nothing_fails_the_proof() {
+    let pgmq = scenario_dir("custom-pgmq");
+    let audit = std::fs::read_to_string(format!("{pgmq}/audit.sql"))
+        .unwrap()
+        .replace("FOR EACH ROW\n", "FOR EACH ROW WHEN (false)\n");
+    assert!(audit.contains("WHEN (false)"));
+    let silent = broken_copy(&pgmq, "audit.sql", Some(&audit));
+    let dir = format!("queue.dir=\"{}\"", silent.path().display());
+    let (outcome, _dir) = run_plan(&plan(SMALL, &["queue.variant=custom", &dir]), false).await;
+    let s = &outcome.results.summary;
+    let a = &s.accounting;
+    assert!(
+        !a.ok && a.audit_missed_count == s.jobs.completed && s.jobs.completed > 0,
+        "expected every completion missed by the audit; {} missed: {}",
+        a.audit_missed_count,
+        a.verdict
+    );
+    assert!(
+        a.verdict
+            .contains("the completion audit recorded no completion for"),
+        "{}",
+        a.verdict
+    );
+}
+
 /// A claim's named parameters: a name the harness does not bind, a scenario value the claim
 /// never takes and a batch size with no `:batch` are each refused in one line before any
 /// load.

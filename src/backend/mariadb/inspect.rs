@@ -12,7 +12,7 @@ use crate::backend::sql::count_statuses;
 use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, Row};
 
-const AUDIT_DUPLICATES: &str = include_str!("../sql/audit_duplicates.sql");
+const AUDITED_COMPLETIONS: &str = include_str!("audited_completions.sql");
 
 /// The table's rows (InnoDB's estimate), its sizes, and InnoDB's history list length.
 const TABLE_SIZES: &str = "
@@ -191,8 +191,14 @@ impl Inspect for MariaLink {
             .await?)
     }
 
-    async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError> {
-        Ok(sqlx::query_as(AUDIT_DUPLICATES)
+    async fn audited_completions(
+        &mut self,
+        from: JobId,
+        to: JobId,
+    ) -> Result<Vec<(JobId, i64)>, BackendError> {
+        Ok(sqlx::query_as(AUDITED_COMPLETIONS)
+            .bind(from)
+            .bind(to)
             .fetch_all(&mut self.conn)
             .await?)
     }

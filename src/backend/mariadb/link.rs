@@ -10,6 +10,7 @@ use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, JobStatus,
 use crate::backend::queue::ClaimMode;
 use crate::backend::seam::{Connection, Enqueue, Work};
 use crate::backend::sql::Shared;
+use crate::backend::sql::completion::{self, Completion};
 use crate::backend::sql::design::{ClaimShape, CompleteShape, SqlDesign};
 use crate::named_params::{ClaimParam, FailParam, MarkParam};
 use async_trait::async_trait;
@@ -162,25 +163,36 @@ impl MariaLink {
         }
     }
 
-    async fn complete(&mut self, ids: &[JobId]) -> sqlx::Result<()> {
+    /// Finishes `ids` as done; the ids whose completion finished nothing (rows matched, as
+    /// the client asks the server to count them).
+    async fn complete(&mut self, ids: &[JobId]) -> Result<Vec<JobId>, BackendError> {
         let d = &self.shared.design;
+        let mut results = Vec::new();
         match d.complete {
             CompleteShape::PerBatch => {
-                sqlx::query(text(&d.sql.complete))
+                let done = sqlx::query(text(&d.sql.complete))
                     .bind(json_ids(ids))
                     .execute(&mut self.conn)
                     .await?;
+                results.push(Completion {
+                    rows: done.rows_affected(),
+                    ids: None,
+                });
             }
             CompleteShape::PerJob => {
                 for id in ids {
-                    sqlx::query(text(&self.shared.design.sql.complete))
+                    let done = sqlx::query(text(&d.sql.complete))
                         .bind(id)
                         .execute(&mut self.conn)
                         .await?;
+                    results.push(Completion {
+                        rows: done.rows_affected(),
+                        ids: None,
+                    });
                 }
             }
         }
-        Ok(())
+        completion::stale(d.complete, ids, &results)
     }
 
     pub(super) async fn statuses(
@@ -300,7 +312,9 @@ impl Work for MariaLink {
                 FailParam::BackoffJitter => query.bind(b.jitter.floor()),
             };
         }
-        query.execute(&mut self.conn).await?;
+        if query.execute(&mut self.conn).await?.rows_affected() == 0 {
+            return Ok(FailOutcome::Stale);
+        }
         let statuses = self.statuses(&[id]).await?;
         Ok(match statuses.first() {
             Some((_, JobStatus::DeadLetter, _)) => FailOutcome::DeadLettered,
@@ -308,12 +322,17 @@ impl Work for MariaLink {
         })
     }
 
-    async fn finish(&mut self, mode: ClaimMode, done: &[JobId]) -> Result<(), BackendError> {
-        if !done.is_empty() {
-            self.complete(done).await?;
-        }
+    async fn finish(
+        &mut self,
+        mode: ClaimMode,
+        done: &[JobId],
+    ) -> Result<Vec<JobId>, BackendError> {
+        let stale = match done.is_empty() {
+            true => Vec::new(),
+            false => self.complete(done).await?,
+        };
         if mode == ClaimMode::Committed {
-            return Ok(());
+            return Ok(stale);
         }
         self.open = false;
         let rest = self.rested_at.is_none_or(|at| at.elapsed() >= REST_EVERY);
@@ -324,7 +343,7 @@ impl Work for MariaLink {
             self.execute("COMMIT; BEGIN").await?;
             self.open = true;
         }
-        Ok(())
+        Ok(stale)
     }
 
     async fn recover(&mut self, mode: ClaimMode) -> bool {

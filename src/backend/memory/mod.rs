@@ -474,10 +474,19 @@ impl Work for MemoryLink {
         }
     }
 
-    async fn finish(&mut self, mode: ClaimMode, done: &[JobId]) -> Result<(), BackendError> {
+    /// The seed's completion, unguarded: it always takes effect (never stale).
+    async fn finish(
+        &mut self,
+        mode: ClaimMode,
+        done: &[JobId],
+    ) -> Result<Vec<JobId>, BackendError> {
         let lost = self.commit(mode, done);
         tokio::task::yield_now().await;
-        if lost { Err(lost_reply()) } else { Ok(()) }
+        if lost {
+            Err(lost_reply())
+        } else {
+            Ok(Vec::new())
+        }
     }
 
     async fn recover(&mut self, _mode: ClaimMode) -> bool {
@@ -598,11 +607,15 @@ impl Inspect for MemoryLink {
             .collect())
     }
 
-    async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError> {
+    async fn audited_completions(
+        &mut self,
+        from: JobId,
+        to: JobId,
+    ) -> Result<Vec<(JobId, i64)>, BackendError> {
         Ok(self
             .table()
             .rows()
-            .filter(|(_, r)| r.completions > 1)
+            .filter(|(id, r)| (from..to).contains(id) && r.completions > 0)
             .map(|(id, r)| (id, r.completions))
             .collect())
     }

@@ -10,7 +10,7 @@ use crate::backend::sql::count_statuses;
 use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, Row};
 
-const AUDIT_DUPLICATES: &str = include_str!("../sql/audit_duplicates.sql");
+const AUDITED_COMPLETIONS: &str = include_str!("audited_completions.sql");
 const TABLE: &str = include_str!("stats/table.sql");
 const OWN_READS: &str = include_str!("stats/own_reads.sql");
 const TABLE_SIZES: &str = include_str!("stats/table_sizes.sql");
@@ -226,8 +226,14 @@ impl Inspect for PgLink {
             .await?)
     }
 
-    async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError> {
-        Ok(sqlx::query_as(AUDIT_DUPLICATES)
+    async fn audited_completions(
+        &mut self,
+        from: JobId,
+        to: JobId,
+    ) -> Result<Vec<(JobId, i64)>, BackendError> {
+        Ok(sqlx::query_as(AUDITED_COMPLETIONS)
+            .bind(from)
+            .bind(to)
             .fetch_all(&mut self.conn)
             .await?)
     }

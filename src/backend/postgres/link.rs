@@ -7,6 +7,7 @@ use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, JobStatus,
 use crate::backend::queue::ClaimMode;
 use crate::backend::seam::{Connection, DesignError, Enqueue, WakeUp, Work};
 use crate::backend::sql::Shared;
+use crate::backend::sql::completion::{self, Completion};
 use crate::backend::sql::design::{CompleteShape, Returning, SqlDesign, missing_columns};
 use crate::backend::sql::{column_type, one_line};
 use crate::named_params::{ClaimParam, FailParam};
@@ -113,26 +114,25 @@ impl PgLink {
             .collect()
     }
 
-    /// Finishes `ids` as done: one statement per job, or one for all of them.
-    async fn complete(&mut self, ids: &[JobId]) -> sqlx::Result<()> {
-        let sql = self.shared.design.sql.complete.as_str();
-        match self.shared.design.complete {
+    /// Finishes `ids` as done: one statement per job, or one for all of them; the ids whose
+    /// completion finished nothing ([`completion::stale`]).
+    async fn complete(&mut self, ids: &[JobId]) -> Result<Vec<JobId>, BackendError> {
+        let d = &self.shared.design;
+        let sql = d.sql.complete.as_str();
+        let mut results = Vec::new();
+        match d.complete {
             CompleteShape::PerBatch => {
-                sqlx::query(AssertSqlSafe(sql))
-                    .bind(ids)
-                    .execute(&mut self.conn)
-                    .await?;
+                let query = sqlx::query(AssertSqlSafe(sql)).bind(ids);
+                results = read_completions((&mut self.conn).fetch_many(query)).await?;
             }
             CompleteShape::PerJob => {
                 for id in ids {
-                    sqlx::query(AssertSqlSafe(sql))
-                        .bind(id)
-                        .execute(&mut self.conn)
-                        .await?;
+                    let query = sqlx::query(AssertSqlSafe(sql)).bind(id);
+                    results.extend(read_completions((&mut self.conn).fetch_many(query)).await?);
                 }
             }
         }
-        Ok(())
+        completion::stale(d.complete, ids, &results)
     }
 
     /// Prepares the success update under [`PREPARED_COMPLETION`], `$1` typed as
@@ -159,7 +159,11 @@ impl PgLink {
     /// alone. The server runs the design's own statement, planned once per session; the ids
     /// are bound to its `$1`, written as the decimal integers the claim returned (no other
     /// value travels this way).
-    async fn complete_then(&mut self, ids: &[JobId], then: &str) -> sqlx::Result<()> {
+    async fn complete_then(
+        &mut self,
+        ids: &[JobId],
+        then: &str,
+    ) -> Result<Vec<JobId>, BackendError> {
         let mut message = String::with_capacity(32 + 24 * ids.len() + then.len());
         match self.shared.design.complete {
             CompleteShape::PerJob => {
@@ -178,7 +182,9 @@ impl PgLink {
             CompleteShape::PerBatch => {}
         }
         message.push_str(then);
-        self.execute(&message).await
+        let results = sqlx::raw_sql(AssertSqlSafe(message)).fetch_many(&mut self.conn);
+        let results = read_completions(results).await?;
+        completion::stale(self.shared.design.complete, ids, &results)
     }
 
     async fn begin(&mut self) -> sqlx::Result<()> {
@@ -202,20 +208,25 @@ impl PgLink {
 
     /// Completes `done`, commits, and begins the next transaction, in one round trip; once
     /// every [`STATS_REPORT_EVERY`] without the `BEGIN`, so that the session rests.
-    async fn complete_commit_and_begin(&mut self, done: &[JobId]) -> sqlx::Result<()> {
+    async fn complete_commit_and_begin(
+        &mut self,
+        done: &[JobId],
+    ) -> Result<Vec<JobId>, BackendError> {
         self.tx.open = false;
         let rest = self
             .tx
             .rested_at
             .is_none_or(|at| at.elapsed() >= STATS_REPORT_EVERY);
-        if rest {
-            self.complete_then(done, "COMMIT").await?;
+        let stale = if rest {
+            let stale = self.complete_then(done, "COMMIT").await?;
             self.tx.rested_at = Some(Instant::now());
+            stale
         } else {
-            self.complete_then(done, "COMMIT; BEGIN").await?;
+            let stale = self.complete_then(done, "COMMIT; BEGIN").await?;
             self.tx.open = true;
-        }
-        Ok(())
+            stale
+        };
+        Ok(stale)
     }
 
     /// The outbox's business update (inside the enqueue transaction).
@@ -294,20 +305,25 @@ impl Work for PgLink {
                 FailParam::BackoffJitter => query.bind(b.jitter.floor()),
             };
         }
-        let status: JobStatus = query.fetch_one(&mut self.conn).await?;
+        // A guarded failure update that finds the job no longer this worker's returns no row.
+        let status: Option<JobStatus> = query.fetch_optional(&mut self.conn).await?;
         Ok(match status {
-            JobStatus::DeadLetter => FailOutcome::DeadLettered,
-            _ => FailOutcome::Retry,
+            None => FailOutcome::Stale,
+            Some(JobStatus::DeadLetter) => FailOutcome::DeadLettered,
+            Some(_) => FailOutcome::Retry,
         })
     }
 
-    async fn finish(&mut self, mode: ClaimMode, done: &[JobId]) -> Result<(), BackendError> {
+    async fn finish(
+        &mut self,
+        mode: ClaimMode,
+        done: &[JobId],
+    ) -> Result<Vec<JobId>, BackendError> {
         match mode {
-            ClaimMode::InTransaction => self.complete_commit_and_begin(done).await?,
-            ClaimMode::Committed if !done.is_empty() => self.complete(done).await?,
-            ClaimMode::Committed => {}
+            ClaimMode::InTransaction => self.complete_commit_and_begin(done).await,
+            ClaimMode::Committed if !done.is_empty() => self.complete(done).await,
+            ClaimMode::Committed => Ok(Vec::new()),
         }
-        Ok(())
     }
 
     async fn recover(&mut self, mode: ClaimMode) -> bool {
@@ -347,6 +363,21 @@ impl Work for PgLink {
         }
         Ok(())
     }
+}
+
+/// What each completion statement of a message did; a returned `id` names a job it finished.
+async fn read_completions(
+    results: futures_util::stream::BoxStream<
+        '_,
+        sqlx::Result<sqlx::Either<sqlx::postgres::PgQueryResult, sqlx::postgres::PgRow>>,
+    >,
+) -> sqlx::Result<Vec<Completion>> {
+    completion::read(
+        results,
+        |r| r.rows_affected(),
+        |row| row.try_get::<JobId, _>("id").ok(),
+    )
+    .await
 }
 
 /// What a claim's rows hold besides `id` and `type`, read once per claim from its first

@@ -222,7 +222,11 @@ impl Inspect for RabbitLink {
         Ok(out)
     }
 
-    async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError> {
+    async fn audited_completions(
+        &mut self,
+        _from: JobId,
+        _to: JobId,
+    ) -> Result<Vec<(JobId, i64)>, BackendError> {
         Err(unsupported("the completion audit"))
     }
 }

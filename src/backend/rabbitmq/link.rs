@@ -310,14 +310,20 @@ impl Work for RabbitLink {
         Ok(outcome)
     }
 
-    async fn finish(&mut self, _mode: ClaimMode, done: &[JobId]) -> Result<(), BackendError> {
+    /// A delivery is acknowledged on the channel that received it, or not at all (a closed
+    /// channel gave it back): a completion here is never stale, it takes effect or fails.
+    async fn finish(
+        &mut self,
+        _mode: ClaimMode,
+        done: &[JobId],
+    ) -> Result<Vec<JobId>, BackendError> {
         for id in done {
             if let Some(held) = self.held.remove(id) {
                 let acked = within(held.delivery.acker.ack(BasicAckOptions::default())).await;
                 self.seen(acked)?;
             }
         }
-        self.commit().await
+        self.commit().await.map(|()| Vec::new())
     }
 
     /// Gives back what this worker holds, as a rollback would: the work channel is closed,

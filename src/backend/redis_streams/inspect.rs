@@ -319,14 +319,18 @@ impl Inspect for RedisLink {
         Ok(out)
     }
 
-    async fn audited_duplicates(&mut self) -> Result<Vec<(JobId, i64)>, BackendError> {
+    async fn audited_completions(
+        &mut self,
+        from: JobId,
+        to: JobId,
+    ) -> Result<Vec<(JobId, i64)>, BackendError> {
         let audit = self.shared.keys.audit.clone();
         let mut out: Vec<(JobId, i64)> = self
             .scan_hash(&audit)
             .await?
             .into_iter()
             .filter_map(|(id, n)| Some((id.parse().ok()?, n.parse().ok()?)))
-            .filter(|(_, n)| *n > 1)
+            .filter(|(id, n)| (from..to).contains(id) && *n > 0)
             .collect();
         out.sort();
         Ok(out)

@@ -166,12 +166,17 @@ impl Work for RedisLink {
             .await;
         Ok(match self.seen(r)? {
             1 => FailOutcome::DeadLettered,
-            // 0: retried after the back-off; -1: the reaper had taken it back already.
+            // The reaper had taken it back already.
+            -1 => FailOutcome::Stale,
             _ => FailOutcome::Retry,
         })
     }
 
-    async fn finish(&mut self, _mode: ClaimMode, done: &[JobId]) -> Result<(), BackendError> {
+    async fn finish(
+        &mut self,
+        _mode: ClaimMode,
+        done: &[JobId],
+    ) -> Result<Vec<JobId>, BackendError> {
         let k = &self.shared.keys;
         let mut call = self.shared.scripts.complete.prepare_invoke();
         call.key(&k.stream)
@@ -187,10 +192,10 @@ impl Work for RedisLink {
             }
         }
         if !any {
-            return Ok(());
+            return Ok(Vec::new());
         }
-        let r = call.invoke_async::<i64>(&mut self.conn).await;
-        self.seen(r).map(drop)
+        let r = call.invoke_async::<Vec<JobId>>(&mut self.conn).await;
+        self.seen(r)
     }
 
     /// Nothing to undo: what was claimed stays pending for the reaper.

@@ -2,6 +2,7 @@
 //! column type, and a queue design as statements (`design`).
 
 pub mod bystander;
+pub mod completion;
 pub mod design;
 pub mod server;
 
