@@ -224,8 +224,8 @@ pub struct DesignInfo {
     pub claim_sql: String,
     /// SHA-256 over a custom design's statement files, in name order.
     pub files_sha256: Option<String>,
-    /// The design has a ticker ([`Work::tick`]) the harness runs once a second.
-    pub ticks: bool,
+    /// The design has a ticker ([`Work::tick`]) the harness runs this often.
+    pub ticks: Option<std::time::Duration>,
 }
 
 /// One installed queue.

@@ -21,16 +21,16 @@ pub struct StaleJobReaper {
     pub count_as_attempt: bool,
 }
 
-/// A design's ticker: [`crate::backend::Work::tick`] every [`DesignTicker::EVERY`].
+/// A design's ticker: [`crate::backend::Work::tick`] every `every` (the design's).
 #[derive(Debug, Clone, Copy)]
-pub struct DesignTicker;
+pub struct DesignTicker {
+    pub every: Duration,
+}
 
 impl DesignTicker {
-    pub const EVERY: Duration = Duration::from_secs(1);
-
     /// Ticks until `stop` is cancelled.
     pub async fn run(self, ctx: FleetContext, stop: CancellationToken) {
-        Chore::Tick.run(Self::EVERY, ctx, stop).await
+        Chore::Tick.run(self.every, ctx, stop).await
     }
 }
 

@@ -460,7 +460,7 @@ fn start_chores(plan: &Plan, ctx: &FleetContext, stop: &CancellationToken) -> Ve
         .backend
         .design()
         .ticks
-        .then(|| tokio::spawn(DesignTicker.run(ctx.clone(), stop.clone())));
+        .map(|every| tokio::spawn(DesignTicker { every }.run(ctx.clone(), stop.clone())));
     reaper.into_iter().chain(ticker).collect()
 }
 

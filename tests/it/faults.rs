@@ -220,7 +220,12 @@ async fn a_thawed_workers_late_completion_is_stale_where_guarded_and_a_duplicate
         all.extend(sets);
         plan(SMALL, &all)
     };
-    let guarded: [&[&str]; 2] = [
+    let river = format!(
+        "queue.dir=\"{}\"",
+        crate::support::scenario_dir("custom-river")
+    );
+    let guarded: [&[&str]; 3] = [
+        &["queue.variant=\"custom\"", &river],
         &["queue.variant=\"delete\""],
         &[
             "queue.variant=\"visibility_timeout\"",

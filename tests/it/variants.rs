@@ -358,6 +358,103 @@ async fn a_custom_visibility_timeout_design_brings_its_own_audit_and_recovery() 
     crashes_come_back_as_reaps(plan, &["queue.variant=custom", &dir]).await;
 }
 
+/// A port of a real library (River) keeps its table, its `state` enum, its state names and
+/// its `attempt` column: design.toml maps them, the harness's audit attaches to `state`, and
+/// the proof and the sampler read River's own words. It runs with failures in both claim
+/// modes, with worker crashes in committed mode (River's rescuer brings the jobs back), and
+/// a job deleted behind its back is named lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_library_s_own_table_and_state_names_run_without_a_mapping_view() {
+    let dir = format!("queue.dir=\"{}\"", scenario_dir("custom-river"));
+    let river = [
+        "queue.variant=custom",
+        dir.as_str(),
+        "consumers.handler.error_rate=0.1",
+    ];
+    let p = plan(SMALL, &river);
+    let (outcome, _dir) = run_plan(&p, true).await;
+    let s = &outcome.results.summary;
+    crate::support::assert_nothing_lost(s);
+    assert!(s.jobs.failed_attempts > 0, "{:?}", s.jobs);
+    let queue = outcome.kept_queue.expect("kept");
+    let mut conn = sql(&*queue).await;
+    let (audited, completed, done): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM dbq_bench_completion_audit WHERE status = 'done'), \
+                (SELECT count(*) FROM river_job WHERE state = 'completed'), \
+                (SELECT min(id) FROM river_job WHERE state = 'completed')",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        audited as u64, s.jobs.completed,
+        "the audit on River's state column"
+    );
+    assert_eq!(
+        completed as u64, s.jobs.completed,
+        "River's own word for done"
+    );
+    conn.close().await.ok();
+    expect_lost_without(
+        &*queue,
+        &outcome.ledger,
+        "DELETE FROM river_job WHERE id = $1",
+        done,
+    )
+    .await;
+    queue.drop_namespace().await.unwrap();
+
+    let crashes = [
+        "consumers.claim_mode=committed",
+        "reaper.interval=200ms",
+        "reaper.stale_after=500ms",
+        "phases.0.faults=[{ kind = \"crash_workers\", every = \"300ms\" }]",
+    ];
+    let (outcome, _dir) = run_plan(&plan(SMALL, &[&river[..], &crashes].concat()), false).await;
+    let s = &outcome.results.summary;
+    crate::support::assert_nothing_lost(s);
+    assert!(
+        s.faults.worker_crashes > 0 && s.faults.reaped > 0,
+        "expected River's rescuer to bring crashed workers' jobs back: {:?}",
+        s.faults
+    );
+}
+
+/// A design with no status column and no audit of its own is refused before the load in
+/// one line that names the two ways to give the audit a column.
+#[test]
+fn a_design_without_a_status_column_or_audit_is_told_how_to_declare_its_states() {
+    let no_audit = broken_copy(&scenario_dir("custom-pgmq"), "audit.sql", None);
+    let (code, err) = run_custom(no_audit.path(), &[]);
+    assert_one_error(
+        code,
+        &err,
+        &[
+            "schema.sql",
+            "new.status",
+            "design.toml ([states])",
+            "audit.sql",
+        ],
+    );
+}
+
+/// A status word that is neither the harness's nor a state design.toml declares stops the
+/// run in one line naming the file: never a rollback that runs the job again, never a zero.
+#[test]
+fn an_undeclared_state_name_stops_the_run_naming_the_file() {
+    let river = scenario_dir("custom-river");
+    let toml = std::fs::read_to_string(format!("{river}/design.toml"))
+        .unwrap()
+        .replace("retrying = [\"retryable\"]\n", "");
+    let undeclared = broken_copy(&river, "design.toml", Some(&toml));
+    let (code, err) = run_custom(undeclared.path(), &["consumers.handler.error_rate=0.5"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("fail.sql: returned the status 'retryable', which is neither the harness's nor a state design.toml declares"),
+        "{err}"
+    );
+}
+
 /// A design's own audit that records nothing (its trigger never fires) fails the proof,
 /// naming it: without it, its duplicate count of 0 would read like a working audit's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,6 +25,7 @@ fn seed_sql() -> Statements {
         schema: vec![sql!("../../../migrations/mariadb/0001_job_queue.sql")],
         audit: Vec::new(),
         state: StateModel::StatusColumn,
+        harness_ddl: Vec::new(),
         tick: None,
         enqueue: sql!("seed/enqueue.sql"),
         prefill: sql!("seed/prefill.sql"),
@@ -63,7 +64,7 @@ pub fn design(queue: &QueuePlan) -> Result<SqlDesign, DesignError> {
         VariantName::Delete => delete(seed),
         VariantName::Archive => archive(seed),
         VariantName::VisibilityTimeout => visibility_timeout(seed),
-        VariantName::Custom => read_custom(plan, seed, Returning::Nothing)?,
+        VariantName::Custom => read_custom(plan, seed, Returning::Nothing, None)?,
         other => {
             return Err(DesignError {
                 file: format!("queue.variant = {}", other.as_str()),

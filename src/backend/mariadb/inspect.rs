@@ -66,8 +66,8 @@ impl MariaLink {
                 .await?;
             return Ok(());
         }
-        count_statuses(self.status_counts().await?, s);
-        Ok(())
+        let counts = self.status_counts().await?;
+        count_statuses(&self.shared.design, counts, s)
     }
 
     async fn server_figures(&mut self, s: &mut DbSample) -> Result<(), BackendError> {
@@ -75,7 +75,7 @@ impl MariaLink {
         (s.live_tuples, s.table_bytes, s.total_bytes) =
             (t.live_tuples, t.table_bytes, t.total_bytes);
         s.index_bytes = sqlx::query_as::<_, (String, i64)>(INDEXES)
-            .bind(self.shared.design.table)
+            .bind(self.shared.design.table.as_str())
             .fetch_all(&mut self.conn)
             .await?
             .into_iter()
@@ -122,7 +122,7 @@ impl Inspect for MariaLink {
     async fn table_stats(&mut self) -> Result<TableStats, BackendError> {
         let (live_tuples, dead_tuples, table_bytes, total_bytes): (i64, Option<i64>, i64, i64) =
             sqlx::query_as(TABLE_SIZES)
-                .bind(self.shared.design.table)
+                .bind(self.shared.design.table.as_str())
                 .fetch_one(&mut self.conn)
                 .await?;
         Ok(TableStats {
@@ -165,16 +165,22 @@ impl Inspect for MariaLink {
             .bind(pairs)
             .fetch_all(&mut self.conn)
             .await?;
+        let d = &self.shared.design;
         Ok(rows
             .iter()
             .map(|r| {
+                let word: String = r.try_get("status")?;
+                let table_status = match word.as_str() {
+                    "missing" => word,
+                    _ => d.status("ledger_check.sql", &word)?.to_string(),
+                };
                 Ok(TableMismatch {
                     id: r.try_get("id")?,
-                    table_status: r.try_get("status")?,
+                    table_status,
                     expected: r.try_get("expected")?,
                 })
             })
-            .collect::<sqlx::Result<_>>()?)
+            .collect::<Result<_, BackendError>>()?)
     }
 
     async fn untracked_between(

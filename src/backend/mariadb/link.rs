@@ -198,11 +198,15 @@ impl MariaLink {
     pub(super) async fn statuses(
         &mut self,
         ids: &[JobId],
-    ) -> sqlx::Result<Vec<(JobId, JobStatus, Option<i32>)>> {
-        sqlx::query_as(text(&self.shared.design.sql.job_status))
+    ) -> Result<Vec<(JobId, JobStatus, Option<i32>)>, BackendError> {
+        let d = &self.shared.design;
+        let rows: Vec<(JobId, String, Option<i32>)> = sqlx::query_as(text(&d.sql.job_status))
             .bind(json_ids(ids))
             .fetch_all(&mut self.conn)
-            .await
+            .await?;
+        rows.into_iter()
+            .map(|(id, w, retries)| Ok((id, d.status("job_status.sql", &w)?, retries)))
+            .collect()
     }
 
     /// The reaper's steps inside its transaction: lock the stale jobs, update them, read

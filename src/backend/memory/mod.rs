@@ -263,7 +263,7 @@ impl MemoryQueue {
                 table: "memory".into(),
                 claim_sql: "take the oldest ready jobs from an in-memory FIFO".into(),
                 files_sha256: None,
-                ticks: false,
+                ticks: None,
             },
             backoff: plan.backoff,
             max_retries: plan.max_retries,

@@ -4,6 +4,7 @@
 
 use crate::backend::queue::{Finish, QueuePlan, VariantName, VariantPlan};
 use crate::backend::seam::{DesignError, WakeUp};
+use crate::backend::sql::declared::DeclaredSql;
 use crate::backend::sql::design::{Returning, SqlDesign, StateModel, Statements, read_custom};
 use crate::named_params::{FailParam, Named, Placeholders};
 
@@ -13,12 +14,26 @@ macro_rules! sql {
     };
 }
 
+/// The statements of a custom design that declares its states (design.toml).
+const DECLARED: DeclaredSql = DeclaredSql {
+    view: include_str!("declared/view.sql"),
+    trigger: include_str!("declared/trigger.sql"),
+    pending_count: include_str!("declared/pending_count.sql"),
+    status_counts: include_str!("declared/status_counts.sql"),
+    job_status: include_str!("declared/job_status.sql"),
+    ledger_check: include_str!("declared/ledger_check.sql"),
+    untracked: include_str!("declared/untracked.sql"),
+    jobs_by_key: include_str!("declared/jobs_by_key.sql"),
+    no_count: "NULL",
+};
+
 /// The seed's statements, which the other designs start from.
 fn seed_sql() -> Statements {
     Statements {
         schema: vec![sql!("../../../migrations/seed/0001_job_queue.sql")],
         audit: Vec::new(),
         state: StateModel::StatusColumn,
+        harness_ddl: Vec::new(),
         tick: None,
         enqueue: sql!("seed/enqueue.sql"),
         prefill: sql!("seed/prefill.sql"),
@@ -76,7 +91,7 @@ pub fn design(queue: &QueuePlan) -> Result<SqlDesign, DesignError> {
         VariantName::AdvisoryLock => advisory_lock(seed),
         VariantName::VisibilityTimeout => visibility_timeout(seed),
         VariantName::Rotation => rotation(seed),
-        VariantName::Custom => read_custom(plan, seed, Returning::Rows)?,
+        VariantName::Custom => read_custom(plan, seed, Returning::Rows, Some(&DECLARED))?,
     };
     Ok(with_storage(
         // A fail.sql without names binds `$1`…`$6` in the names' order (docs/designs.md lists it).

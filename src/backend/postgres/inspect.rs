@@ -41,8 +41,8 @@ impl PgLink {
                 .await?;
             return Ok(());
         }
-        count_statuses(self.status_counts().await?, s);
-        Ok(())
+        let counts = self.status_counts().await?;
+        count_statuses(&self.shared.design, counts, s)
     }
 
     /// What this session read of the queue table and has not yet reported to the server's
@@ -50,7 +50,7 @@ impl PgLink {
     /// second, so this spans its transactions since then).
     async fn unreported_reads(&mut self) -> sqlx::Result<TableReads> {
         let row = sqlx::query(OWN_READS)
-            .bind(self.shared.design.table)
+            .bind(self.shared.design.table.as_str())
             .fetch_one(&mut self.conn)
             .await?;
         reads_of(&row)
@@ -58,7 +58,7 @@ impl PgLink {
 
     /// The table's and the database's figures, and the run's sessions' wait events.
     async fn server_figures(&mut self, s: &mut DbSample) -> sqlx::Result<()> {
-        let table = self.shared.design.table;
+        let table = self.shared.design.table.as_str();
         let t = sqlx::query(TABLE)
             .bind(table)
             .fetch_one(&mut self.conn)
@@ -140,7 +140,7 @@ impl Inspect for PgLink {
 
     async fn table_stats(&mut self) -> Result<TableStats, BackendError> {
         let (live_tuples, dead_tuples, table_bytes, total_bytes) = sqlx::query_as(TABLE_SIZES)
-            .bind(self.shared.design.table)
+            .bind(self.shared.design.table.as_str())
             .fetch_one(&mut self.conn)
             .await?;
         Ok(TableStats {
@@ -162,11 +162,15 @@ impl Inspect for PgLink {
         &mut self,
         ids: &[JobId],
     ) -> Result<Vec<(JobId, JobStatus, Option<i32>)>, BackendError> {
-        let sql = self.shared.design.sql.job_status.as_str();
-        Ok(sqlx::query_as(AssertSqlSafe(sql))
-            .bind(ids)
-            .fetch_all(&mut self.conn)
-            .await?)
+        let d = &self.shared.design;
+        let rows: Vec<(JobId, String, Option<i32>)> =
+            sqlx::query_as(AssertSqlSafe(d.sql.job_status.as_str()))
+                .bind(ids)
+                .fetch_all(&mut self.conn)
+                .await?;
+        rows.into_iter()
+            .map(|(id, w, retries)| Ok((id, d.status("job_status.sql", &w)?, retries)))
+            .collect()
     }
 
     async fn jobs_by_key(&mut self, keys: &[String]) -> Result<Vec<(JobId, String)>, BackendError> {
@@ -188,16 +192,22 @@ impl Inspect for PgLink {
             .bind(expected)
             .fetch_all(&mut self.conn)
             .await?;
+        let d = &self.shared.design;
         Ok(rows
             .iter()
             .map(|r| {
+                let word: String = r.try_get("status")?;
+                let table_status = match word.as_str() {
+                    "missing" => word,
+                    _ => d.status("ledger_check.sql", &word)?.to_string(),
+                };
                 Ok(TableMismatch {
                     id: r.try_get("id")?,
-                    table_status: r.try_get("status")?,
+                    table_status,
                     expected: r.try_get("expected")?,
                 })
             })
-            .collect::<sqlx::Result<_>>()?)
+            .collect::<Result<_, BackendError>>()?)
     }
 
     /// The design's statement wrapped in the range, which PostgreSQL pushes down into it, so

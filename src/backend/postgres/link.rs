@@ -306,11 +306,13 @@ impl Work for PgLink {
             };
         }
         // A guarded failure update that finds the job no longer this worker's returns no row.
-        let status: Option<JobStatus> = query.fetch_optional(&mut self.conn).await?;
-        Ok(match status {
-            None => FailOutcome::Stale,
-            Some(JobStatus::DeadLetter) => FailOutcome::DeadLettered,
-            Some(_) => FailOutcome::Retry,
+        let word: Option<String> = query.fetch_optional(&mut self.conn).await?;
+        let Some(word) = word else {
+            return Ok(FailOutcome::Stale);
+        };
+        Ok(match self.shared.design.status("fail.sql", &word)? {
+            JobStatus::DeadLetter => FailOutcome::DeadLettered,
+            _ => FailOutcome::Retry,
         })
     }
 
@@ -344,22 +346,32 @@ impl Work for PgLink {
         let Some(sql) = sql else {
             return Ok(Vec::new());
         };
-        let rows: Vec<(i64, JobStatus)> = sqlx::query_as(AssertSqlSafe(sql.as_str()))
+        let rows: Vec<(i64, String)> = sqlx::query_as(AssertSqlSafe(sql.as_str()))
             .bind(stale_after)
             .fetch_all(&mut self.conn)
             .await?;
-        Ok(rows
+        let file = match count_as_attempt {
+            true => "reap_counting.sql",
+            false => "reap.sql",
+        };
+        Ok(self
+            .shared
+            .design
+            .statuses(file, rows)?
             .into_iter()
             .map(|(id, status)| (id, status == JobStatus::DeadLetter))
             .collect())
     }
 
     async fn tick(&mut self) -> Result<(), BackendError> {
-        if let Some(sql) = &self.shared.design.sql.tick {
-            sqlx::query(AssertSqlSafe(sql.as_str()))
-                .bind(self.shared.design.rotation_period)
-                .execute(&mut self.conn)
-                .await?;
+        let d = &self.shared.design;
+        if let Some(sql) = &d.sql.tick {
+            let query = sqlx::query(AssertSqlSafe(sql.as_str()));
+            let query = match d.rotation_period {
+                Some(period) => query.bind(period),
+                None => query,
+            };
+            query.execute(&mut self.conn).await?;
         }
         Ok(())
     }

@@ -199,7 +199,7 @@ fn design_info(ns: &str, q: &QueuePlan) -> Result<DesignInfo, BackendError> {
             "basic.consume {ns}.jobs with basic.qos prefetch {batch}; basic.ack after the handler"
         ),
         files_sha256: None,
-        ticks: false,
+        ticks: None,
     })
 }
 

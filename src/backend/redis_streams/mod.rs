@@ -160,7 +160,7 @@ fn design_info(ns: &str, q: &QueuePlan) -> Result<DesignInfo, BackendError> {
              (src/backend/redis_streams/scripts/claim.lua)"
         ),
         files_sha256: None,
-        ticks: false,
+        ticks: None,
     })
 }
 

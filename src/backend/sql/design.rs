@@ -5,7 +5,10 @@
 //! `.sql` files kept beside it, one place per design and engine; a user's own design is read
 //! from a directory of its own ([`read_custom`]).
 
+use super::super::error::{BackendError, ErrorClass};
+use super::super::job::JobStatus;
 use super::super::seam::{DesignError, DesignInfo, WakeUp};
+use super::declared::{DESIGN_FILE, Declaration, DeclaredSql, StateWords};
 use crate::backend::queue::{
     BackoffPlan, CUSTOM_REQUIRED_FILES, Finish, Jitter, QueuePlan, VariantPlan,
 };
@@ -19,6 +22,9 @@ use std::time::Duration;
 /// `:visibility_timeout` and the scenario gives none (pgmq's examples use 30 s).
 pub const DEFAULT_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How often a design's ticker runs unless its design.toml says (`tick_interval`).
+pub const DEFAULT_TICK: Duration = Duration::from_secs(1);
+
 /// The statements of one design. Each is one SQL statement; docs/designs.md's "Comparing queue
 /// designs" lists each one's parameters and the columns it returns.
 #[derive(Debug, Clone)]
@@ -27,9 +33,11 @@ pub struct Statements {
     pub schema: Vec<String>,
     /// DDL added to the harness's completion audit (triggers on the design's own tables).
     pub audit: Vec<String>,
-    /// The harness attaches its audit to a `status` column (`state = StatusColumn`);
-    /// otherwise the design's `audit` is the whole of it.
+    /// The harness attaches its audit to a `status` column (`state = StatusColumn`) or to the
+    /// state column a design declares; otherwise the design's `audit` is the whole of it.
     pub state: StateModel,
+    /// DDL the harness adds once the design's tables stand (a declared design's view).
+    pub harness_ddl: Vec<String>,
     /// `$1` type, `$2` payload (JSON text), `$3` priority, `$4` max_retries
     /// [, `$5` the wake-up channel] → `id`.
     pub enqueue: String,
@@ -48,8 +56,10 @@ pub struct Statements {
     pub reap: Option<String>,
     /// As `reap`, counting the reap as a failed attempt.
     pub reap_counting: Option<String>,
-    /// The design's ticker, run every second on a connection of its own (rotation's
-    /// truncation): `$1` the rotation period; `None` for designs without one.
+    /// The design's ticker, run every [`SqlDesign::tick_every`] on a connection of its own:
+    /// rotation's truncation (`$1` the rotation period), or a custom design's tick.sql (no
+    /// parameter: its scheduler, e.g. retryable jobs made available); `None` for designs
+    /// without one.
     pub tick: Option<String>,
     /// → count of pending jobs.
     pub pending_count: String,
@@ -92,7 +102,8 @@ impl Statements {
             Returning::Rows => (&["status"], &["id", "status"]),
             Returning::Nothing => (&[], &[]),
         };
-        let checks: [StatementCheck; 15] = [
+        let checks: [StatementCheck; 16] = [
+            ("tick.sql", optional(&self.tick), &[]),
             ("enqueue.sql", &self.enqueue, &["id"]),
             ("prefill.sql", &self.prefill, &["id"]),
             ("claim.sql", &self.claim, &["id", "type", "payload"]),
@@ -140,7 +151,7 @@ pub fn missing_columns(columns: &[&str], returned: &[&str]) -> Result<(), String
 }
 
 /// How a design records where a job is, which is what the completion audit attaches to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StateModel {
     /// A `status` column (`pending`, `processing`, `done`, `dead_letter`): the harness's
     /// audit records each update of it to a final status.
@@ -148,6 +159,9 @@ pub enum StateModel {
     /// No status column (a visibility timeout, a read count, rows deleted or moved): the
     /// design brings its own audit, and its proof statements derive each job's status.
     OwnAudit,
+    /// A state column and state names the design declares (design.toml): the harness's
+    /// audit is this trigger on it.
+    Declared(String),
 }
 
 /// How a worker claims.
@@ -178,7 +192,9 @@ pub struct SqlDesign {
     pub complete: CompleteShape,
     pub wake_up: WakeUp,
     /// The hot table: what the statistics, VACUUM, ANALYZE and readers look at.
-    pub table: &'static str,
+    pub table: String,
+    /// The status words its statements may return besides the harness's.
+    pub words: StateWords,
     /// The design's other tables that keep jobs (an archive, kept dead letters): the
     /// sampler reports their rows and size.
     pub side_tables: Vec<&'static str>,
@@ -190,8 +206,11 @@ pub struct SqlDesign {
     pub mark_binds: Vec<MarkParam>,
     /// The value bound to `:visibility_timeout`.
     pub visibility_timeout: Duration,
-    /// The value bound to the ticker's `$1` (rotation's period).
-    pub rotation_period: Duration,
+    /// The value bound to the ticker's `$1` (rotation's period); `None`: the ticker takes
+    /// no parameter (a custom design's tick.sql).
+    pub rotation_period: Option<Duration>,
+    /// How often the ticker runs.
+    pub tick_every: Duration,
     /// Where a custom design's files are, and their SHA-256.
     pub dir: Option<PathBuf>,
     pub files_sha256: Option<String>,
@@ -208,7 +227,8 @@ impl SqlDesign {
             finish: Finish::Update,
             complete: CompleteShape::PerJob,
             wake_up: WakeUp::Poll,
-            table: "job_queue",
+            table: "job_queue".into(),
+            words: StateWords::default(),
             side_tables: Vec::new(),
             claim_binds: Vec::new(),
             fail_binds: Vec::new(),
@@ -216,7 +236,8 @@ impl SqlDesign {
             visibility_timeout: plan
                 .visibility_timeout
                 .unwrap_or(DEFAULT_VISIBILITY_TIMEOUT),
-            rotation_period: plan.rotation_period,
+            rotation_period: Some(plan.rotation_period),
+            tick_every: DEFAULT_TICK,
             dir: None,
             files_sha256: None,
             sql,
@@ -239,10 +260,10 @@ impl SqlDesign {
             claim_batch: self.claim_size(),
             finish: self.finish,
             wake_up: self.wake_up,
-            table: self.table.to_string(),
+            table: self.table.clone(),
             claim_sql: self.sql.claim.trim().to_string(),
             files_sha256: self.files_sha256.clone(),
-            ticks: self.sql.tick.is_some(),
+            ticks: self.sql.tick.is_some().then_some(self.tick_every),
         }
     }
 
@@ -361,6 +382,26 @@ impl SqlDesign {
         }
     }
 
+    /// The harness's status for a status word the statement of `file` returned: its own
+    /// words, or a state the design declares. Anything else stops the run (retrying cannot
+    /// help), naming the file: never a zero, never a rollback.
+    pub fn status(&self, file: &str, word: &str) -> Result<JobStatus, BackendError> {
+        self.words
+            .status(&self.file(file), word)
+            .map_err(|e| BackendError::new(ErrorClass::Permanent, e))
+    }
+
+    /// Status words of `file`'s rows, as the harness's statuses.
+    pub fn statuses<T>(
+        &self,
+        file: &str,
+        rows: Vec<(T, String)>,
+    ) -> Result<Vec<(T, JobStatus)>, BackendError> {
+        rows.into_iter()
+            .map(|(x, w)| Ok((x, self.status(file, &w)?)))
+            .collect()
+    }
+
     /// How to name one of the design's statement files in a message.
     pub fn file(&self, name: &str) -> String {
         match &self.dir {
@@ -377,12 +418,20 @@ pub fn read_custom(
     plan: &VariantPlan,
     seed: SqlDesign,
     returning: Returning,
+    declared: Option<&DeclaredSql>,
 ) -> Result<SqlDesign, DesignError> {
     let dir = plan.dir.as_deref().unwrap_or(Path::new("."));
-    let (sql, files_sha256) = custom_statements(dir, seed.sql.clone())?;
+    let declaration = Declaration::read(dir)?;
+    let defaults = declared_defaults(dir, &declaration, declared, seed.sql.clone())?;
+    let (sql, files_sha256) = custom_statements(dir, defaults)?;
     engine_files(dir, &sql, returning)?;
+    let sql = declared_audit(sql, &declaration, declared);
     let design = SqlDesign {
         label: format!("custom:{}", dir.display()),
+        rotation_period: None,
+        tick_every: declaration.tick_interval.unwrap_or(DEFAULT_TICK),
+        table: declaration.table.clone(),
+        words: declaration.words(),
         sql,
         dir: Some(dir.to_path_buf()),
         files_sha256: Some(files_sha256),
@@ -392,6 +441,47 @@ pub fn read_custom(
         n if n > 1 => design.batched(n),
         _ => design,
     })
+}
+
+/// The statements a design's files replace: the seed's, or, for a design that declares its
+/// states, the engine's statements over the view of them.
+fn declared_defaults(
+    dir: &Path,
+    d: &Declaration,
+    declared: Option<&DeclaredSql>,
+    seed: Statements,
+) -> Result<Statements, DesignError> {
+    let Some(states) = &d.states else {
+        return Ok(seed);
+    };
+    let Some(t) = declared else {
+        return Err(DesignError {
+            file: dir.join(DESIGN_FILE).display().to_string(),
+            reason: "declares [states], which only PostgreSQL reads so far: on MariaDB, keep a status column in the harness's words (pending, processing, done, dead_letter), or bring audit.sql and the proof's statements".into(),
+        });
+    };
+    Ok(Statements {
+        harness_ddl: vec![t.fill(t.view, d, states)],
+        pending_count: t.fill(t.pending_count, d, states),
+        status_counts: t.status_counts.into(),
+        job_status: t.job_status.into(),
+        ledger_check: t.ledger_check.into(),
+        untracked: t.untracked.into(),
+        jobs_by_key: t.jobs_by_key.into(),
+        ..seed
+    })
+}
+
+/// A declared design without an audit.sql of its own gets the harness's audit on its state
+/// column.
+fn declared_audit(sql: Statements, d: &Declaration, declared: Option<&DeclaredSql>) -> Statements {
+    match (&d.states, declared, &sql.state) {
+        (Some(states), Some(t), StateModel::StatusColumn) => Statements {
+            state: StateModel::Declared(t.fill(t.trigger, d, states)),
+            ..sql
+        },
+        _ => sql,
+    }
 }
 
 /// The files one engine's shape needs: on MariaDB (no `UPDATE … RETURNING`) the claim's
@@ -416,6 +506,10 @@ fn engine_files(dir: &Path, sql: &Statements, returning: Returning) -> Result<()
             "mark_claimed.sql",
             "is missing; on MariaDB (no UPDATE … RETURNING) claim.sql is the locking SELECT and mark_claimed.sql the UPDATE of what it locked (:id, and :visibility_timeout if it hides jobs)",
         ),
+        Returning::Nothing if sql.tick.is_some() => fail(
+            "tick.sql",
+            "runs on PostgreSQL only so far; on MariaDB, let the claim take what the ticker would make available",
+        ),
         Returning::Nothing if sql.reap.is_some() != sql.find_stale.is_some() => fail(
             "find_stale.sql",
             "and reap.sql come together on MariaDB: find_stale.sql locks the stale jobs (`?` stale_after in microseconds → id), reap.sql updates them (`?` their ids as a JSON array)",
@@ -425,7 +519,8 @@ fn engine_files(dir: &Path, sql: &Statements, returning: Returning) -> Result<()
 }
 
 /// Reads a custom design's directory: the required files must exist; the others replace
-/// the seed's when present. Also the SHA-256 over every `.sql` file read, in name order.
+/// the seed's when present. Also the SHA-256 over every file read (`.sql` files and
+/// design.toml), in name order.
 fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String), DesignError> {
     let read = |name: &str| -> Result<Option<String>, DesignError> {
         let path = dir.join(name);
@@ -460,12 +555,15 @@ fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String
     for name in OPTIONAL_FILES {
         got.insert(name, read(name)?);
     }
+    got.insert(DESIGN_FILE, read(DESIGN_FILE)?);
     let files_sha256 = sha256_of(&got);
+    got.remove(DESIGN_FILE);
     only_claim_and_fail_are_named(dir, &got)?;
     // A design's reaper is its own: the seed's would not fit its table.
     let reap = got.remove("reap.sql").flatten();
     let reap_counting = got.remove("reap_counting.sql").flatten();
     let own_audit = got.remove("audit.sql").flatten();
+    let tick = got.remove("tick.sql").flatten();
     let mut take = |name: &str, default: String| got.remove(name).flatten().unwrap_or(default);
     let sql = Statements {
         schema: vec![take("schema.sql", String::new())],
@@ -474,6 +572,7 @@ fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String
             None => StateModel::StatusColumn,
         },
         audit: own_audit.into_iter().collect(),
+        harness_ddl: seed.harness_ddl,
         enqueue: take("enqueue.sql", String::new()),
         claim: take("claim.sql", String::new()),
         complete: take("complete.sql", String::new()),
@@ -481,7 +580,7 @@ fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String
         prefill: take("prefill.sql", seed.prefill),
         reap,
         reap_counting,
-        tick: None,
+        tick,
         pending_count: take("pending_count.sql", seed.pending_count),
         status_counts: take("status_counts.sql", seed.status_counts),
         ledger_check: take("ledger_check.sql", seed.ledger_check),
@@ -559,7 +658,8 @@ fn sha256_of(files: &std::collections::BTreeMap<&str, Option<String>>) -> String
 
 /// The files a custom design may bring to replace the seed's; `mark_claimed.sql` and
 /// `find_stale.sql` are MariaDB's (the claim's and the reaper's first halves).
-const OPTIONAL_FILES: [&str; 12] = [
+const OPTIONAL_FILES: [&str; 13] = [
+    "tick.sql",
     "audit.sql",
     "mark_claimed.sql",
     "find_stale.sql",

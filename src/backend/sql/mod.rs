@@ -1,8 +1,10 @@
-//! What the SQL engines share: their errors in the seam's classes, the job status as a
-//! column type, and a queue design as statements (`design`).
+//! What the SQL engines share: their errors in the seam's classes, status counts read
+//! through a design's state words, a queue design as statements (`design`) and in its own
+//! words (`declared`), and what a completion statement did (`completion`).
 
 pub mod bystander;
 pub mod completion;
+pub mod declared;
 pub mod design;
 pub mod server;
 
@@ -11,9 +13,6 @@ use super::job::JobStatus;
 use super::seam::{DesignInfo, InstallError};
 use crate::backend::queue::{BackoffPlan, QueuePlan};
 use design::SqlDesign;
-use sqlx::error::BoxDynError;
-use sqlx::mysql::{MySql, MySqlTypeInfo, MySqlValueRef};
-use sqlx::postgres::{PgTypeInfo, PgValueRef, Postgres};
 use std::sync::Arc;
 
 impl From<sqlx::Error> for BackendError {
@@ -52,20 +51,30 @@ impl Shared {
     }
 }
 
-/// A full sample's counts by status. A custom design's table may hold statuses of its own:
-/// those are not counted.
-pub fn count_statuses(counts: Vec<(String, i64)>, s: &mut super::figures::DbSample) {
-    let (mut processing, mut done, mut dead) = (0, 0, 0);
-    for (status, n) in counts {
-        match JobStatus::parse(&status) {
-            Some(JobStatus::Pending) => s.pending = n,
-            Some(JobStatus::Processing) => processing = n,
-            Some(JobStatus::Done) => done = n,
-            Some(JobStatus::DeadLetter) => dead = n,
-            None => {}
-        }
+/// A full sample's counts by status (status_counts.sql's words, the harness's or the states
+/// a design declares; several of a design's states may count as one of the harness's).
+pub fn count_statuses(
+    design: &SqlDesign,
+    counts: Vec<(String, i64)>,
+    s: &mut super::figures::DbSample,
+) -> Result<(), BackendError> {
+    let (mut pending, mut processing, mut done, mut dead) = (0, 0, 0, 0);
+    for (n, status) in design.statuses("status_counts.sql", swap(counts))? {
+        *match status {
+            JobStatus::Pending => &mut pending,
+            JobStatus::Processing => &mut processing,
+            JobStatus::Done => &mut done,
+            JobStatus::DeadLetter => &mut dead,
+        } += n;
     }
+    s.pending = pending;
     (s.processing, s.done, s.dead_letter) = (Some(processing), Some(done), Some(dead));
+    Ok(())
+}
+
+/// `(word, n)` rows as `(n, word)`, the order [`SqlDesign::statuses`] reads.
+fn swap(rows: Vec<(String, i64)>) -> Vec<(i64, String)> {
+    rows.into_iter().map(|(w, n)| (n, w)).collect()
 }
 
 impl From<sqlx::Error> for InstallError {
@@ -133,40 +142,6 @@ pub fn one_line(e: &sqlx::Error) -> String {
     .next()
     .unwrap_or_default()
     .to_string()
-}
-
-impl sqlx::Type<Postgres> for JobStatus {
-    fn type_info() -> PgTypeInfo {
-        <&str as sqlx::Type<Postgres>>::type_info()
-    }
-
-    fn compatible(ty: &PgTypeInfo) -> bool {
-        <&str as sqlx::Type<Postgres>>::compatible(ty)
-    }
-}
-
-impl<'r> sqlx::Decode<'r, Postgres> for JobStatus {
-    fn decode(value: PgValueRef<'r>) -> Result<Self, BoxDynError> {
-        let s = <&str as sqlx::Decode<Postgres>>::decode(value)?;
-        JobStatus::parse(s).ok_or_else(|| format!("unknown job status {s:?}").into())
-    }
-}
-
-impl sqlx::Type<MySql> for JobStatus {
-    fn type_info() -> MySqlTypeInfo {
-        <&str as sqlx::Type<MySql>>::type_info()
-    }
-
-    fn compatible(ty: &MySqlTypeInfo) -> bool {
-        <&str as sqlx::Type<MySql>>::compatible(ty)
-    }
-}
-
-impl<'r> sqlx::Decode<'r, MySql> for JobStatus {
-    fn decode(value: MySqlValueRef<'r>) -> Result<Self, BoxDynError> {
-        let s = <&str as sqlx::Decode<MySql>>::decode(value)?;
-        JobStatus::parse(s).ok_or_else(|| format!("unknown job status {s:?}").into())
-    }
 }
 
 /// The name a run gives its namespace: `<prefix>_<unix time>_<random>`,

@@ -85,10 +85,18 @@ where
     sqlx::raw_sql(audit.completion_audit)
         .execute(&mut *conn)
         .await?;
-    if d.sql.state == StateModel::StatusColumn {
-        sqlx::raw_sql(audit.status_trigger)
-            .execute(&mut *conn)
-            .await?;
+    match &d.sql.state {
+        StateModel::StatusColumn => {
+            sqlx::raw_sql(audit.status_trigger)
+                .execute(&mut *conn)
+                .await?;
+        }
+        StateModel::Declared(trigger) => {
+            sqlx::raw_sql(AssertSqlSafe(trigger.as_str()))
+                .execute(&mut *conn)
+                .await?;
+        }
+        StateModel::OwnAudit => {}
     }
     run_all::<DB>(conn, &d.sql.audit).await
 }
@@ -133,18 +141,29 @@ where
     run_all::<DB>(&mut *conn, &d.sql.schema)
         .await
         .map_err(failed)?;
-    if custom && let Err(e) = has_table::<DB>(&mut *conn, d.table).await {
+    if custom && let Err(e) = has_table::<DB>(&mut *conn, &d.table).await {
         return Err(schema_error(
             d.file("schema.sql"),
             format!(
                 "creates no table {table} ({e}): the harness reads the queue table by this name \
                  (its statistics, ANALYZE, the completion audit's trigger); name the design's \
-                 queue table {table}",
+                 queue table {table}, or declare its own name in design.toml (table = \"…\")",
                 table = d.table,
                 e = one_line(&e)
             ),
         ));
     }
+    run_all::<DB>(&mut *conn, &d.sql.harness_ddl)
+        .await
+        .map_err(|e| {
+            schema_error(
+                d.file("design.toml"),
+                format!(
+                    "the harness's view of its declared states does not install: {}",
+                    one_line(&e)
+                ),
+            )
+        })?;
     if let Some(audit) = audit {
         install_audit::<DB>(&mut *conn, d, audit)
             .await
@@ -152,7 +171,7 @@ where
                 true => schema_error(
                     d.file("schema.sql"),
                     format!(
-                        "the harness's completion audit does not install on its tables: {}",
+                        "the harness's completion audit does not install on its tables: {}; a design without a status column in the harness's words declares its state column and names in design.toml ([states]) or brings audit.sql",
                         one_line(&e)
                     ),
                 ),

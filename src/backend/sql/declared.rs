@@ -1,0 +1,356 @@
+//! A custom design's own words, from its `design.toml`: the queue table's name, the column
+//! holding each job's state and the design's state names mapped to the harness's (waiting,
+//! in flight, done, dead letter), the column counting attempts and what it counts, and the
+//! payload's column. Rules: every name is a plain identifier or word (it goes into SQL the
+//! harness writes, never a value a user types at run time); a state name belongs to one
+//! harness state; a status word a statement returns that is neither the harness's nor a
+//! declared state fails in one line naming the file, never becomes a zero or a rollback.
+
+use super::super::job::JobStatus;
+use super::super::seam::DesignError;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The file a design declares itself in.
+pub const DESIGN_FILE: &str = "design.toml";
+
+/// What a design's `design.toml` declares.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Declaration {
+    /// The queue table (what statistics, ANALYZE, VACUUM and the audit look at).
+    #[serde(default = "default_table")]
+    pub table: String,
+    /// The column holding the harness's JSON payload (`payload`).
+    #[serde(default = "default_payload")]
+    pub payload: String,
+    pub states: Option<States>,
+    pub attempts: Option<Attempts>,
+    /// How often tick.sql runs (1 s when not given), as written: `"500ms"`, `"2s"`.
+    #[serde(default, rename = "tick_interval")]
+    tick_interval_text: Option<String>,
+    /// The same, read.
+    #[serde(skip)]
+    pub tick_interval: Option<std::time::Duration>,
+}
+
+fn default_table() -> String {
+    "job_queue".into()
+}
+
+fn default_payload() -> String {
+    "payload".into()
+}
+
+/// The state column and the design's names for each of the harness's states.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct States {
+    pub column: String,
+    pub waiting: Vec<String>,
+    /// Waiting after a failure, for its back-off (counted as waiting).
+    #[serde(default)]
+    pub retrying: Vec<String>,
+    pub in_flight: Vec<String>,
+    pub done: Vec<String>,
+    pub dead_letter: Vec<String>,
+}
+
+/// The column counting a job's attempts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Attempts {
+    pub column: String,
+    pub counts: AttemptsCount,
+}
+
+/// What an attempt column counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptsCount {
+    /// Failed attempts (the seed's `retry_count`): the proof settles failure updates whose
+    /// commit it could not see by it.
+    Failures,
+    /// Claims (River's `attempt`): a reap counts too, so the proof cannot settle failures
+    /// by it and does not try.
+    Claims,
+}
+
+/// The status words the design's statements may return: the harness's own, and the names
+/// its declaration maps to them.
+#[derive(Debug, Clone, Default)]
+pub struct StateWords {
+    declared: BTreeMap<String, JobStatus>,
+}
+
+impl StateWords {
+    /// The harness's status for `word`, a statement of `file` returned; an unknown word is
+    /// an error naming the file and the words allowed.
+    pub fn status(&self, file: &str, word: &str) -> Result<JobStatus, String> {
+        JobStatus::parse(word)
+            .or_else(|| self.declared.get(word).copied())
+            .ok_or_else(|| {
+                let mut allowed: Vec<&str> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
+                allowed.extend(self.declared.keys().map(String::as_str));
+                format!(
+                    "{file}: returned the status '{word}', which is neither the harness's nor a state {DESIGN_FILE} declares (allowed: {}); declare it under [states] or return one of those",
+                    allowed.join(", ")
+                )
+            })
+    }
+}
+
+impl Declaration {
+    /// Reads `dir`'s design.toml; the seed's table and payload when there is none.
+    pub fn read(dir: &Path) -> Result<Declaration, DesignError> {
+        let path = dir.join(DESIGN_FILE);
+        let fail = |reason: String| DesignError {
+            file: path.display().to_string(),
+            reason,
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Declaration {
+                    table: default_table(),
+                    payload: default_payload(),
+                    states: None,
+                    attempts: None,
+                    tick_interval_text: None,
+                    tick_interval: None,
+                });
+            }
+            Err(e) => return Err(fail(format!("cannot be read: {e}"))),
+        };
+        let mut d: Declaration =
+            toml::from_str(&text).map_err(|e| fail(e.message().trim().replace('\n', " ")))?;
+        d.check().map_err(fail)?;
+        Ok(d)
+    }
+
+    fn check(&mut self) -> Result<(), String> {
+        if let Some(text) = &self.tick_interval_text {
+            let every = humantime::parse_duration(text)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| format!("tick_interval = \"{text}\" is not a duration above zero (e.g. \"500ms\", \"2s\")"))?;
+            self.tick_interval = Some(every);
+        }
+        identifier("table", &self.table)?;
+        identifier("payload", &self.payload)?;
+        if let Some(a) = &self.attempts {
+            identifier("attempts.column", &a.column)?;
+        }
+        let Some(s) = &self.states else {
+            return Ok(());
+        };
+        identifier("states.column", &s.column)?;
+        let mut seen = BTreeMap::new();
+        for (key, names) in s.lists() {
+            if names.is_empty() && key != "states.retrying" {
+                return Err(format!(
+                    "{key}: names no state; each harness state needs at least one of the design's"
+                ));
+            }
+            for name in names {
+                word(key, name)?;
+                if let Some(other) = seen.insert(name.as_str(), key) {
+                    return Err(format!(
+                        "{key}: the state '{name}' is also under {other}; a state belongs to one harness state"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The status words its statements may return.
+    pub fn words(&self) -> StateWords {
+        let mut declared = BTreeMap::new();
+        if let Some(s) = &self.states {
+            for (status, names) in s.by_status() {
+                declared.extend(names.iter().map(|n| (n.clone(), status)));
+            }
+        }
+        StateWords { declared }
+    }
+}
+
+impl States {
+    fn lists(&self) -> [(&'static str, &Vec<String>); 5] {
+        [
+            ("states.waiting", &self.waiting),
+            ("states.retrying", &self.retrying),
+            ("states.in_flight", &self.in_flight),
+            ("states.done", &self.done),
+            ("states.dead_letter", &self.dead_letter),
+        ]
+    }
+
+    fn by_status(&self) -> [(JobStatus, &Vec<String>); 5] {
+        [
+            (JobStatus::Pending, &self.waiting),
+            (JobStatus::Pending, &self.retrying),
+            (JobStatus::Processing, &self.in_flight),
+            (JobStatus::Done, &self.done),
+            (JobStatus::DeadLetter, &self.dead_letter),
+        ]
+    }
+
+    /// The names of `status`, as SQL string literals: `'completed', 'discarded'`.
+    pub fn literals(&self, status: JobStatus) -> String {
+        let names: Vec<String> = self
+            .by_status()
+            .into_iter()
+            .filter(|(s, _)| *s == status)
+            .flat_map(|(_, names)| names.iter().map(|n| format!("'{n}'")))
+            .collect();
+        names.join(", ")
+    }
+}
+
+/// An engine's statements for a design that declares its states: the view the proof reads
+/// (`dbq_bench_job_state`: id, status in the harness's words, retry_count, payload), the
+/// audit's trigger on the state column, and the proof's and sampler's statements. The
+/// templates' `{table}`, `{state}`, `{waiting}`, `{in_flight}`, `{done}`, `{dead_letter}`,
+/// `{failures}` and `{payload}` are filled from the declaration.
+pub struct DeclaredSql {
+    pub view: &'static str,
+    pub trigger: &'static str,
+    pub pending_count: &'static str,
+    pub status_counts: &'static str,
+    pub job_status: &'static str,
+    pub ledger_check: &'static str,
+    pub untracked: &'static str,
+    pub jobs_by_key: &'static str,
+    /// The engine's SQL for "no value" as an attempt count.
+    pub no_count: &'static str,
+}
+
+impl DeclaredSql {
+    /// `template` with the declaration's names in place.
+    pub fn fill(&self, template: &str, d: &Declaration, states: &States) -> String {
+        let failures = match &d.attempts {
+            Some(a) if a.counts == AttemptsCount::Failures => a.column.as_str(),
+            _ => self.no_count,
+        };
+        let waiting = states.literals(JobStatus::Pending);
+        template
+            .replace("{table}", &d.table)
+            .replace("{state}", &states.column)
+            .replace("{waiting}", &waiting)
+            .replace("{in_flight}", &states.literals(JobStatus::Processing))
+            .replace("{done}", &states.literals(JobStatus::Done))
+            .replace("{dead_letter}", &states.literals(JobStatus::DeadLetter))
+            .replace("{failures}", failures)
+            .replace("{payload}", &d.payload)
+    }
+}
+
+/// A table or column name: letters, digits and `_`, not starting with a digit.
+fn identifier(key: &str, name: &str) -> Result<(), String> {
+    let ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "{key} = \"{name}\" is not a plain name (letters, digits and _, not starting with a digit)"
+        )),
+    }
+}
+
+/// A state name: letters, digits, `_` and `-`.
+fn word(key: &str, name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "{key}: '{name}' is not a plain state name (letters, digits, _ and -)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Declaration, String> {
+        let mut d: Declaration = toml::from_str(text).map_err(|e| e.message().to_string())?;
+        d.check().map(|()| d)
+    }
+
+    const RIVER: &str = r#"
+table = "river_job"
+payload = "args"
+[states]
+column = "state"
+waiting = ["available", "scheduled"]
+retrying = ["retryable"]
+in_flight = ["running"]
+done = ["completed"]
+dead_letter = ["discarded", "cancelled"]
+[attempts]
+column = "attempt"
+counts = "claims"
+"#;
+
+    #[test]
+    fn a_library_s_state_names_map_to_the_harness_s() {
+        let d = parse(RIVER).unwrap();
+        let words = d.words();
+        assert_eq!(words.status("f", "retryable"), Ok(JobStatus::Pending));
+        assert_eq!(words.status("f", "running"), Ok(JobStatus::Processing));
+        assert_eq!(words.status("f", "cancelled"), Ok(JobStatus::DeadLetter));
+        assert_eq!(
+            words.status("f", "done"),
+            Ok(JobStatus::Done),
+            "the harness's own"
+        );
+        let unknown = words.status("fail.sql", "available ").unwrap_err();
+        assert!(
+            unknown.starts_with("fail.sql: returned the status 'available '"),
+            "{unknown}"
+        );
+        assert!(
+            unknown.contains("allowed: pending, processing, done, dead_letter, available"),
+            "{unknown}"
+        );
+        let states = d.states.unwrap();
+        assert_eq!(
+            states.literals(JobStatus::DeadLetter),
+            "'discarded', 'cancelled'"
+        );
+        assert_eq!(
+            states.literals(JobStatus::Pending),
+            "'available', 'scheduled', 'retryable'"
+        );
+    }
+
+    #[test]
+    fn names_that_are_not_plain_or_a_state_under_two_headings_are_refused() {
+        let bad = |from: &str, to: &str| parse(&RIVER.replace(from, to)).unwrap_err();
+        assert!(
+            bad("river_job", "river_job; DROP")
+                .contains("table = \"river_job; DROP\" is not a plain name")
+        );
+        assert!(
+            bad("\"running\"]", "\"running\", \"completed\"]")
+                .contains("states.done: the state 'completed' is also under states.in_flight")
+        );
+        assert!(bad("[\"completed\"]", "[]").contains("states.done: names no state"));
+        assert!(
+            bad("counts = \"claims\"", "counts = \"tries\"").contains("unknown variant `tries`")
+        );
+        assert!(
+            bad("payload = \"args\"", "payload = \"args\"\npriority = 1")
+                .contains("unknown field `priority`")
+        );
+    }
+}
