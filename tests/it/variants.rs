@@ -438,20 +438,36 @@ fn a_design_without_a_status_column_or_audit_is_told_how_to_declare_its_states()
     );
 }
 
-/// A status word that is neither the harness's nor a state design.toml declares stops the
-/// run in one line naming the file: never a rollback that runs the job again, never a zero.
+/// A status word that is neither the harness's nor a state design.toml declares is refused
+/// before the load, by the rehearsal of one job through the design's statements, in one line
+/// naming the file: never a rollback that runs the job again, never a zero.
 #[test]
-fn an_undeclared_state_name_stops_the_run_naming_the_file() {
+fn an_undeclared_state_name_is_refused_before_the_load_naming_the_file() {
     let river = scenario_dir("custom-river");
     let toml = std::fs::read_to_string(format!("{river}/design.toml"))
         .unwrap()
         .replace("retrying = [\"retryable\"]\n", "");
     let undeclared = broken_copy(&river, "design.toml", Some(&toml));
-    let (code, err) = run_custom(undeclared.path(), &["consumers.handler.error_rate=0.5"]);
-    assert_eq!(code, Some(1), "{err}");
-    assert!(
-        err.contains("fail.sql: returned the status 'retryable', which is neither the harness's nor a state design.toml declares"),
-        "{err}"
+    let (code, err) = run_custom(undeclared.path(), &[]);
+    assert_one_error(
+        code,
+        &err,
+        &[
+            "fail.sql",
+            "rehearsal job",
+            "returned the status 'retryable', which is neither the harness's nor a state design.toml declares",
+        ],
+    );
+    let counts = broken_copy(
+        &scenario_dir("custom-seed"),
+        "status_counts.sql",
+        Some("SELECT 'queued' AS status, count(*) FROM job_queue GROUP BY 1"),
+    );
+    let (code, err) = run_custom(counts.path(), &[]);
+    assert_one_error(
+        code,
+        &err,
+        &["status_counts.sql", "returned the status 'queued'"],
     );
 }
 

@@ -21,6 +21,7 @@ use super::seam::{
 use super::sql::Shared;
 use super::sql::design::SqlDesign;
 use super::sql::namespace_name;
+use super::sql::rehearsal;
 use super::sql::server::{self, AuditTables};
 use crate::backend::engine::{EngineFacts, ShutdownMode};
 use crate::backend::queue::QueuePlan;
@@ -222,7 +223,14 @@ impl MariaQueue {
         let result =
             server::install::<MySql, _>(&mut conn, d, audit, check::check_statements).await;
         conn.close().await.ok();
-        result
+        result?;
+        if d.dir.is_some() {
+            let mut link = self.connect("rehearsal").await?;
+            let rehearsed = rehearsal::rehearse(&mut *link, d).await;
+            link.close().await;
+            rehearsed.map_err(InstallError::Design)?;
+        }
+        Ok(())
     }
 }
 

@@ -20,6 +20,7 @@ use super::seam::{
 use super::sql::Shared;
 use super::sql::design::SqlDesign;
 use super::sql::namespace_name;
+use super::sql::rehearsal;
 use super::sql::server::{self, AuditTables};
 use crate::backend::engine::{EngineFacts, ShutdownMode};
 use crate::backend::queue::QueuePlan;
@@ -271,7 +272,14 @@ impl PgQueue {
         let result =
             server::install::<Postgres, _>(&mut conn, d, audit, link::check_statements).await;
         conn.close().await.ok();
-        result
+        result?;
+        if d.dir.is_some() {
+            let mut link = self.connect("rehearsal").await?;
+            let rehearsed = rehearsal::rehearse(&mut *link, d).await;
+            link.close().await;
+            rehearsed.map_err(InstallError::Design)?;
+        }
+        Ok(())
     }
 }
 

@@ -92,7 +92,13 @@ impl StateWords {
             .or_else(|| self.declared.get(word).copied())
             .ok_or_else(|| {
                 let mut allowed: Vec<&str> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
-                allowed.extend(self.declared.keys().map(String::as_str));
+                let harness = allowed.clone();
+                allowed.extend(
+                    self.declared
+                        .keys()
+                        .map(String::as_str)
+                        .filter(|w| !harness.contains(w)),
+                );
                 format!(
                     "{file}: returned the status '{word}', which is neither the harness's nor a state {DESIGN_FILE} declares (allowed: {}); declare it under [states] or return one of those",
                     allowed.join(", ")
