@@ -94,7 +94,71 @@ impl Named for MarkParam {
     }
 }
 
-/// The other statements take no names, only the positional `$n` that docs/designs.md lists.
+/// A statement's names, each bound at a fixed position (its place in the list, from `$1`),
+/// which is the order the harness binds them in and the positional form docs/designs.md
+/// lists: a statement may use names or positions, and any subset of either.
+macro_rules! fixed_params {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $($variant),+
+        }
+
+        impl Named for $name {
+            const ALL: &'static [Self] = &[$($name::$variant),+];
+
+            fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+    };
+}
+
+fixed_params! {
+    /// What enqueue.sql takes.
+    EnqueueParam { Type = "type", Payload = "payload", Priority = "priority", MaxRetries = "max_retries" }
+}
+fixed_params! {
+    /// What prefill.sql takes (arrays, one element per job).
+    PrefillParam { Types = "types", Payloads = "payloads", Priorities = "priorities", MaxRetries = "max_retries" }
+}
+fixed_params! {
+    /// What complete.sql takes when it completes one job.
+    CompleteParam { Id = "id" }
+}
+fixed_params! {
+    /// What complete.sql takes when it completes a claimed batch.
+    BatchCompleteParam { Ids = "ids" }
+}
+fixed_params! {
+    /// What reap.sql and reap_counting.sql take: the threshold, and the back-off a rescued
+    /// job may be given (`queue.backoff`, as fail.sql's).
+    ReapParam {
+        StaleAfter = "stale_after",
+        BackoffBase = "backoff_base",
+        BackoffFactor = "backoff_factor",
+        BackoffCap = "backoff_cap",
+        BackoffJitter = "backoff_jitter",
+    }
+}
+fixed_params! {
+    /// What job_status.sql and untracked.sql take.
+    IdsParam { Ids = "ids" }
+}
+fixed_params! {
+    /// What ledger_check.sql takes.
+    LedgerParam { Ids = "ids", Expected = "expected" }
+}
+fixed_params! {
+    /// What jobs_by_key.sql takes.
+    KeysParam { Keys = "keys" }
+}
+
+/// Statements that take nothing (pending_count.sql, status_counts.sql, tick.sql), and, on
+/// MariaDB, every statement but the claim's and the failure update's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoParam {}
 
@@ -125,6 +189,9 @@ pub enum Placeholders {
     Numbered,
     /// `?`: one per occurrence, bound in order (MariaDB).
     Question,
+    /// `$k` for the k-th name of the statement's list, whichever it uses (PostgreSQL's
+    /// statements whose values the harness binds in a fixed order).
+    Fixed,
 }
 
 /// A statement with its names replaced by placeholders, and what to bind to them, in order.
@@ -179,7 +246,7 @@ pub fn rewrite<P: Named>(sql: &str, style: Placeholders) -> Result<Rewritten<P>,
 fn unknown<P: Named>(name: &str) -> String {
     match P::ALL.is_empty() {
         true => format!(
-            "takes a named parameter :{name}; only claim.sql ({}) and fail.sql ({}) take names (and MariaDB's mark_claimed.sql), the other statements the positional $n that docs/designs.md lists",
+            "takes a named parameter :{name}, but it is given none (on MariaDB only claim.sql ({}), mark_claimed.sql and fail.sql ({}) take names, the other statements the ? that docs/designs.md lists)",
             allowed::<ClaimParam>(),
             allowed::<FailParam>()
         ),
@@ -195,6 +262,13 @@ fn placeholder<P: Named>(binds: &mut Vec<P>, param: P, style: Placeholders) -> S
         Placeholders::Question => {
             binds.push(param);
             "?".into()
+        }
+        Placeholders::Fixed => {
+            if !binds.contains(&param) {
+                binds.push(param);
+            }
+            let k = P::ALL.iter().position(|p| *p == param).unwrap_or(0) + 1;
+            format!("${k}")
         }
         Placeholders::Numbered => {
             let n = match binds.iter().position(|p| *p == param) {

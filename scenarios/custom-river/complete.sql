@@ -2,4 +2,4 @@
 -- whose job the rescuer took back completes nothing (a stale completion).
 UPDATE river_job
 SET    state = 'completed', finalized_at = now()
-WHERE  id = $1 AND state = 'running'
+WHERE  id = :id AND state = 'running'

@@ -553,7 +553,11 @@ fn named_parameters_unknown_or_unused_are_refused_before_the_load() {
     assert_one_error(
         code,
         &err,
-        &["job_status.sql", "only claim.sql", "fail.sql"],
+        &[
+            "job_status.sql",
+            "unknown parameter :id",
+            "its parameters are :ids",
+        ],
     );
 
     // The completion's `$1` is checked as the harness binds it: ids[] for batch claims.
@@ -906,16 +910,26 @@ async fn storage_knobs_reach_the_queue_table() {
 }
 
 /// A permanent database error during the load (here every insert breaks a CHECK the custom
-/// schema adds) is not retried forever: the run stops, exits 1, and says in one line who
-/// met it and what the server said; partial results are written.
+/// schema adds, which lets the rehearsal's job through) is not retried forever: the run
+/// stops, exits 1, and says in one line who met it and what the server said; partial
+/// results are written. A CHECK the rehearsal meets stops the run before the load.
 #[test]
 fn a_permanent_insert_error_stops_the_run() {
     let schema =
         std::fs::read_to_string(format!("{}/schema.sql", scenario_dir("custom-seed"))).unwrap();
-    let rejecting = format!(
-        "{schema}\nALTER TABLE job_queue ADD CONSTRAINT no_jobs_today CHECK (type = 'none');\n"
+    let check = |allowed: &str| {
+        format!(
+            "{schema}\nALTER TABLE job_queue ADD CONSTRAINT no_jobs_today CHECK (type = '{allowed}');\n"
+        )
+    };
+    let before = broken_custom("schema.sql", Some(&check("none")));
+    let (code, err) = run_custom(before.path(), &[]);
+    assert_one_error(
+        code,
+        &err,
+        &["enqueue.sql", "rehearsal job", "no_jobs_today"],
     );
-    let dir = broken_custom("schema.sql", Some(&rejecting));
+    let dir = broken_custom("schema.sql", Some(&check("rehearsal")));
     let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
         .args(smoke_on_shared_server())
         .args([

@@ -346,10 +346,19 @@ impl Work for PgLink {
         let Some(sql) = sql else {
             return Ok(Vec::new());
         };
-        let rows: Vec<(i64, String)> = sqlx::query_as(AssertSqlSafe(sql.as_str()))
-            .bind(stale_after)
-            .fetch_all(&mut self.conn)
-            .await?;
+        let b = self.shared.backoff;
+        let query = sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(stale_after);
+        // A named reap.sql may give a rescued job its back-off: the values after the
+        // threshold, in ReapParam's order, as far as it takes them.
+        let query = match self.shared.design.reap_values {
+            1 => query,
+            _ => query
+                .bind(b.base)
+                .bind(b.factor)
+                .bind(b.cap)
+                .bind(b.jitter.floor()),
+        };
+        let rows: Vec<(i64, String)> = query.fetch_all(&mut self.conn).await?;
         let file = match count_as_attempt {
             true => "reap_counting.sql",
             false => "reap.sql",
@@ -488,11 +497,22 @@ async fn prepare_as_bound(
     file: &str,
     text: &str,
 ) -> sqlx::Result<sqlx::postgres::PgStatement> {
-    let types = match (file, d.complete) {
-        ("complete.sql", CompleteShape::PerJob) => vec![PgTypeInfo::with_name("int8")],
-        ("complete.sql", CompleteShape::PerBatch) => vec![PgTypeInfo::with_name("_int8")],
-        _ => Vec::new(),
+    let names: &[&str] = match (file, d.complete) {
+        ("complete.sql", CompleteShape::PerJob) => &["int8"],
+        ("complete.sql", CompleteShape::PerBatch) => &["_int8"],
+        ("enqueue.sql", _) => &["text", "text", "int4", "int4"],
+        ("prefill.sql", _) => &["_text", "_text", "_int4", "int4"],
+        ("reap.sql" | "reap_counting.sql", _) if d.reap_values > 1 => {
+            &["interval", "interval", "float8", "interval", "float8"]
+        }
+        ("job_status.sql" | "untracked.sql", _) => &["_int8"],
+        ("ledger_check.sql", _) => &["_int8", "_text"],
+        ("jobs_by_key.sql", _) => &["_text"],
+        _ => &[],
     };
+    // Each value typed as the harness binds it, so a statement that names only some of
+    // them (`$2` without `$1`) prepares as it will run.
+    let types: Vec<PgTypeInfo> = names.iter().map(|n| PgTypeInfo::with_name(n)).collect();
     conn.prepare_with(
         sqlx::SqlSafeStr::into_sql_str(AssertSqlSafe(text.to_string())),
         &types,

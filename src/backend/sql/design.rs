@@ -9,12 +9,11 @@ use super::super::error::{BackendError, ErrorClass};
 use super::super::job::JobStatus;
 use super::super::seam::{DesignError, DesignInfo, WakeUp};
 use super::declared::{DESIGN_FILE, Declaration, DeclaredSql, StateWords};
+use super::names;
 use crate::backend::queue::{
     BackoffPlan, CUSTOM_REQUIRED_FILES, Finish, Jitter, QueuePlan, VariantPlan,
 };
-use crate::named_params::{
-    ClaimParam, FailParam, MarkParam, Named, NoParam, Placeholders, rewrite,
-};
+use crate::named_params::{ClaimParam, FailParam, MarkParam, Named, Placeholders, rewrite};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -211,6 +210,9 @@ pub struct SqlDesign {
     pub rotation_period: Option<Duration>,
     /// How often the ticker runs.
     pub tick_every: Duration,
+    /// The values the reaper's statements take, in order: the threshold, then (a custom
+    /// design's named reap.sql) the back-off's base, factor, cap and jitter.
+    pub reap_values: usize,
     /// Where a custom design's files are, and their SHA-256.
     pub dir: Option<PathBuf>,
     pub files_sha256: Option<String>,
@@ -237,6 +239,7 @@ impl SqlDesign {
                 .visibility_timeout
                 .unwrap_or(DEFAULT_VISIBILITY_TIMEOUT),
             rotation_period: Some(plan.rotation_period),
+            reap_values: 1,
             tick_every: DEFAULT_TICK,
             dir: None,
             files_sha256: None,
@@ -423,12 +426,14 @@ pub fn read_custom(
     let dir = plan.dir.as_deref().unwrap_or(Path::new("."));
     let declaration = Declaration::read(dir)?;
     let defaults = declared_defaults(dir, &declaration, declared, seed.sql.clone())?;
-    let (sql, files_sha256) = custom_statements(dir, defaults)?;
+    let batch = plan.claim_batch > 1;
+    let (sql, reap_values, files_sha256) = custom_statements(dir, defaults, returning, batch)?;
     engine_files(dir, &sql, returning)?;
     let sql = declared_audit(sql, &declaration, declared);
     let design = SqlDesign {
         label: format!("custom:{}", dir.display()),
         rotation_period: None,
+        reap_values,
         tick_every: declaration.tick_interval.unwrap_or(DEFAULT_TICK),
         table: declaration.table.clone(),
         words: declaration.words(),
@@ -521,7 +526,12 @@ fn engine_files(dir: &Path, sql: &Statements, returning: Returning) -> Result<()
 /// Reads a custom design's directory: the required files must exist; the others replace
 /// the seed's when present. Also the SHA-256 over every file read (`.sql` files and
 /// design.toml), in name order.
-fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String), DesignError> {
+fn custom_statements(
+    dir: &Path,
+    seed: Statements,
+    returning: Returning,
+    batch: bool,
+) -> Result<(Statements, usize, String), DesignError> {
     let read = |name: &str| -> Result<Option<String>, DesignError> {
         let path = dir.join(name);
         let file = || path.display().to_string();
@@ -558,7 +568,20 @@ fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String
     got.insert(DESIGN_FILE, read(DESIGN_FILE)?);
     let files_sha256 = sha256_of(&got);
     got.remove(DESIGN_FILE);
-    only_claim_and_fail_are_named(dir, &got)?;
+    let bound = [
+        "claim.sql",
+        "mark_claimed.sql",
+        "fail.sql",
+        "schema.sql",
+        "audit.sql",
+    ];
+    let mut statements: names::Files = got
+        .iter()
+        .filter(|(name, _)| !bound.contains(name))
+        .map(|(name, text)| (*name, text.clone()))
+        .collect();
+    let reap_values = names::name_the_rest(dir, &mut statements, returning, batch)?;
+    got.extend(statements);
     // A design's reaper is its own: the seed's would not fit its table.
     let reap = got.remove("reap.sql").flatten();
     let reap_counting = got.remove("reap_counting.sql").flatten();
@@ -590,30 +613,7 @@ fn custom_statements(dir: &Path, seed: Statements) -> Result<(Statements, String
         mark_claimed: got.remove("mark_claimed.sql").flatten(),
         find_stale: got.remove("find_stale.sql").flatten(),
     };
-    Ok((sql, files_sha256))
-}
-
-/// Named parameters are the claim's and the failure update's: one in another statement
-/// would reach the server as text. (DDL files are not statements the harness binds, and are
-/// not looked at.)
-fn only_claim_and_fail_are_named(
-    dir: &Path,
-    files: &std::collections::BTreeMap<&str, Option<String>>,
-) -> Result<(), DesignError> {
-    let statements = files.iter().filter(|(name, _)| {
-        !matches!(
-            **name,
-            "claim.sql" | "mark_claimed.sql" | "fail.sql" | "schema.sql" | "audit.sql"
-        )
-    });
-    for (name, text) in statements {
-        let Some(text) = text else { continue };
-        rewrite::<NoParam>(text, Placeholders::Numbered).map_err(|reason| DesignError {
-            file: dir.join(name).display().to_string(),
-            reason,
-        })?;
-    }
-    Ok(())
+    Ok((sql, reap_values, files_sha256))
 }
 
 /// A back-off value the scenario sets (away from the seed's formula) that a named fail.sql

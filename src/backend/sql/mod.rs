@@ -6,6 +6,7 @@ pub mod bystander;
 pub mod completion;
 pub mod declared;
 pub mod design;
+pub mod names;
 pub mod rehearsal;
 pub mod server;
 
