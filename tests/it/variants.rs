@@ -418,6 +418,10 @@ async fn a_library_s_own_table_and_state_names_run_without_a_mapping_view() {
         "expected River's rescuer to bring crashed workers' jobs back: {:?}",
         s.faults
     );
+    // River's completion takes `:id`: claims of five are completed one job at a time.
+    let batches = [&river[..], &["queue.claim_batch=5"]].concat();
+    let (batched, _dir) = run_plan(&plan(SMALL, &batches), false).await;
+    crate::support::assert_nothing_lost(&batched.results.summary);
 }
 
 /// A design with no status column and no audit of its own is refused before the load in

@@ -426,14 +426,13 @@ pub fn read_custom(
     let dir = plan.dir.as_deref().unwrap_or(Path::new("."));
     let declaration = Declaration::read(dir)?;
     let defaults = declared_defaults(dir, &declaration, declared, seed.sql.clone())?;
-    let batch = plan.claim_batch > 1;
-    let (sql, reap_values, files_sha256) = custom_statements(dir, defaults, returning, batch)?;
+    let (sql, binds, files_sha256) = custom_statements(dir, defaults, returning)?;
     engine_files(dir, &sql, returning)?;
     let sql = declared_audit(sql, &declaration, declared);
     let design = SqlDesign {
         label: format!("custom:{}", dir.display()),
         rotation_period: None,
-        reap_values,
+        reap_values: binds.reap_values,
         tick_every: declaration.tick_interval.unwrap_or(DEFAULT_TICK),
         table: declaration.table.clone(),
         words: declaration.words(),
@@ -442,9 +441,13 @@ pub fn read_custom(
         files_sha256: Some(files_sha256),
         ..seed
     };
-    Ok(match plan.claim_batch {
+    let design = match plan.claim_batch {
         n if n > 1 => design.batched(n),
         _ => design,
+    };
+    Ok(SqlDesign {
+        complete: binds.complete.unwrap_or(design.complete),
+        ..design
     })
 }
 
@@ -530,8 +533,7 @@ fn custom_statements(
     dir: &Path,
     seed: Statements,
     returning: Returning,
-    batch: bool,
-) -> Result<(Statements, usize, String), DesignError> {
+) -> Result<(Statements, names::Binds, String), DesignError> {
     let read = |name: &str| -> Result<Option<String>, DesignError> {
         let path = dir.join(name);
         let file = || path.display().to_string();
@@ -580,7 +582,7 @@ fn custom_statements(
         .filter(|(name, _)| !bound.contains(name))
         .map(|(name, text)| (*name, text.clone()))
         .collect();
-    let reap_values = names::name_the_rest(dir, &mut statements, returning, batch)?;
+    let binds = names::name_the_rest(dir, &mut statements, returning)?;
     got.extend(statements);
     // A design's reaper is its own: the seed's would not fit its table.
     let reap = got.remove("reap.sql").flatten();
@@ -613,7 +615,7 @@ fn custom_statements(
         mark_claimed: got.remove("mark_claimed.sql").flatten(),
         find_stale: got.remove("find_stale.sql").flatten(),
     };
-    Ok((sql, reap_values, files_sha256))
+    Ok((sql, binds, files_sha256))
 }
 
 /// A back-off value the scenario sets (away from the seed's formula) that a named fail.sql

@@ -6,7 +6,7 @@
 //! in order of appearance, these statements keep their `?` and a name is refused. DDL files
 //! (schema.sql, audit.sql) and design.toml are not statements the harness binds.
 
-use super::design::Returning;
+use super::design::{CompleteShape, Returning};
 use crate::backend::seam::DesignError;
 use crate::named_params::{
     BatchCompleteParam, CompleteParam, EnqueueParam, IdsParam, KeysParam, LedgerParam, Named,
@@ -18,15 +18,28 @@ use std::path::Path;
 /// The statements read so far, by file name.
 pub type Files<'a> = BTreeMap<&'a str, Option<String>>;
 
-/// Rewrites the names of each statement in `files` to the engine's placeholders; how many
-/// values the reaper's statements take (1: the threshold alone; up to 5 with the back-off).
+/// What the names said about how the design is bound.
+#[derive(Debug, Clone, Copy)]
+pub struct Binds {
+    /// How many values the reaper's statements take (1: the threshold alone; up to 5 with
+    /// the back-off).
+    pub reap_values: usize,
+    /// How complete.sql completes, when it names it: one job (`:id`) or the claimed batch
+    /// (`:ids`), whatever `queue.claim_batch` is. `None`: positional, `$1` an id, or the
+    /// batch's ids when claims take more than one.
+    pub complete: Option<CompleteShape>,
+}
+
+/// Rewrites the names of each statement in `files` to the engine's placeholders.
 pub fn name_the_rest(
     dir: &Path,
     files: &mut Files<'_>,
     returning: Returning,
-    batch: bool,
-) -> Result<usize, DesignError> {
-    let mut reap_values = 1;
+) -> Result<Binds, DesignError> {
+    let mut binds = Binds {
+        reap_values: 1,
+        complete: None,
+    };
     for (name, text) in files.iter_mut() {
         let Some(sql) = text else { continue };
         let fail = |reason: String| DesignError {
@@ -38,8 +51,7 @@ pub fn name_the_rest(
             Returning::Rows => match *name {
                 "enqueue.sql" => named::<EnqueueParam>(sql),
                 "prefill.sql" => named::<PrefillParam>(sql),
-                "complete.sql" if batch => named::<BatchCompleteParam>(sql),
-                "complete.sql" => named::<CompleteParam>(sql),
+                "complete.sql" => completion(sql, &mut binds.complete),
                 "reap.sql" | "reap_counting.sql" => named::<ReapParam>(sql),
                 "job_status.sql" | "untracked.sql" => named::<IdsParam>(sql),
                 "ledger_check.sql" => named::<LedgerParam>(sql),
@@ -51,11 +63,27 @@ pub fn name_the_rest(
             continue;
         };
         if name.starts_with("reap") {
-            reap_values = reap_values.max(rewritten.1);
+            binds.reap_values = binds.reap_values.max(rewritten.1);
         }
         *sql = rewritten.0;
     }
-    Ok(reap_values)
+    Ok(binds)
+}
+
+/// complete.sql by its name: `:id`, one job per statement, or `:ids`, the claimed batch.
+fn completion(
+    sql: &str,
+    shape: &mut Option<CompleteShape>,
+) -> Result<Option<(String, usize)>, String> {
+    if let Ok(one) = named::<CompleteParam>(sql) {
+        *shape = one.as_ref().map(|_| CompleteShape::PerJob);
+        return Ok(one);
+    }
+    let batch = named::<BatchCompleteParam>(sql).map_err(|_| {
+        "takes a name it is not given: it takes :id (one job per statement) or :ids (the claimed batch's ids), not both".to_string()
+    })?;
+    *shape = batch.as_ref().map(|_| CompleteShape::PerBatch);
+    Ok(batch)
 }
 
 /// The statement with `P`'s names as fixed positions, and the highest position it uses;
@@ -110,5 +138,24 @@ mod tests {
                 .unwrap_err()
                 .contains(":keys")
         );
+    }
+
+    #[test]
+    fn a_completion_completes_one_job_or_the_batch_by_the_name_it_takes() {
+        let shape = |sql: &str| {
+            let mut shape = None;
+            completion(sql, &mut shape).map(|_| shape)
+        };
+        assert_eq!(shape("… WHERE id = :id"), Ok(Some(CompleteShape::PerJob)));
+        assert_eq!(
+            shape("… WHERE id = ANY(:ids)"),
+            Ok(Some(CompleteShape::PerBatch))
+        );
+        assert_eq!(
+            shape("… WHERE id = $1"),
+            Ok(None),
+            "positional: the claim size decides"
+        );
+        assert!(shape("… :id … :ids").unwrap_err().contains("not both"));
     }
 }
