@@ -13,6 +13,10 @@ pub struct QueuePlan {
     /// ANALYZE the queue table while it is empty (`queue.stale_statistics`).
     #[serde(default)]
     pub stale_statistics: bool,
+    /// The priorities producers give jobs (`producers.priorities`), each once, ascending:
+    /// what a design that declares its own priority range maps into it.
+    #[serde(default)]
+    pub priorities: Vec<i32>,
 }
 
 /// Which queue design, with the options that shape it.

@@ -418,10 +418,27 @@ async fn a_library_s_own_table_and_state_names_run_without_a_mapping_view() {
         "expected River's rescuer to bring crashed workers' jobs back: {:?}",
         s.faults
     );
-    // River's completion takes `:id`: claims of five are completed one job at a time.
-    let batches = [&river[..], &["queue.claim_batch=5"]].concat();
-    let (batched, _dir) = run_plan(&plan(SMALL, &batches), false).await;
+    // River's completion takes `:id`: claims of five are completed one job at a time; the
+    // scenario's two priorities become River's 1 (the more urgent) and 2.
+    let batches = [
+        &river[..],
+        &[
+            "queue.claim_batch=5",
+            "producers.priorities={ \"0\" = 1, \"10\" = 1 }",
+        ],
+    ]
+    .concat();
+    let (batched, _dir) = run_plan(&plan(SMALL, &batches), true).await;
     crate::support::assert_nothing_lost(&batched.results.summary);
+    let queue = batched.kept_queue.expect("kept");
+    let mut conn = sql(&*queue).await;
+    let used: Vec<i16> = sqlx::query_scalar("SELECT DISTINCT priority FROM river_job ORDER BY 1")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(used, [1, 2], "River's own priorities");
+    conn.close().await.ok();
+    queue.drop_namespace().await.unwrap();
 }
 
 /// A design with no status column and no audit of its own is refused before the load in
@@ -460,6 +477,18 @@ fn an_undeclared_state_name_is_refused_before_the_load_naming_the_file() {
             "fail.sql",
             "rehearsal job",
             "returned the status 'retryable', which is neither the harness's nor a state design.toml declares",
+        ],
+    );
+    let (code, err) = run_custom(
+        std::path::Path::new(&river),
+        &["producers.priorities={ \"1\" = 1, \"2\" = 1, \"3\" = 1, \"4\" = 1, \"5\" = 1 }"],
+    );
+    assert_one_error(
+        code,
+        &err,
+        &[
+            "design.toml",
+            "[priority] allows 4 value(s) (1 to 4), but producers.priorities uses 5",
         ],
     );
     let counts = broken_copy(

@@ -64,7 +64,7 @@ pub fn design(queue: &QueuePlan) -> Result<SqlDesign, DesignError> {
         VariantName::Delete => delete(seed),
         VariantName::Archive => archive(seed),
         VariantName::VisibilityTimeout => visibility_timeout(seed),
-        VariantName::Custom => read_custom(plan, seed, Returning::Nothing, None)?,
+        VariantName::Custom => read_custom(queue, seed, Returning::Nothing, None)?,
         other => {
             return Err(DesignError {
                 file: format!("queue.variant = {}", other.as_str()),

@@ -258,7 +258,7 @@ impl Enqueue for MariaLink {
         Ok(sqlx::query_scalar(text(&self.shared.design.sql.enqueue))
             .bind(&job.job_type)
             .bind(&job.payload)
-            .bind(job.priority)
+            .bind(self.shared.design.priority(job.priority))
             .bind(self.shared.max_retries)
             .fetch_one(&mut self.conn)
             .await?)
@@ -267,7 +267,10 @@ impl Enqueue for MariaLink {
     async fn enqueue_batch(&mut self, jobs: &[NewJob]) -> Result<Vec<JobId>, BackendError> {
         let rows: Vec<(&str, &str, i32)> = jobs
             .iter()
-            .map(|j| (j.job_type.as_str(), j.payload.as_str(), j.priority))
+            .map(|j| {
+                let priority = self.shared.design.priority(j.priority);
+                (j.job_type.as_str(), j.payload.as_str(), priority)
+            })
             .collect();
         let rows = serde_json::to_string(&rows).map_err(encode)?;
         Ok(sqlx::query_scalar(text(&self.shared.design.sql.prefill))

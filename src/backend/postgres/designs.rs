@@ -91,7 +91,7 @@ pub fn design(queue: &QueuePlan) -> Result<SqlDesign, DesignError> {
         VariantName::AdvisoryLock => advisory_lock(seed),
         VariantName::VisibilityTimeout => visibility_timeout(seed),
         VariantName::Rotation => rotation(seed),
-        VariantName::Custom => read_custom(plan, seed, Returning::Rows, Some(&DECLARED))?,
+        VariantName::Custom => read_custom(queue, seed, Returning::Rows, Some(&DECLARED))?,
     };
     Ok(with_storage(
         // A fail.sql without names binds `$1`…`$6` in the names' order (docs/designs.md lists it).

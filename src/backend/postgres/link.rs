@@ -80,7 +80,7 @@ impl PgLink {
         let query = sqlx::query_scalar(AssertSqlSafe(self.shared.design.sql.enqueue.as_str()))
             .bind(&job.job_type)
             .bind(&job.payload)
-            .bind(job.priority)
+            .bind(self.shared.design.priority(job.priority))
             .bind(self.shared.max_retries);
         match self.shared.design.wake_up {
             WakeUp::Notify => {
@@ -262,7 +262,8 @@ impl Enqueue for PgLink {
     async fn enqueue_batch(&mut self, jobs: &[NewJob]) -> Result<Vec<JobId>, BackendError> {
         let types: Vec<&str> = jobs.iter().map(|j| j.job_type.as_str()).collect();
         let payloads: Vec<&str> = jobs.iter().map(|j| j.payload.as_str()).collect();
-        let priorities: Vec<i32> = jobs.iter().map(|j| j.priority).collect();
+        let d = &self.shared.design;
+        let priorities: Vec<i32> = jobs.iter().map(|j| d.priority(j.priority)).collect();
         Ok(
             sqlx::query_scalar(AssertSqlSafe(self.shared.design.sql.prefill.as_str()))
                 .bind(types)

@@ -27,6 +27,7 @@ pub struct Declaration {
     pub payload: String,
     pub states: Option<States>,
     pub attempts: Option<Attempts>,
+    pub priority: Option<Priority>,
     /// How often tick.sql runs (1 s when not given), as written: `"500ms"`, `"2s"`.
     #[serde(default, rename = "tick_interval")]
     tick_interval_text: Option<String>,
@@ -63,6 +64,57 @@ pub struct States {
 pub struct Attempts {
     pub column: String,
     pub counts: AttemptsCount,
+}
+
+/// A design's own priorities: which end runs first, and the values it allows.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Priority {
+    pub first: PriorityFirst,
+    pub min: i32,
+    pub max: i32,
+}
+
+/// Which priority a design runs first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PriorityFirst {
+    Highest,
+    Lowest,
+}
+
+impl Priority {
+    /// The design's value for each of the harness's priorities (`ours`, ascending: the last
+    /// runs first), by rank: the most urgent takes the design's most urgent value, the next
+    /// the one after it. An error when the range has fewer values than the scenario uses.
+    pub fn map(&self, ours: &[i32]) -> Result<std::collections::BTreeMap<i32, i32>, String> {
+        let room = i64::from(self.max) - i64::from(self.min) + 1;
+        if ours.len() as i64 > room {
+            return Err(format!(
+                "[priority] allows {room} value(s) ({} to {}), but producers.priorities uses {} ({}); give the scenario at most {room}",
+                self.min,
+                self.max,
+                ours.len(),
+                ours.iter()
+                    .map(i32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        Ok(ours
+            .iter()
+            .rev()
+            .enumerate()
+            .map(|(rank, &p)| {
+                let rank = rank as i32;
+                let value = match self.first {
+                    PriorityFirst::Highest => self.max - rank,
+                    PriorityFirst::Lowest => self.min + rank,
+                };
+                (p, value)
+            })
+            .collect())
+    }
 }
 
 /// What an attempt column counts.
@@ -123,6 +175,7 @@ impl Declaration {
                     payload: default_payload(),
                     states: None,
                     attempts: None,
+                    priority: None,
                     tick_interval_text: None,
                     tick_interval: None,
                 });
@@ -144,6 +197,14 @@ impl Declaration {
             self.tick_interval = Some(every);
         }
         identifier("table", &self.table)?;
+        if let Some(p) = &self.priority
+            && p.min > p.max
+        {
+            return Err(format!(
+                "[priority] min = {} is above max = {}",
+                p.min, p.max
+            ));
+        }
         identifier("payload", &self.payload)?;
         if let Some(a) = &self.attempts {
             identifier("attempts.column", &a.column)?;
@@ -340,6 +401,31 @@ counts = "claims"
     }
 
     #[test]
+    fn the_scenario_s_priorities_map_by_rank_into_the_design_s_range_and_direction() {
+        let river = Priority {
+            first: PriorityFirst::Lowest,
+            min: 1,
+            max: 4,
+        };
+        let m = river.map(&[0, 10]).unwrap();
+        assert_eq!(
+            (m[&10], m[&0]),
+            (1, 2),
+            "the most urgent runs first: River's 1"
+        );
+        let highest = Priority {
+            first: PriorityFirst::Highest,
+            ..river
+        };
+        assert_eq!(highest.map(&[0]).unwrap()[&0], 4);
+        let e = river.map(&[1, 2, 3, 4, 5]).unwrap_err();
+        assert!(
+            e.contains("allows 4 value(s) (1 to 4), but producers.priorities uses 5"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn names_that_are_not_plain_or_a_state_under_two_headings_are_refused() {
         let bad = |from: &str, to: &str| parse(&RIVER.replace(from, to)).unwrap_err();
         assert!(
@@ -355,8 +441,8 @@ counts = "claims"
             bad("counts = \"claims\"", "counts = \"tries\"").contains("unknown variant `tries`")
         );
         assert!(
-            bad("payload = \"args\"", "payload = \"args\"\npriority = 1")
-                .contains("unknown field `priority`")
+            bad("payload = \"args\"", "payload = \"args\"\nwake_up = 1")
+                .contains("unknown field `wake_up`")
         );
     }
 }

@@ -210,6 +210,9 @@ pub struct SqlDesign {
     pub rotation_period: Option<Duration>,
     /// How often the ticker runs.
     pub tick_every: Duration,
+    /// The design's value for each of the harness's priorities, where it declares its own
+    /// direction and range (design.toml `[priority]`); the harness's values otherwise.
+    pub priorities: Option<std::collections::BTreeMap<i32, i32>>,
     /// The values the reaper's statements take, in order: the threshold, then (a custom
     /// design's named reap.sql) the back-off's base, factor, cap and jitter.
     pub reap_values: usize,
@@ -239,6 +242,7 @@ impl SqlDesign {
                 .visibility_timeout
                 .unwrap_or(DEFAULT_VISIBILITY_TIMEOUT),
             rotation_period: Some(plan.rotation_period),
+            priorities: None,
             reap_values: 1,
             tick_every: DEFAULT_TICK,
             dir: None,
@@ -405,6 +409,14 @@ impl SqlDesign {
             .collect()
     }
 
+    /// The value bound for a job of the harness's `priority`.
+    pub fn priority(&self, priority: i32) -> i32 {
+        self.priorities
+            .as_ref()
+            .and_then(|m| m.get(&priority).copied())
+            .unwrap_or(priority)
+    }
+
     /// How to name one of the design's statement files in a message.
     pub fn file(&self, name: &str) -> String {
         match &self.dir {
@@ -418,13 +430,21 @@ impl SqlDesign {
 /// `plan.dir`. A claim.sql takes `$1` (how many) and its complete.sql `$1` (ids[]) when
 /// `queue.claim_batch` is above 1; otherwise both take one job, as the seed's.
 pub fn read_custom(
-    plan: &VariantPlan,
+    queue: &QueuePlan,
     seed: SqlDesign,
     returning: Returning,
     declared: Option<&DeclaredSql>,
 ) -> Result<SqlDesign, DesignError> {
+    let plan = &queue.variant;
     let dir = plan.dir.as_deref().unwrap_or(Path::new("."));
     let declaration = Declaration::read(dir)?;
+    let priorities = match &declaration.priority {
+        Some(p) => Some(p.map(&queue.priorities).map_err(|reason| DesignError {
+            file: dir.join(DESIGN_FILE).display().to_string(),
+            reason,
+        })?),
+        None => None,
+    };
     let defaults = declared_defaults(dir, &declaration, declared, seed.sql.clone())?;
     let (sql, binds, files_sha256) = custom_statements(dir, defaults, returning)?;
     engine_files(dir, &sql, returning)?;
@@ -433,6 +453,7 @@ pub fn read_custom(
         label: format!("custom:{}", dir.display()),
         rotation_period: None,
         reap_values: binds.reap_values,
+        priorities,
         tick_every: declaration.tick_interval.unwrap_or(DEFAULT_TICK),
         table: declaration.table.clone(),
         words: declaration.words(),

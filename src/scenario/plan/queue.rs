@@ -74,6 +74,16 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
         max_retries: q.max_retries,
         backoff: b.into(),
         stale_statistics: q.stale_statistics,
+        // Keys that are not integers are refused with the producers' section.
+        priorities: {
+            let set: std::collections::BTreeSet<i32> = scenario
+                .producers
+                .priorities
+                .keys()
+                .filter_map(|k| k.trim().parse().ok())
+                .collect();
+            set.into_iter().collect()
+        },
     })
 }
 
