@@ -37,3 +37,20 @@ CREATE INDEX river_job_state_and_finalized_at_index ON river_job USING btree (st
   WHERE finalized_at IS NOT NULL;
 CREATE INDEX river_job_prioritized_fetching_index ON river_job
   USING btree (state, queue, priority, scheduled_at, id);
+
+-- River's insert notification (migration 002's river_job_notify): workers LISTEN on
+-- river_insert and fetch at once instead of waiting for their poll (design.toml wake_up).
+CREATE FUNCTION river_job_notify() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.state = 'available' THEN
+    PERFORM pg_notify('river_insert', json_build_object('queue', NEW.queue)::text);
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER river_notify
+  AFTER INSERT ON river_job
+  FOR EACH ROW
+  EXECUTE FUNCTION river_job_notify();

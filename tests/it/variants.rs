@@ -178,6 +178,30 @@ async fn notify_wakes_idle_workers_long_before_their_poll() {
     );
 }
 
+/// A custom design's own wake-up channel (River's insert trigger notifies river_insert):
+/// with a poll far longer than the drain timeout, only its notifications can finish the jobs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_design_s_own_channel_wakes_idle_workers() {
+    let dir = format!("queue.dir=\"{}\"", scenario_dir("custom-river"));
+    let sets = [
+        "queue.variant=custom",
+        &dir,
+        "consumers.poll_interval=10m",
+        "drain.timeout=20s",
+        "producers.rate=50",
+        "consumers.handler.error_rate=0",
+    ];
+    let (outcome, _dir) = run_plan(&plan(SMALL, &sets), false).await;
+    let s = &outcome.results.summary;
+    assert!(
+        s.complete && s.accounting.ok && s.jobs.completed == s.jobs.enqueued,
+        "expected river_insert to wake the workers for every job (poll every 10 minutes): {} of {} completed; {}",
+        s.jobs.completed,
+        s.jobs.enqueued,
+        s.accounting.verdict
+    );
+}
+
 /// Que's design under crashing workers and a closed-loop drain: a crashed worker's lock goes
 /// with its transaction, so its job runs again at once (no reaper), and no job is ever
 /// handed to two live workers; a claim committed before the work is refused.

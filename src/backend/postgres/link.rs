@@ -82,14 +82,16 @@ impl PgLink {
             .bind(&job.payload)
             .bind(self.shared.design.priority(job.priority))
             .bind(self.shared.max_retries);
+        // The notify design's insert names the run's channel; a custom design notifies its
+        // own.
         match self.shared.design.wake_up {
-            WakeUp::Notify => {
+            WakeUp::Notify if self.shared.design.channel.is_none() => {
                 query
                     .bind(&self.shared.namespace)
                     .fetch_one(&mut self.conn)
                     .await
             }
-            WakeUp::Poll => query.fetch_one(&mut self.conn).await,
+            WakeUp::Notify | WakeUp::Poll => query.fetch_one(&mut self.conn).await,
         }
     }
 

@@ -307,9 +307,11 @@ impl Backend for PgQueue {
             .options
             .clone()
             .application_name(&self.application_name("listener"));
+        let d = &self.shared.design;
+        let channel = d.channel.as_ref().unwrap_or(&self.shared.namespace);
         tokio::spawn(listen(
             options,
-            self.shared.namespace.clone(),
+            channel.clone(),
             notify.clone(),
             stop.clone(),
         ));

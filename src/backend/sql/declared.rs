@@ -28,6 +28,9 @@ pub struct Declaration {
     pub states: Option<States>,
     pub attempts: Option<Attempts>,
     pub priority: Option<Priority>,
+    /// The channel the design notifies when a job becomes available (PostgreSQL's
+    /// LISTEN/NOTIFY): idle workers wake on it as well as on their poll.
+    pub wake_up: Option<String>,
     /// How often tick.sql runs (1 s when not given), as written: `"500ms"`, `"2s"`.
     #[serde(default, rename = "tick_interval")]
     tick_interval_text: Option<String>,
@@ -176,6 +179,7 @@ impl Declaration {
                     states: None,
                     attempts: None,
                     priority: None,
+                    wake_up: None,
                     tick_interval_text: None,
                     tick_interval: None,
                 });
@@ -197,6 +201,9 @@ impl Declaration {
             self.tick_interval = Some(every);
         }
         identifier("table", &self.table)?;
+        if let Some(channel) = &self.wake_up {
+            identifier("wake_up", channel)?;
+        }
         if let Some(p) = &self.priority
             && p.min > p.max
         {
@@ -441,8 +448,8 @@ counts = "claims"
             bad("counts = \"claims\"", "counts = \"tries\"").contains("unknown variant `tries`")
         );
         assert!(
-            bad("payload = \"args\"", "payload = \"args\"\nwake_up = 1")
-                .contains("unknown field `wake_up`")
+            bad("payload = \"args\"", "payload = \"args\"\nwakeup = 1")
+                .contains("unknown field `wakeup`")
         );
     }
 }

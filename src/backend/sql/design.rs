@@ -190,6 +190,9 @@ pub struct SqlDesign {
     pub finish: Finish,
     pub complete: CompleteShape,
     pub wake_up: WakeUp,
+    /// The channel a custom design notifies (design.toml `wake_up`); `None`: the run's own,
+    /// which the harness's enqueue notifies (the notify design).
+    pub channel: Option<String>,
     /// The hot table: what the statistics, VACUUM, ANALYZE and readers look at.
     pub table: String,
     /// The status words its statements may return besides the harness's.
@@ -232,6 +235,7 @@ impl SqlDesign {
             finish: Finish::Update,
             complete: CompleteShape::PerJob,
             wake_up: WakeUp::Poll,
+            channel: None,
             table: "job_queue".into(),
             words: StateWords::default(),
             side_tables: Vec::new(),
@@ -453,6 +457,11 @@ pub fn read_custom(
         label: format!("custom:{}", dir.display()),
         rotation_period: None,
         reap_values: binds.reap_values,
+        wake_up: match declaration.wake_up {
+            Some(_) => WakeUp::Notify,
+            None => WakeUp::Poll,
+        },
+        channel: declaration.wake_up.clone(),
         priorities,
         tick_every: declaration.tick_interval.unwrap_or(DEFAULT_TICK),
         table: declaration.table.clone(),
@@ -480,14 +489,21 @@ fn declared_defaults(
     declared: Option<&DeclaredSql>,
     seed: Statements,
 ) -> Result<Statements, DesignError> {
-    let Some(states) = &d.states else {
-        return Ok(seed);
-    };
     let Some(t) = declared else {
+        let refused = match (&d.states, &d.wake_up) {
+            (Some(_), _) => "[states]",
+            (None, Some(_)) => "wake_up",
+            (None, None) => return Ok(seed),
+        };
         return Err(DesignError {
             file: dir.join(DESIGN_FILE).display().to_string(),
-            reason: "declares [states], which only PostgreSQL reads so far: on MariaDB, keep a status column in the harness's words (pending, processing, done, dead_letter), or bring audit.sql and the proof's statements".into(),
+            reason: format!(
+                "declares {refused}, which only PostgreSQL reads so far: on MariaDB, keep a status column in the harness's words (pending, processing, done, dead_letter) and let workers poll, or bring audit.sql and the proof's statements"
+            ),
         });
+    };
+    let Some(states) = &d.states else {
+        return Ok(seed);
     };
     Ok(Statements {
         harness_ddl: vec![t.fill(t.view, d, states)],
