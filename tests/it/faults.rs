@@ -74,6 +74,56 @@ async fn crashed_worker_tasks_roll_back_in_transaction_mode_and_need_no_reaper()
     assert_nothing_lost(s);
 }
 
+/// Crashing workers in both claim modes, on the built-in designs that guard their completion
+/// and on the custom examples (River's port, pgmq's): nothing is lost or completed twice; in
+/// transaction mode a crash rolls the claim back, so nothing is ever reaped or redelivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crashes_in_both_claim_modes_lose_nothing_on_guarded_and_custom_designs() {
+    let river = format!(
+        "queue.dir=\"{}\"",
+        crate::support::scenario_dir("custom-river")
+    );
+    let pgmq = format!(
+        "queue.dir=\"{}\"",
+        crate::support::scenario_dir("custom-pgmq")
+    );
+    let vt = "queue.visibility_timeout=\"500ms\"";
+    let designs: [&[&str]; 5] = [
+        &["queue.variant=\"delete\""],
+        &["queue.variant=\"archive\""],
+        &["queue.variant=\"visibility_timeout\"", vt],
+        &["queue.variant=\"custom\"", &river],
+        &["queue.variant=\"custom\"", &pgmq, vt],
+    ];
+    for design in designs {
+        for mode in ["in_transaction", "committed"] {
+            let claim_mode = format!("consumers.claim_mode=\"{mode}\"");
+            let sets = [
+                "phases.0.duration=2s",
+                "consumers.handler.duration.fixed=10ms",
+                "consumers.restart_after=100ms",
+                "reaper.interval=100ms",
+                "reaper.stale_after=500ms",
+                "phases.0.faults=[{ kind = \"crash_workers\", every = \"200ms\", at = \"mid_handler\" }]",
+                &claim_mode,
+            ];
+            let (outcome, _dir) = run_plan(&plan(SMALL, &[design, &sets].concat()), false).await;
+            let s = &outcome.results.summary;
+            let case = format!("{design:?} {mode}");
+            assert!(s.faults.worker_crashes > 0, "{case}: {:?}", s.faults);
+            assert_nothing_lost(s);
+            assert_eq!(
+                s.jobs.duplicate_completions, 0,
+                "{case}: {}",
+                s.accounting.verdict
+            );
+            if mode == "in_transaction" {
+                assert_eq!(s.faults.reaped, 0, "{case}: a crash rolls its claim back");
+            }
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crashed_worker_tasks_in_committed_mode_are_rescued_by_the_reaper() {
     let p = plan(
@@ -250,6 +300,26 @@ async fn a_thawed_workers_late_completion_is_stale_where_guarded_and_a_duplicate
             s.accounting.verdict
         );
     }
+    // In transaction mode the frozen worker keeps its claim locked: nothing is taken back,
+    // its completion takes effect when it thaws.
+    let held = [
+        "queue.variant=\"custom\"",
+        &river,
+        "consumers.claim_mode=\"in_transaction\"",
+    ];
+    let (outcome, _dir) = run_plan(&frozen(&held), false).await;
+    let s = &outcome.results.summary;
+    assert_nothing_lost(s);
+    assert_eq!(
+        (
+            s.faults.reaped,
+            s.faults.stale_outcomes,
+            s.jobs.duplicate_completions
+        ),
+        (0, 0, 0),
+        "{:?}",
+        s.faults
+    );
     let (outcome, _dir) = run_plan(&frozen(&[]), false).await;
     let s = &outcome.results.summary;
     assert!(
