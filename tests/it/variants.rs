@@ -503,8 +503,10 @@ fn an_undeclared_state_name_is_refused_before_the_load_naming_the_file() {
             "returned the status 'retryable', which is neither the harness's nor a state design.toml declares",
         ],
     );
+    // A copy: the run writes its results into the directory it is given.
+    let priorities = copy_of(&river);
     let (code, err) = run_custom(
-        std::path::Path::new(&river),
+        priorities.path(),
         &["producers.priorities={ \"1\" = 1, \"2\" = 1, \"3\" = 1, \"4\" = 1, \"5\" = 1 }"],
     );
     assert_one_error(

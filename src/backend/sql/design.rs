@@ -475,10 +475,12 @@ pub fn read_custom(
         n if n > 1 => design.batched(n),
         _ => design,
     };
-    Ok(SqlDesign {
-        complete: binds.complete.unwrap_or(design.complete),
-        ..design
-    })
+    let complete = match binds.complete {
+        Some(names::Completes::OneJob) => CompleteShape::PerJob,
+        Some(names::Completes::Batch) => CompleteShape::PerBatch,
+        None => design.complete,
+    };
+    Ok(SqlDesign { complete, ..design })
 }
 
 /// The statements a design's files replace: the seed's, or, for a design that declares its
@@ -619,7 +621,7 @@ fn custom_statements(
         .filter(|(name, _)| !bound.contains(name))
         .map(|(name, text)| (*name, text.clone()))
         .collect();
-    let binds = names::name_the_rest(dir, &mut statements, returning)?;
+    let binds = names::name_the_rest(dir, &mut statements, returning == Returning::Rows)?;
     got.extend(statements);
     // A design's reaper is its own: the seed's would not fit its table.
     let reap = got.remove("reap.sql").flatten();

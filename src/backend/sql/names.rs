@@ -6,7 +6,6 @@
 //! in order of appearance, these statements keep their `?` and a name is refused. DDL files
 //! (schema.sql, audit.sql) and design.toml are not statements the harness binds.
 
-use super::design::{CompleteShape, Returning};
 use crate::backend::seam::DesignError;
 use crate::named_params::{
     BatchCompleteParam, CompleteParam, EnqueueParam, IdsParam, KeysParam, LedgerParam, Named,
@@ -24,17 +23,27 @@ pub struct Binds {
     /// How many values the reaper's statements take (1: the threshold alone; up to 5 with
     /// the back-off).
     pub reap_values: usize,
-    /// How complete.sql completes, when it names it: one job (`:id`) or the claimed batch
-    /// (`:ids`), whatever `queue.claim_batch` is. `None`: positional, `$1` an id, or the
+    /// What complete.sql names: one job (`:id`) or the claimed batch (`:ids`), which is how
+    /// it completes whatever `queue.claim_batch` is. `None`: positional, `$1` an id, or the
     /// batch's ids when claims take more than one.
-    pub complete: Option<CompleteShape>,
+    pub complete: Option<Completes>,
 }
 
-/// Rewrites the names of each statement in `files` to the engine's placeholders.
+/// How many jobs one completion statement finishes, by the name it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completes {
+    /// `:id`.
+    OneJob,
+    /// `:ids`.
+    Batch,
+}
+
+/// Rewrites the names of each statement in `files` to the engine's placeholders: fixed
+/// positions where the engine numbers them (`numbered`, PostgreSQL), none allowed otherwise.
 pub fn name_the_rest(
     dir: &Path,
     files: &mut Files<'_>,
-    returning: Returning,
+    numbered: bool,
 ) -> Result<Binds, DesignError> {
     let mut binds = Binds {
         reap_values: 1,
@@ -46,9 +55,9 @@ pub fn name_the_rest(
             file: dir.join(name).display().to_string(),
             reason,
         };
-        let named = match returning {
-            Returning::Nothing => named::<NoParam>(sql),
-            Returning::Rows => match *name {
+        let named = match numbered {
+            false => named::<NoParam>(sql),
+            true => match *name {
                 "enqueue.sql" => named::<EnqueueParam>(sql),
                 "prefill.sql" => named::<PrefillParam>(sql),
                 "complete.sql" => completion(sql, &mut binds.complete),
@@ -71,18 +80,15 @@ pub fn name_the_rest(
 }
 
 /// complete.sql by its name: `:id`, one job per statement, or `:ids`, the claimed batch.
-fn completion(
-    sql: &str,
-    shape: &mut Option<CompleteShape>,
-) -> Result<Option<(String, usize)>, String> {
+fn completion(sql: &str, shape: &mut Option<Completes>) -> Result<Option<(String, usize)>, String> {
     if let Ok(one) = named::<CompleteParam>(sql) {
-        *shape = one.as_ref().map(|_| CompleteShape::PerJob);
+        *shape = one.as_ref().map(|_| Completes::OneJob);
         return Ok(one);
     }
     let batch = named::<BatchCompleteParam>(sql).map_err(|_| {
         "takes a name it is not given: it takes :id (one job per statement) or :ids (the claimed batch's ids), not both".to_string()
     })?;
-    *shape = batch.as_ref().map(|_| CompleteShape::PerBatch);
+    *shape = batch.as_ref().map(|_| Completes::Batch);
     Ok(batch)
 }
 
@@ -146,11 +152,8 @@ mod tests {
             let mut shape = None;
             completion(sql, &mut shape).map(|_| shape)
         };
-        assert_eq!(shape("… WHERE id = :id"), Ok(Some(CompleteShape::PerJob)));
-        assert_eq!(
-            shape("… WHERE id = ANY(:ids)"),
-            Ok(Some(CompleteShape::PerBatch))
-        );
+        assert_eq!(shape("… WHERE id = :id"), Ok(Some(Completes::OneJob)));
+        assert_eq!(shape("… WHERE id = ANY(:ids)"), Ok(Some(Completes::Batch)));
         assert_eq!(
             shape("… WHERE id = $1"),
             Ok(None),
