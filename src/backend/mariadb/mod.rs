@@ -224,13 +224,7 @@ impl MariaQueue {
             server::install::<MySql, _>(&mut conn, d, audit, check::check_statements).await;
         conn.close().await.ok();
         result?;
-        if d.dir.is_some() {
-            let mut link = self.connect("rehearsal").await?;
-            let rehearsed = rehearsal::rehearse(&mut *link, d).await;
-            link.close().await;
-            rehearsed.map_err(InstallError::Design)?;
-        }
-        Ok(())
+        rehearsal::rehearse_custom(self, d).await
     }
 }
 

@@ -273,13 +273,7 @@ impl PgQueue {
             server::install::<Postgres, _>(&mut conn, d, audit, link::check_statements).await;
         conn.close().await.ok();
         result?;
-        if d.dir.is_some() {
-            let mut link = self.connect("rehearsal").await?;
-            let rehearsed = rehearsal::rehearse(&mut *link, d).await;
-            link.close().await;
-            rehearsed.map_err(InstallError::Design)?;
-        }
-        Ok(())
+        rehearsal::rehearse_custom(self, d).await
     }
 }
 

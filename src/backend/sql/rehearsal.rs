@@ -12,13 +12,25 @@ use crate::backend::error::BackendError;
 use crate::backend::figures::DbSample;
 use crate::backend::job::{JobId, NewJob};
 use crate::backend::queue::ClaimMode;
-use crate::backend::seam::{DesignError, Link};
+use crate::backend::seam::{Backend, DesignError, InstallError, Link};
 
 /// The rehearsal job's key (the proof looks in-doubt inserts up by it).
 const KEY: &str = "dbq-bench-rehearsal";
 
+/// Rehearses `d` on the installed `queue` when it is a custom design (the built-in designs'
+/// statements are the harness's own, tested as such).
+pub async fn rehearse_custom(queue: &dyn Backend, d: &SqlDesign) -> Result<(), InstallError> {
+    if d.dir.is_none() {
+        return Ok(());
+    }
+    let mut link = queue.connect("rehearsal").await?;
+    let rehearsed = rehearse(&mut *link, d).await;
+    link.close().await;
+    rehearsed.map_err(InstallError::Design)
+}
+
 /// Runs the rehearsal on `link` (a fresh connection to the installed queue).
-pub async fn rehearse(link: &mut dyn Link, d: &SqlDesign) -> Result<(), DesignError> {
+async fn rehearse(link: &mut dyn Link, d: &SqlDesign) -> Result<(), DesignError> {
     let mode = ClaimMode::InTransaction;
     let blame = |file: &'static str| {
         move |e: BackendError| {
