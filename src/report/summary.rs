@@ -104,6 +104,16 @@ pub struct ToolInfo {
     pub version: String,
 }
 
+impl ToolInfo {
+    /// This build of the harness.
+    fn this() -> ToolInfo {
+        ToolInfo {
+            name: "dbq-bench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioInfo {
     pub name: String,
@@ -270,7 +280,6 @@ impl Summary {
             &pace,
         );
         verdict::name_the_first_phase_behind(&mut verdict, &phases);
-        let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
         let claim_probes = claim_probe_summaries(m);
         let meta = Metadata::of(plan, &facts);
         let db_rows = dbstats::rows(m);
@@ -278,6 +287,7 @@ impl Summary {
         if let Some(scanned) = table_reads.as_ref().and_then(|r| r.scanned.as_ref()) {
             verdict::caveat_scanned(&mut verdict, scanned, &phases);
         }
+        let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
         let db_stats = dbstats::summarize(&db_rows, &phase_names);
         let cost = measured_cost(&db_stats, &phases);
         Summary {
@@ -285,10 +295,7 @@ impl Summary {
             complete: complete(&facts, m),
             fatal_error: m.fatal.clone(),
             interrupted: facts.interrupted,
-            tool: ToolInfo {
-                name: "dbq-bench".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-            },
+            tool: ToolInfo::this(),
             scenario: ScenarioInfo::of(plan),
             database: DatabaseInfo::of(plan, &facts),
             run: RunInfo::of(&facts, window_s, m.late_samples),
