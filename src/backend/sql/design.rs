@@ -573,40 +573,7 @@ fn custom_statements(
     seed: Statements,
     returning: Returning,
 ) -> Result<(Statements, names::Binds, String), DesignError> {
-    let read = |name: &str| -> Result<Option<String>, DesignError> {
-        let path = dir.join(name);
-        let file = || path.display().to_string();
-        match std::fs::read_to_string(&path) {
-            Ok(text) if text.trim().is_empty() => Err(DesignError {
-                file: file(),
-                reason: "is empty".into(),
-            }),
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(DesignError {
-                file: file(),
-                reason: format!("cannot be read: {e}"),
-            }),
-        }
-    };
-    let required = |name: &str| -> Result<String, DesignError> {
-        read(name)?.ok_or_else(|| DesignError {
-            file: dir.join(name).display().to_string(),
-            reason: format!(
-                "is missing; a custom variant needs {}",
-                CUSTOM_REQUIRED_FILES.join(", ")
-            ),
-        })
-    };
-    // Name order, so the hash does not depend on the order of this list.
-    let mut got = std::collections::BTreeMap::new();
-    for name in CUSTOM_REQUIRED_FILES {
-        got.insert(name, Some(required(name)?));
-    }
-    for name in OPTIONAL_FILES {
-        got.insert(name, read(name)?);
-    }
-    got.insert(DESIGN_FILE, read(DESIGN_FILE)?);
+    let mut got = read_files(dir)?;
     let files_sha256 = sha256_of(&got);
     got.remove(DESIGN_FILE);
     let bound = [
@@ -623,13 +590,56 @@ fn custom_statements(
         .collect();
     let binds = names::name_the_rest(dir, &mut statements, returning == Returning::Rows)?;
     got.extend(statements);
-    // A design's reaper is its own: the seed's would not fit its table.
+    Ok((fill(got, seed), binds, files_sha256))
+}
+
+/// Every file a custom design may bring, in name order (so the hash does not depend on the
+/// order of the lists): the required ones must exist and none may be empty.
+fn read_files(dir: &Path) -> Result<names::Files<'static>, DesignError> {
+    let read = |name: &str| -> Result<Option<String>, DesignError> {
+        let path = dir.join(name);
+        let file = || path.display().to_string();
+        match std::fs::read_to_string(&path) {
+            Ok(text) if text.trim().is_empty() => Err(DesignError {
+                file: file(),
+                reason: "is empty".into(),
+            }),
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(DesignError {
+                file: file(),
+                reason: format!("cannot be read: {e}"),
+            }),
+        }
+    };
+    let mut got = names::Files::new();
+    for name in CUSTOM_REQUIRED_FILES {
+        let text = read(name)?.ok_or_else(|| DesignError {
+            file: dir.join(name).display().to_string(),
+            reason: format!(
+                "is missing; a custom variant needs {}",
+                CUSTOM_REQUIRED_FILES.join(", ")
+            ),
+        })?;
+        got.insert(name, Some(text));
+    }
+    for name in OPTIONAL_FILES.into_iter().chain([DESIGN_FILE]) {
+        got.insert(name, read(name)?);
+    }
+    Ok(got)
+}
+
+/// The design's statements: its files, and the seed's (or the declared defaults) where it
+/// brings none. A design's reaper is its own: the seed's would not fit its table.
+fn fill(mut got: names::Files<'_>, seed: Statements) -> Statements {
     let reap = got.remove("reap.sql").flatten();
     let reap_counting = got.remove("reap_counting.sql").flatten();
     let own_audit = got.remove("audit.sql").flatten();
     let tick = got.remove("tick.sql").flatten();
+    let mark_claimed = got.remove("mark_claimed.sql").flatten();
+    let find_stale = got.remove("find_stale.sql").flatten();
     let mut take = |name: &str, default: String| got.remove(name).flatten().unwrap_or(default);
-    let sql = Statements {
+    Statements {
         schema: vec![take("schema.sql", String::new())],
         state: match own_audit {
             Some(_) => StateModel::OwnAudit,
@@ -651,10 +661,9 @@ fn custom_statements(
         untracked: take("untracked.sql", seed.untracked),
         job_status: take("job_status.sql", seed.job_status),
         jobs_by_key: take("jobs_by_key.sql", seed.jobs_by_key),
-        mark_claimed: got.remove("mark_claimed.sql").flatten(),
-        find_stale: got.remove("find_stale.sql").flatten(),
-    };
-    Ok((sql, binds, files_sha256))
+        mark_claimed,
+        find_stale,
+    }
 }
 
 /// A back-off value the scenario sets (away from the seed's formula) that a named fail.sql
