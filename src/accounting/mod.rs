@@ -514,7 +514,18 @@ impl Tally {
         let lost_ids: BTreeSet<JobId> = self.ledger_lost.union(&self.table_lost).copied().collect();
         let table_dups: Option<BTreeSet<JobId>> =
             audited.as_ref().map(|rows| rows.keys().copied().collect());
-        let mut dup_ids = self.ledger_dups.clone();
+        // Without an audit the system keeps no record of completions (a broker): after a
+        // redelivery the ledger cannot tell a second completion that took effect from a first
+        // acknowledgement the broker lost in a crash, so only an unexplained one counts.
+        let mut dup_ids: BTreeSet<JobId> = match &audited {
+            Some(_) => self.ledger_dups.clone(),
+            None => self
+                .ledger_dups
+                .iter()
+                .filter(|id| ledger.get(**id).is_none_or(|e| e.reaps == 0))
+                .copied()
+                .collect(),
+        };
         dup_ids.extend(table_dups.iter().flatten());
         let executions = self.executions(&dup_ids);
         let (lost, duplicates) = self.name(ledger, audited.as_ref(), &lost_ids, &dup_ids);
