@@ -28,7 +28,7 @@ fn events() -> Vec<Event> {
         v.push(Event::Claimed {
             job,
             intended_us: Some(t),
-            started_us: t + 1_000,
+            started_us: Some(t + 1_000),
             claimed_us: t + 1_200,
             first: true,
         });

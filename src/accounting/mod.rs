@@ -117,6 +117,11 @@ pub struct Duplicates {
     /// the worker's (its claim was reaped): the design refused them, as it should.
     #[serde(default)]
     pub stale_outcomes: u64,
+    /// A library's workers: jobs whose handler returned success more than once (the
+    /// library ran a job again after its first success, e.g. after a crash before it
+    /// recorded it). At-least-once execution, counted; not a duplicate completion.
+    #[serde(default)]
+    pub repeated_successes: u64,
 }
 
 /// The transactional outbox's promises.
@@ -161,6 +166,13 @@ pub struct AccountingProof {
     /// When the queue was not drained (Ctrl-C, drain timeout): jobs both views agree are
     /// still queued (`pending`/`processing`). Not lost, but not finished either.
     pub unfinished: u64,
+    /// Of the unfinished, jobs still in flight (`processing`) whose worker died holding them
+    /// and that no worker ran again: stuck until the queue's rescue, if it has one, takes
+    /// them back (first 100, and their count).
+    #[serde(default)]
+    pub stuck: Vec<JobId>,
+    #[serde(default)]
+    pub stuck_count: u64,
     /// In-doubt outcomes settled from the table: inserts found committed, and jobs found
     /// finished without a report from their worker.
     pub in_doubt_inserts: u64,
@@ -188,6 +200,10 @@ pub struct ProofOptions {
     /// Consumers were given the chance to finish every job.
     pub drained: bool,
     pub outbox: bool,
+    /// The ledger's completions are a queue library's handler reports, sent before the
+    /// library records the job done: a second one is a run repeated to success (counted),
+    /// not a duplicate completion; the table and its audit say what the library recorded.
+    pub reported_by_library: bool,
 }
 
 /// Jobs that earlier load steps on the same queue committed and proved: rows the table may
@@ -267,6 +283,9 @@ pub async fn prove(
             audit.add(&chunk.jobs, &mismatches, audited, earlier);
         }
         tally.add(&chunk.jobs, &mismatches, untracked, opts.drained);
+    }
+    if opts.reported_by_library {
+        tally.repeated_successes = std::mem::take(&mut tally.ledger_dups);
     }
     Ok(tally.conclude(ledger, outbox))
 }
@@ -378,9 +397,12 @@ struct Tally {
     ledger_lost: BTreeSet<JobId>,
     table_lost: BTreeSet<JobId>,
     unfinished: u64,
+    stuck: BTreeSet<JobId>,
     finished_differently: u64,
     disagreements: Vec<JobProblem>,
     ledger_dups: BTreeSet<JobId>,
+    /// A library's workers: jobs its handler reported successful more than once.
+    repeated_successes: BTreeSet<JobId>,
     extra_executions: u64,
     unexplained_executions: u64,
     stale_outcomes: u64,
@@ -406,9 +428,13 @@ impl Tally {
     ) {
         let queued = |s: &str| JobStatus::parse(s).is_some_and(|s| !s.is_final());
         let mut unfinished = BTreeSet::new();
+        let mut in_flight = BTreeSet::new();
         for m in mismatches {
             if !drained && m.expected == "open" && queued(&m.table_status) {
                 unfinished.insert(m.id);
+                if JobStatus::parse(&m.table_status) == Some(JobStatus::Processing) {
+                    in_flight.insert(m.id);
+                }
                 continue;
             }
             self.table_views.insert(m.id, m.table_status.clone());
@@ -431,6 +457,10 @@ impl Tally {
             self.committed += 1;
             if !e.finished() && !unfinished.contains(id) {
                 self.ledger_lost.insert(*id);
+            }
+            // Every run of it ended with its worker's death: no one is running it now.
+            if in_flight.contains(id) && e.claims > 0 && e.crashes >= e.claims {
+                self.stuck.insert(*id);
             }
             if e.completions > 1 {
                 self.ledger_dups.insert(*id);
@@ -461,6 +491,7 @@ impl Tally {
             unexplained_executions: self.unexplained_executions,
             completions: dup_ids.len() as u64,
             stale_outcomes: self.stale_outcomes,
+            repeated_successes: self.repeated_successes.len() as u64,
         }
     }
 
@@ -549,7 +580,9 @@ impl Tally {
                 duplicate_completions: table_dups.as_ref().map(|t| t.len() as u64),
             },
         );
+        let stuck: Vec<JobId> = self.stuck.iter().copied().collect();
         let verdict = Findings {
+            stuck: &stuck,
             committed: self.committed as usize,
             ledger: &ledger_counts,
             table: &table_counts,
@@ -577,6 +610,8 @@ impl Tally {
             duplicates,
             executions,
             unfinished: self.unfinished,
+            stuck_count: self.stuck.len() as u64,
+            stuck: self.stuck.iter().take(LIST_LIMIT).copied().collect(),
             in_doubt_inserts: ledger.in_doubt_enqueues,
             in_doubt_inserts_committed: ledger.in_doubt_committed,
             finished_without_report: self.finished_without_report,
@@ -625,6 +660,7 @@ struct Findings<'a> {
     duplicates: &'a [JobProblem],
     executions: &'a Duplicates,
     unfinished: usize,
+    stuck: &'a [JobId],
     untracked: usize,
     audit_missed: &'a [JobId],
     outbox: Option<&'a OutboxProof>,
@@ -701,6 +737,15 @@ impl Findings<'_> {
         } else {
             parts.extend(self.failures(&dup_table));
         }
+        if !self.stuck.is_empty() {
+            let shown: Vec<String> = self.stuck.iter().take(5).map(JobId::to_string).collect();
+            parts.push(format!(
+                "{} of them stuck in flight: their worker died holding them and no worker ran them again (ids {}{})",
+                self.stuck.len(),
+                shown.join(", "),
+                if self.stuck.len() > 5 { ", …" } else { "" }
+            ));
+        }
         if x.stale_outcomes > 0 {
             parts.push(format!(
                 "{} stale completion(s) or failure update(s) refused by the design (the worker's claim had been reaped)",
@@ -711,6 +756,12 @@ impl Findings<'_> {
             parts.push(format!(
                 "{} job run(s) repeated after a crash, rollback or reap",
                 x.extra_executions
+            ));
+        }
+        if x.repeated_successes > 0 {
+            parts.push(format!(
+                "{} job(s) whose handler succeeded more than once (the library ran them again)",
+                x.repeated_successes
             ));
         }
         if let Some(o) = self.outbox {

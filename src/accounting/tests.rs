@@ -30,6 +30,7 @@ const OPTIONS: ProofOptions = ProofOptions {
     audit: true,
     drained: true,
     outbox: false,
+    reported_by_library: false,
 };
 
 async fn prove_on(

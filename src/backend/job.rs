@@ -54,7 +54,7 @@ impl std::fmt::Display for JobStatus {
 /// `{"k":"<run>-p<producer>-<seq>","t":<intended µs on the run clock>,"pad":"…"}`, plus
 /// `"poison":true` / `"crash":true` for jobs whose handler always fails / crashes, and
 /// `"order":<id>` for outbox jobs.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct JobPayload {
     /// Intended enqueue time, µs on the run clock (see `clock`). Absent in foreign jobs.
     #[serde(default)]

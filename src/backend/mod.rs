@@ -33,8 +33,8 @@ pub use seam::{
 
 pub use engine::{EngineFacts, ShutdownMode};
 pub use queue::{
-    BackoffPlan, CUSTOM_REQUIRED_FILES, ClaimMode, Finish, Jitter, QueuePlan, VariantName,
-    VariantPlan,
+    BackoffPlan, CUSTOM_REQUIRED_FILES, ClaimMode, ExternalWorkers, Finish, Jitter, QueuePlan,
+    VariantName, VariantPlan,
 };
 pub use registry::Engine;
 use std::sync::{Arc, Mutex, MutexGuard};

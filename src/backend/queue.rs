@@ -35,6 +35,41 @@ pub struct VariantPlan {
     pub unlogged: bool,
     /// RabbitMQ: the kind of queue that holds the jobs (`queue.rabbitmq_queue`).
     pub rabbitmq_queue: crate::backend::rabbitmq::settings::RabbitQueue,
+    /// A custom design whose workers are a queue library's own processes (its design.toml's
+    /// `[worker]`): the harness enqueues and proves, the library claims and finishes.
+    #[serde(default)]
+    pub workers: Option<ExternalWorkers>,
+}
+
+/// A queue library's worker processes, as a design's `[worker]` declares them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExternalWorkers {
+    /// The command and its arguments, run in `dir` (the design's directory).
+    pub command: Vec<String>,
+    pub dir: std::path::PathBuf,
+    /// Jobs one process runs at once (the library's own concurrency setting).
+    pub concurrency: u32,
+    /// How long a started process may take to say hello on the harness's socket.
+    pub connect_timeout: Duration,
+}
+
+impl ExternalWorkers {
+    /// The command as a user wrote it, on one line, for messages: `[python3 worker.py]`
+    /// (a long argument cut at 60 characters, a line break shown as `\n`).
+    pub fn shown(&self) -> String {
+        let args: Vec<String> = self
+            .command
+            .iter()
+            .map(|a| {
+                let one_line = a.replace('\n', "\\n");
+                match one_line.char_indices().nth(60) {
+                    Some((cut, _)) => format!("{}…", &one_line[..cut]),
+                    None => one_line,
+                }
+            })
+            .collect();
+        format!("[{}]", args.join(" "))
+    }
 }
 
 /// `min(base * factor^retry_count, cap)`, then jitter.
@@ -114,6 +149,18 @@ pub const CUSTOM_REQUIRED_FILES: [&str; 5] = [
     "complete.sql",
     "fail.sql",
 ];
+
+/// The files a design whose workers are a library's own processes must hold: its schema and
+/// its enqueue (the library claims and finishes jobs itself).
+pub const EXTERNAL_REQUIRED_FILES: [&str; 2] = ["schema.sql", "enqueue.sql"];
+
+/// The files a custom design must hold: `external` when its workers are a library's.
+pub fn required_files(external: bool) -> &'static [&'static str] {
+    match external {
+        true => &EXTERNAL_REQUIRED_FILES,
+        false => &CUSTOM_REQUIRED_FILES,
+    }
+}
 
 impl VariantName {
     /// How the variant's finished jobs leave the table.

@@ -273,6 +273,7 @@ impl Worker {
                     at_us: self.ctx.clock.now_us(),
                     slot: self.slot,
                     jobs,
+                    reported: Vec::new(),
                     cause: "crash".into(),
                 });
                 sleep_or_stop(restart_after, stop).await;
@@ -312,7 +313,7 @@ impl Worker {
         self.ctx.emit(Event::Claimed {
             job: job.id,
             intended_us: job.payload.t,
-            started_us,
+            started_us: Some(started_us),
             claimed_us,
             first,
         });

@@ -5,6 +5,7 @@
 
 pub mod bystander;
 pub mod consumer;
+pub mod external;
 pub mod handler;
 pub mod jobs;
 pub mod pacer;

@@ -108,6 +108,7 @@ async fn supervise(
                 at_us: ctx.clock.now_us(),
                 slot,
                 jobs,
+                reported: Vec::new(),
                 cause,
             }),
         }

@@ -78,7 +78,9 @@ pub enum Event {
     Claimed {
         job: JobId,
         intended_us: Option<u64>,
-        started_us: u64,
+        /// When the claim statement started; `None` when the claim is not the harness's to
+        /// time (a library's own worker reports only that it started the job).
+        started_us: Option<u64>,
         claimed_us: u64,
         #[serde(default = "first_of_its_claim")]
         first: bool,
@@ -124,6 +126,10 @@ pub enum Event {
         at_us: u64,
         slot: u32,
         jobs: Vec<JobId>,
+        /// Jobs a library's worker reported finished shortly before it died: the library
+        /// may not have recorded their outcome (a re-run of one is explained by the crash).
+        #[serde(default)]
+        reported: Vec<JobId>,
         cause: String,
     },
     /// A worker process was stopped (SIGSTOP) while holding `job`, if any.

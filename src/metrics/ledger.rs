@@ -221,6 +221,14 @@ impl Ledger {
             e.doubted = true;
         });
     }
+    /// Its worker reported its outcome and died soon after: the library may not have
+    /// recorded it, and may run the job again (the last pass asks the table how it ended).
+    pub fn crashed_after_report(&mut self, id: JobId) {
+        self.update(id, |e| {
+            e.crashes += 1;
+            e.doubted = true;
+        });
+    }
     pub fn rolled_back(&mut self, id: JobId, in_doubt: bool) {
         self.update(id, |e| {
             e.rollbacks += 1;
@@ -245,12 +253,12 @@ impl Ledger {
                 e.rollbacks = e.rollbacks.saturating_sub(found);
                 e.dead_lettered_by_failure |= status == JobStatus::DeadLetter;
             }
-            if !e.finished() {
+            // Finished in the table without a report: still queued or in flight is not.
+            if !e.finished() && status.is_final() {
                 e.resolved_from_table = true;
                 match status {
                     JobStatus::Done => e.completions += 1,
-                    JobStatus::DeadLetter => e.dead_lettered = true,
-                    JobStatus::Pending | JobStatus::Processing => {}
+                    _ => e.dead_lettered = true,
                 }
             }
             e.in_doubt = false;

@@ -182,6 +182,8 @@ pub struct Measurements {
     pub faults: Vec<FaultRecord>,
     /// Jobs held by frozen workers, and when they became available again.
     pub frozen: Vec<FrozenJob>,
+    /// Jobs held by workers that died (the first [`ORPHANS_KEPT`]), and when each ran again.
+    pub orphaned: Vec<OrphanedJob>,
     /// Queue-table statistics taken by faults.
     pub probes: Vec<TableProbe>,
     /// The permanent database error that stopped the run: "role: message".
@@ -232,6 +234,20 @@ pub struct FrozenJob {
     pub frozen_at_us: u64,
     /// When it was next claimed (by anyone) or finished, if ever.
     pub released_at_us: Option<u64>,
+}
+
+/// Orphaned jobs kept for the report: enough to say what became of them, bounded however
+/// many crashes a run has.
+pub const ORPHANS_KEPT: usize = 1000;
+
+/// A job whose worker died (was killed, or crashed) while holding it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrphanedJob {
+    pub job: JobId,
+    pub slot: u32,
+    pub died_at_us: u64,
+    /// When a worker next started it, if one did.
+    pub ran_again_at_us: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

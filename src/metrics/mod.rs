@@ -19,8 +19,8 @@ pub use histogram::{LatencyReport, LatencySummary, Metric, MetricSet};
 pub use ledger::{IdSet, Ledger, LedgerEntry};
 pub use live::{LiveSnapshot, LiveStats};
 pub use measurements::{
-    AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, PhaseCounts, PhaseWindow,
-    TableProbe, TimelineRow, WindowKind,
+    AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, OrphanedJob, PhaseCounts,
+    PhaseWindow, TableProbe, TimelineRow, WindowKind,
 };
 pub use monitor::HarnessMonitor;
 pub use recorder::{Recorder, Snapshot, SnapshotRequest};

@@ -17,8 +17,8 @@ use super::histogram::{MAX_US, Metric, MetricSet};
 use super::ledger::Ledger;
 use super::live::LiveStats;
 use super::measurements::{
-    AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, PhaseCounts, PhaseWindow,
-    TableProbe, TimelineRow, WindowKind,
+    AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, ORPHANS_KEPT, OrphanedJob,
+    PhaseCounts, PhaseWindow, TableProbe, TimelineRow, WindowKind,
 };
 use crate::backend::{DbSample, JobStatus};
 use hdrhistogram::serialization::V2DeflateSerializer;
@@ -65,6 +65,7 @@ pub struct Recorder {
     errors: BTreeMap<String, u64>,
     faults: Vec<FaultRecord>,
     frozen: Vec<FrozenJob>,
+    orphaned: Vec<OrphanedJob>,
     probes: Vec<TableProbe>,
     fatal: Option<String>,
     db_samples: Vec<(u64, DbSample)>,
@@ -108,6 +109,7 @@ impl Recorder {
             errors: BTreeMap::new(),
             faults: Vec::new(),
             frozen: Vec::new(),
+            orphaned: Vec::new(),
             probes: Vec::new(),
             db_samples: Vec::new(),
             harness: Vec::new(),
@@ -115,6 +117,17 @@ impl Recorder {
             claim_probes: Vec::new(),
             analyzed: Vec::new(),
             doubt_changed: false,
+        }
+    }
+
+    /// A dead worker's job ran again when any worker claims it.
+    fn rerun_orphan(&mut self, job: JobId, at_us: u64) {
+        for o in self
+            .orphaned
+            .iter_mut()
+            .filter(|o| o.job == job && o.ran_again_at_us.is_none() && at_us >= o.died_at_us)
+        {
+            o.ran_again_at_us = Some(at_us);
         }
     }
 
@@ -367,18 +380,21 @@ impl Recorder {
         &mut self,
         job: JobId,
         intended_us: Option<u64>,
-        started_us: u64,
+        started_us: Option<u64>,
         claimed_us: u64,
         first: bool,
     ) {
         self.ledger.claimed(job);
         self.release_frozen(job, claimed_us);
-        let claim = claimed_us.saturating_sub(started_us);
+        self.rerun_orphan(job, claimed_us);
+        let claim = started_us.map(|s| claimed_us.saturating_sub(s));
         let wait = intended_us.map(|t| claimed_us.saturating_sub(t));
         let wc = self.window_of(claimed_us);
         self.counts[wc].claims += 1;
         self.counts[wc].claim_statements += u64::from(first);
-        self.metrics[wc].record(Metric::Claim, claim);
+        if let Some(claim) = claim {
+            self.metrics[wc].record(Metric::Claim, claim);
+        }
         if let (Some(w), Some(t)) = (wait, intended_us) {
             let wi = self.window_of(t);
             self.metrics[wi].record(Metric::QueueWait, w);
@@ -386,7 +402,9 @@ impl Recorder {
         let b = self.bucket(claimed_us);
         b.counts.claims += 1;
         b.counts.claim_statements += u64::from(first);
-        b.metrics.record(Metric::Claim, claim);
+        if let Some(claim) = claim {
+            b.metrics.record(Metric::Claim, claim);
+        }
         if let Some(w) = wait {
             b.metrics.record(Metric::QueueWait, w);
         }
@@ -453,12 +471,29 @@ impl Recorder {
                     false => self.counts[w].stale_completions += 1,
                 }
             }
-            Event::WorkerCrashed { at_us, jobs, .. } => {
+            Event::WorkerCrashed {
+                at_us,
+                slot,
+                jobs,
+                reported,
+                ..
+            } => {
                 let w = self.window_of(at_us);
                 self.counts[w].worker_crashes += 1;
+                let room = ORPHANS_KEPT.saturating_sub(self.orphaned.len());
+                self.orphaned
+                    .extend(jobs.iter().take(room).map(|&job| OrphanedJob {
+                        job,
+                        slot,
+                        died_at_us: at_us,
+                        ran_again_at_us: None,
+                    }));
                 for job in jobs {
                     self.ledger.crashed(job);
                     self.doubt_changed = true;
+                }
+                for job in reported {
+                    self.ledger.crashed_after_report(job);
                 }
             }
             Event::WorkerFrozen { at_us, slot, job } => {
@@ -722,6 +757,7 @@ impl Recorder {
             errors: self.errors,
             faults: self.faults,
             frozen: self.frozen,
+            orphaned: self.orphaned,
             probes: self.probes,
             fatal: self.fatal,
             db_samples: self.db_samples,

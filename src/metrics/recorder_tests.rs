@@ -43,7 +43,7 @@ async fn latency_belongs_to_the_phase_that_scheduled_the_job() {
     tx.send(Event::Claimed {
         job: 1,
         intended_us: Some(2_000_000),
-        started_us: 3_999_000,
+        started_us: Some(3_999_000),
         claimed_us: 3_999_500,
         first: true,
     })

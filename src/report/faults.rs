@@ -56,6 +56,9 @@ pub struct FaultSummary {
     pub attempts: BTreeMap<u32, u64>,
     pub events: Vec<FaultEvent>,
     pub frozen_jobs: Vec<FrozenJobSummary>,
+    /// What became of the jobs held by workers that died.
+    #[serde(default)]
+    pub orphaned_jobs: super::orphans::OrphanedJobs,
     /// Queue-table statistics taken around an xmin hold.
     pub table_probes: Vec<ProbeSummary>,
 }
@@ -166,6 +169,12 @@ impl FaultSummary {
                     unavailable_for_s: f.released_at_us.map(|r| (r - f.frozen_at_us) as f64 / 1e6),
                 })
                 .collect(),
+            orphaned_jobs: super::orphans::OrphanedJobs::build(
+                &m.orphaned,
+                load_start,
+                ledger,
+                (&proof.lost, &proof.stuck),
+            ),
             table_probes: m
                 .probes
                 .iter()

@@ -512,6 +512,9 @@ fn faults(s: &Summary) -> Option<Section> {
         return None;
     }
     let mut h = format!("<p>{}.</p>", escape(&f.counts_line()));
+    if f.orphaned_jobs.count > 0 {
+        let _ = write!(h, "<p>{}.</p>", escape(&f.orphaned_jobs.line()));
+    }
     if !f.events.is_empty() {
         h.push_str("<table><tr><th class=\"l\">fault</th><th class=\"l\">phase</th><th>from s</th><th>to s</th><th>hit</th><th>rate back after s</th><th>backlog back after s</th><th>claim p50 back after s</th><th class=\"l\">detail</th></tr>");
         let opt = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.1}"));

@@ -230,7 +230,7 @@ impl Summary {
             return None;
         }
         Some(if let Some(f) = &self.fatal_error {
-            format!("stopped by a permanent database error: {f}")
+            format!("stopped by a permanent error: {f}")
         } else if let Some(t) = &self.aborted_by_threshold {
             format!("stopped early by --abort-on-fail: {t}")
         } else if self.interrupted {

@@ -32,6 +32,9 @@ pub fn render(s: &Summary) -> String {
         for e in &s.faults.events {
             t.push_str(&format!("  {}\n", e.recovery_line()));
         }
+        if s.faults.orphaned_jobs.count > 0 {
+            t.push_str(&format!("  {}\n", s.faults.orphaned_jobs.line()));
+        }
     }
     t.push_str(&latency(s));
     if let Some(b) = &s.bystander {

@@ -5,9 +5,11 @@
 use super::RunOptions;
 use crate::accounting;
 use crate::backend::Backend;
+use crate::backend::ExternalWorkers;
 use crate::clock::RunClock;
 use crate::faults::{self, FaultContext, PhaseFaults};
 use crate::fleet::bystander::Bystander;
+use crate::fleet::external::{self, ExternalFleet};
 use crate::fleet::jobs::JobFactory;
 use crate::fleet::pacer::{ProducerFleet, ScheduledPhase};
 use crate::fleet::process::{self, WorkerConfig};
@@ -448,7 +450,9 @@ fn start_bystander(
 /// The stale-job reaper, when the plan has one, and the design's ticker, when it has one;
 /// they stop with the consumers.
 fn start_chores(plan: &Plan, ctx: &FleetContext, stop: &CancellationToken) -> Vec<JoinHandle<()>> {
-    let reaper = plan.reaper.map(|r| {
+    // A library's own workers rescue their jobs themselves.
+    let harness_workers = plan.queue.variant.workers.is_none();
+    let reaper = plan.reaper.filter(|_| harness_workers).map(|r| {
         let reaper = StaleJobReaper {
             interval: r.interval,
             stale_after: r.stale_after,
@@ -510,7 +514,8 @@ fn start_sampler(
     (both, stop)
 }
 
-/// Consumers as tasks of this process, or as worker processes.
+/// Consumers as tasks of this process, as worker processes, or as a library's own worker
+/// processes.
 fn start_consumers(
     plan: &Plan,
     opts: &RunOptions,
@@ -518,6 +523,9 @@ fn start_consumers(
     registry: &Arc<WorkerRegistry>,
     stop: &CancellationToken,
 ) -> JoinSet<()> {
+    if let Some(workers) = &plan.queue.variant.workers {
+        return external::spawn(&library_fleet(plan, workers, ctx), ctx, registry, stop);
+    }
     // A queue that only this process can reach (the in-memory one) is worked by tasks.
     let queue_at = ctx
         .backend
@@ -540,6 +548,40 @@ fn start_consumers(
         .or_else(|| std::env::current_exe().ok())
         .unwrap_or_else(|| "dbq-bench".into());
     process::spawn_processes(&exe, &config, ctx, registry, stop)
+}
+
+/// A library's worker processes: the run's server in libpq's variables, and the scenario's
+/// settings the glue passes on to the library.
+fn library_fleet(plan: &Plan, workers: &ExternalWorkers, ctx: &FleetContext) -> ExternalFleet {
+    let c = &plan.consumers;
+    let mut env = ctx.backend.client_env();
+    env.extend([
+        (
+            "DBQ_BENCH_CONCURRENCY".into(),
+            workers.concurrency.to_string(),
+        ),
+        (
+            "DBQ_BENCH_MAX_RETRIES".into(),
+            plan.queue.max_retries.to_string(),
+        ),
+        (
+            "DBQ_BENCH_POLL_INTERVAL_S".into(),
+            c.poll_interval.as_secs_f64().to_string(),
+        ),
+    ]);
+    if let Some(r) = plan.reaper {
+        env.push((
+            "DBQ_BENCH_STALE_AFTER_S".into(),
+            r.stale_after.as_secs_f64().to_string(),
+        ));
+    }
+    ExternalFleet {
+        workers: workers.clone(),
+        env,
+        handler: c.handler,
+        seed: plan.seed,
+        restart_after: c.restart_after,
+    }
 }
 
 /// Drain: the consumers finish what was committed, bounded by the timeout, while outcomes in

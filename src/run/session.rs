@@ -396,6 +396,7 @@ impl Session {
             audit: plan.completion_audit,
             drained: !stopped_early && !drain_timed_out,
             outbox: plan.producers.outbox.is_some(),
+            reported_by_library: plan.queue.variant.workers.is_some(),
         };
         let mut admin = self
             .backend

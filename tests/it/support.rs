@@ -473,6 +473,7 @@ pub const DRAINED_AUDITED: dbq_bench::accounting::ProofOptions =
         audit: true,
         drained: true,
         outbox: false,
+        reported_by_library: false,
     };
 
 /// The URL of the server of `engine` that the tests share (started on first use).

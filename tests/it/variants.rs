@@ -1011,7 +1011,7 @@ fn a_permanent_insert_error_stops_the_run() {
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 1, "one line: {err}");
     assert!(
-        lines[0].contains("permanent database error")
+        lines[0].contains("stopped by a permanent error")
             && lines[0].contains("producer-")
             && lines[0].contains("no_jobs_today")
             && lines[0].contains("23514"),

@@ -37,6 +37,62 @@ pub struct Declaration {
     /// The same, read.
     #[serde(skip)]
     pub tick_interval: Option<std::time::Duration>,
+    /// The design's workers are a queue library's own processes.
+    pub worker: Option<WorkerSection>,
+}
+
+/// `[worker]`: the command that starts one of a library's worker processes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerSection {
+    /// The program and its arguments, run in the design's directory.
+    pub command: Vec<String>,
+    /// Jobs one process runs at once (1 when not given).
+    #[serde(default = "one")]
+    pub concurrency: u32,
+    /// How long a process may take to say hello (`"30s"` when not given).
+    #[serde(default = "thirty_seconds")]
+    pub connect_timeout: String,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn thirty_seconds() -> String {
+    "30s".into()
+}
+
+impl WorkerSection {
+    /// The section, checked, as the plan carries it.
+    fn workers(&self, dir: &Path) -> Result<crate::backend::queue::ExternalWorkers, String> {
+        if self.command.first().is_none_or(|p| p.trim().is_empty()) {
+            return Err(
+                "[worker] command is empty; give the program and its arguments, e.g. [\"python3\", \"worker.py\"]".into(),
+            );
+        }
+        if !(1..=1000).contains(&self.concurrency) {
+            return Err(format!(
+                "[worker] concurrency must be between 1 and 1000, got {}",
+                self.concurrency
+            ));
+        }
+        let connect_timeout = humantime::parse_duration(&self.connect_timeout)
+            .ok()
+            .filter(|d| !d.is_zero() && d.as_secs() <= 600)
+            .ok_or_else(|| {
+                format!(
+                    "[worker] connect_timeout = \"{}\" is not a duration between 0s and 10m (e.g. \"30s\")",
+                    self.connect_timeout
+                )
+            })?;
+        Ok(crate::backend::queue::ExternalWorkers {
+            command: self.command.clone(),
+            dir: dir.to_path_buf(),
+            concurrency: self.concurrency,
+            connect_timeout,
+        })
+    }
 }
 
 fn default_table() -> String {
@@ -182,6 +238,7 @@ impl Declaration {
                     wake_up: None,
                     tick_interval_text: None,
                     tick_interval: None,
+                    worker: None,
                 });
             }
             Err(e) => return Err(fail(format!("cannot be read: {e}"))),
@@ -217,7 +274,10 @@ impl Declaration {
             identifier("attempts.column", &a.column)?;
         }
         let Some(s) = &self.states else {
-            return Ok(());
+            return match self.worker {
+                Some(_) => Err("[worker] needs [states]: the proof and the sampler read the library's own table through the states it maps to waiting, in flight, done and dead letter".into()),
+                None => Ok(()),
+            };
         };
         identifier("states.column", &s.column)?;
         let mut seen = BTreeMap::new();
@@ -237,6 +297,20 @@ impl Declaration {
             }
         }
         Ok(())
+    }
+
+    /// The library's worker processes, when the design declares `[worker]`.
+    pub fn external_workers(
+        &self,
+        dir: &Path,
+    ) -> Result<Option<crate::backend::queue::ExternalWorkers>, DesignError> {
+        let Some(w) = &self.worker else {
+            return Ok(None);
+        };
+        w.workers(dir).map(Some).map_err(|reason| DesignError {
+            file: dir.join(DESIGN_FILE).display().to_string(),
+            reason,
+        })
     }
 
     /// The status words its statements may return.

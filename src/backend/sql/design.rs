@@ -10,9 +10,7 @@ use super::super::job::JobStatus;
 use super::super::seam::{DesignError, DesignInfo, WakeUp};
 use super::declared::{DESIGN_FILE, Declaration, DeclaredSql, StateWords};
 use super::names;
-use crate::backend::queue::{
-    BackoffPlan, CUSTOM_REQUIRED_FILES, Finish, Jitter, QueuePlan, VariantPlan,
-};
+use crate::backend::queue::{BackoffPlan, Finish, Jitter, QueuePlan, VariantPlan, required_files};
 use crate::named_params::{ClaimParam, FailParam, MarkParam, Named, Placeholders, rewrite};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -449,8 +447,9 @@ pub fn read_custom(
         })?),
         None => None,
     };
+    let external = declaration.worker.is_some();
     let defaults = declared_defaults(dir, &declaration, declared, seed.sql.clone())?;
-    let (sql, binds, files_sha256) = custom_statements(dir, defaults, returning)?;
+    let (sql, binds, files_sha256) = custom_statements(dir, defaults, returning, external)?;
     engine_files(dir, &sql, returning)?;
     let sql = declared_audit(sql, &declaration, declared);
     let design = SqlDesign {
@@ -572,8 +571,9 @@ fn custom_statements(
     dir: &Path,
     seed: Statements,
     returning: Returning,
+    external: bool,
 ) -> Result<(Statements, names::Binds, String), DesignError> {
-    let mut got = read_files(dir)?;
+    let mut got = read_files(dir, external)?;
     let files_sha256 = sha256_of(&got);
     got.remove(DESIGN_FILE);
     let bound = [
@@ -590,12 +590,23 @@ fn custom_statements(
         .collect();
     let binds = names::name_the_rest(dir, &mut statements, returning == Returning::Rows)?;
     got.extend(statements);
+    if external {
+        got.insert("claim.sql", Some(CLAIMS_NOTHING.into()));
+        got.insert("complete.sql", Some(COMPLETES_NOTHING.into()));
+    }
     Ok((fill(got, seed), binds, files_sha256))
 }
 
+/// The claim and completion of a design whose workers are a library's own processes: the
+/// harness's workers never run on it, and the rehearsal's claim opens its transaction (the
+/// completion prepared, as a worker's is) and finds nothing.
+const CLAIMS_NOTHING: &str =
+    "SELECT 0::bigint AS id, ''::text AS type, '{}'::jsonb AS payload WHERE false";
+const COMPLETES_NOTHING: &str = "SELECT $1::bigint AS id WHERE false";
+
 /// Every file a custom design may bring, in name order (so the hash does not depend on the
 /// order of the lists): the required ones must exist and none may be empty.
-fn read_files(dir: &Path) -> Result<names::Files<'static>, DesignError> {
+fn read_files(dir: &Path, external: bool) -> Result<names::Files<'static>, DesignError> {
     let read = |name: &str| -> Result<Option<String>, DesignError> {
         let path = dir.join(name);
         let file = || path.display().to_string();
@@ -613,15 +624,24 @@ fn read_files(dir: &Path) -> Result<names::Files<'static>, DesignError> {
         }
     };
     let mut got = names::Files::new();
-    for name in CUSTOM_REQUIRED_FILES {
+    let required = required_files(external);
+    for name in required {
         let text = read(name)?.ok_or_else(|| DesignError {
             file: dir.join(name).display().to_string(),
-            reason: format!(
-                "is missing; a custom variant needs {}",
-                CUSTOM_REQUIRED_FILES.join(", ")
-            ),
+            reason: format!("is missing; a custom variant needs {}", required.join(", ")),
         })?;
         got.insert(name, Some(text));
+    }
+    if let Some(name) = LIBRARY_DOES
+        .into_iter()
+        .find(|name| external && dir.join(name).exists())
+    {
+        return Err(DesignError {
+            file: dir.join(name).display().to_string(),
+            reason: format!(
+                "is a statement of the harness's own workers, but {DESIGN_FILE} declares [worker]: the library's processes claim, finish and rescue jobs themselves; remove the file"
+            ),
+        });
     }
     for name in OPTIONAL_FILES.into_iter().chain([DESIGN_FILE]) {
         got.insert(name, read(name)?);
@@ -708,6 +728,18 @@ fn sha256_of(files: &std::collections::BTreeMap<&str, Option<String>>) -> String
 
 /// The files a custom design may bring to replace the seed's; `mark_claimed.sql` and
 /// `find_stale.sql` are MariaDB's (the claim's and the reaper's first halves).
+/// What a library's own workers do, so a design with `[worker]` brings no file for it.
+const LIBRARY_DOES: [&str; 8] = [
+    "claim.sql",
+    "complete.sql",
+    "fail.sql",
+    "mark_claimed.sql",
+    "find_stale.sql",
+    "reap.sql",
+    "reap_counting.sql",
+    "tick.sql",
+];
+
 const OPTIONAL_FILES: [&str; 13] = [
     "tick.sql",
     "audit.sql",

@@ -8,8 +8,9 @@ use super::faults::{FaultSpec, Repeat};
 use super::thresholds::{self, Threshold};
 use super::values::{DurationDist, Rate};
 use crate::backend::queue::{
-    CUSTOM_REQUIRED_FILES, ClaimMode, Finish, QueuePlan, VariantName, VariantPlan,
+    ClaimMode, ExternalWorkers, Finish, QueuePlan, VariantName, VariantPlan, required_files,
 };
+use crate::backend::sql::declared::Declaration;
 use crate::backend::{Engine, engine::Supports};
 use crate::error::InputError;
 use crate::named_params::{ClaimParam, MarkParam, takes};
@@ -118,7 +119,9 @@ impl Plan {
         check_engine(&scenario).map_err(|(key, reason)| err(&key, reason))?;
         fill_resolved(&mut scenario, &database, &queue);
         let mut producers = producer_plan(&scenario.producers, source)?;
-        let consumers = consumer_plan(&scenario.consumers, scenario.database.engine, source)?;
+        let mut consumers = consumer_plan(&scenario.consumers, scenario.database.engine, source)?;
+        // A queue library's workers are processes of their own, whatever the key says.
+        consumers.processes |= queue.variant.workers.is_some();
         check_design_claims(&queue, &consumers, &scenario.reaper)
             .map_err(|(key, reason)| err(key, reason))?;
         let default_rate = scenario.producers.rate;

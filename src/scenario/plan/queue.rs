@@ -25,7 +25,7 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
             format!("must be between 10 and 100, got {ff}"),
         ));
     }
-    let dir = custom_dir_of(q, source).map_err(|r| err("queue.dir", r))?;
+    let (dir, workers) = custom_dir_of(q, source).map_err(|r| err("queue.dir", r))?;
     let visibility_timeout =
         visibility_timeout_of(q).map_err(|r| err("queue.visibility_timeout", r))?;
     let rotation_period = rotation_period_of(q).map_err(|r| err("queue.rotation_period", r))?;
@@ -68,6 +68,7 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
         fillfactor: q.fillfactor,
         unlogged: q.unlogged,
         rabbitmq_queue: q.rabbitmq_queue.unwrap_or_default(),
+        workers,
     };
     Ok(QueuePlan {
         variant,
@@ -151,11 +152,12 @@ pub(super) fn rotation_period_of(
 
 /// A `custom` variant's directory, resolved against the scenario file's and made absolute
 /// (so the resolved scenario saved with the results names it wherever it is read), holding
-/// every file the custom contract requires.
+/// every file the custom contract requires, and the library's worker processes when its
+/// design.toml declares them.
 pub(super) fn custom_dir_of(
     q: &crate::scenario::model::QueueSection,
     source: &str,
-) -> Result<Option<std::path::PathBuf>, String> {
+) -> Result<(Option<std::path::PathBuf>, Option<ExternalWorkers>), String> {
     let given = match (q.variant, &q.dir) {
         (VariantName::Custom, None) => {
             return Err("the custom variant needs the directory of its .sql files".into());
@@ -167,14 +169,19 @@ pub(super) fn custom_dir_of(
                 other.as_str()
             ));
         }
-        (_, None) => return Ok(None),
+        (_, None) => return Ok((None, None)),
     };
     let base = std::path::Path::new(source)
         .parent()
         .unwrap_or(std::path::Path::new(""));
     let dir = base.join(given);
     let dir = std::path::absolute(&dir).unwrap_or(dir);
-    for name in CUSTOM_REQUIRED_FILES {
+    let shown = |e: crate::backend::DesignError| format!("{}: {}", e.file, e.reason);
+    let workers = Declaration::read(&dir)
+        .and_then(|d| d.external_workers(&dir))
+        .map_err(shown)?;
+    let required = required_files(workers.is_some());
+    for name in required {
         let path = dir.join(name);
         match std::fs::metadata(&path) {
             Ok(m) if m.is_file() && m.len() > 0 => {}
@@ -183,12 +190,12 @@ pub(super) fn custom_dir_of(
                 return Err(format!(
                     "{}: is missing; a custom variant needs {}",
                     path.display(),
-                    CUSTOM_REQUIRED_FILES.join(", ")
+                    required.join(", ")
                 ));
             }
         }
     }
-    Ok(Some(dir))
+    Ok((Some(dir), workers))
 }
 
 /// `[queue.backoff]`, checked; the error names its key.
@@ -253,6 +260,10 @@ pub(super) fn check_design_claims(
     let Some(dir) = &queue.variant.dir else {
         return Ok(());
     };
+    if queue.variant.workers.is_some() {
+        // The library claims, and rescues its workers' jobs, by its own rules.
+        return Ok(());
+    }
     let has = |file: &str| dir.join(file).is_file();
     // A claim that hides its jobs for a visibility timeout recovers a lost worker's job by
     // itself, when the timeout runs out (the claim's text is checked in full at install).

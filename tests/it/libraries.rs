@@ -1,0 +1,351 @@
+//! A queue library's own worker processes as the consumers (a design's `[worker]`): the
+//! examples under examples/ run on the shared server, are killed mid-job, lose a row behind
+//! their back, and the proof says what became of every job; a worker command that never
+//! connects, speaks garbage or exits at once stops the run in one line, leaving nothing
+//! running.
+
+use crate::support::{
+    SMALL, assert_nothing_lost, database_of_its_own, drop_database, plan, plan_on, run_plan,
+    shared_url,
+};
+use sqlx::{Connection, PgConnection};
+use std::path::Path;
+use std::time::Duration;
+
+/// The interpreter that has the example libraries installed (scripts/test sets it up from
+/// each example's pinned requirements.txt).
+fn library_python() -> String {
+    let python = std::env::var("DBQ_LIBRARIES_PYTHON").unwrap_or_else(|_| {
+        panic!(
+            "missing prerequisite: DBQ_LIBRARIES_PYTHON, an interpreter with the example queue \
+             libraries (python3 -m venv target/examples-python && target/examples-python/bin/pip \
+             install -r examples/procrastinate/requirements.txt); scripts/test sets it up"
+        )
+    });
+    assert!(
+        Path::new(&python).exists(),
+        "DBQ_LIBRARIES_PYTHON={python} does not exist"
+    );
+    python
+}
+
+/// A copy of examples/`name` beside examples/python (which its glue imports), its
+/// `[worker]` command's program replaced by `program`; returns the copy and the design's
+/// directory in it.
+fn example_copy(name: &str, program: &[&str]) -> (tempfile::TempDir, String) {
+    let root = tempfile::tempdir().unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    for dir in [name, "python"] {
+        std::fs::create_dir(root.path().join(dir)).unwrap();
+        for entry in std::fs::read_dir(examples.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                std::fs::copy(&path, root.path().join(dir).join(path.file_name().unwrap()))
+                    .unwrap();
+            }
+        }
+    }
+    let design = root.path().join(name).join("design.toml");
+    let text = std::fs::read_to_string(&design).unwrap();
+    let command = format!(
+        "command = [{}]",
+        program
+            .iter()
+            .map(|p| format!("{p:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let original = "command = [\"python3\", \"worker.py\"]";
+    assert!(
+        text.contains(original),
+        "{name}'s design.toml changed its command"
+    );
+    std::fs::write(&design, text.replace(original, &command)).unwrap();
+    let dir = root.path().join(name).display().to_string();
+    (root, dir)
+}
+
+/// The example `name` with its own worker, run by the libraries' interpreter.
+fn example(name: &str) -> (tempfile::TempDir, String) {
+    let python = library_python();
+    example_copy(name, &[&python, "worker.py"])
+}
+
+fn custom(dir: &str) -> [String; 2] {
+    [
+        "queue.variant=\"custom\"".into(),
+        format!("queue.dir=\"{dir}\""),
+    ]
+}
+
+fn sets<'a>(design: &'a [String; 2], more: &[&'a str]) -> Vec<&'a str> {
+    design
+        .iter()
+        .map(String::as_str)
+        .chain(more.iter().copied())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn procrastinate_works_the_queue_open_loop_and_nothing_is_lost() {
+    let (_copy, dir) = example("procrastinate");
+    let design = custom(&dir);
+    let p = plan(
+        SMALL,
+        &sets(
+            &design,
+            &[
+                "producers.prefill=50",
+                "consumers.handler.error_rate=0.05",
+                "queue.backoff.base=\"100ms\"",
+            ],
+        ),
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert_nothing_lost(s);
+    assert!(s.accounting.ok, "{}", s.accounting.verdict);
+    assert_eq!(s.jobs.completed + s.jobs.dead_lettered, s.jobs.enqueued);
+    assert!(s.jobs.enqueued > 300, "{:?}", s.jobs);
+    // The handler's failures went through procrastinate's own retries.
+    assert!(s.faults.handler_errors > 0, "{:?}", s.faults);
+    assert_eq!(s.accounting.executions.repeated_successes, 0);
+    // The library's claims are its own: the harness times from the intended time to the
+    // handler's start and end, never a claim it did not make.
+    assert!(s.latency_ms.end_to_end.count > 0);
+    assert_eq!(s.latency_ms.claim.count, 0);
+}
+
+/// A killed worker's job, with procrastinate's stalled-job retry running (the scenario's
+/// reaper enabled): every one runs again and finishes; with it off, each stays `doing` and
+/// the proof names it stuck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_procrastinate_workers_job_is_rescued_or_named_stuck() {
+    let (_copy, dir) = example("procrastinate");
+    let design = custom(&dir);
+    // Two workers always busy (a backlog of 200 ms jobs): each kill hits a running job.
+    let busy = [
+        "producers.rate=15",
+        "producers.prefill=20",
+        "consumers.count=2",
+        "consumers.handler.duration.fixed=\"200ms\"",
+        "consumers.restart_after=\"200ms\"",
+        "phases.0.duration=\"3s\"",
+        "phases.0.faults=[{ kind = \"kill_workers\", every = \"1s\", count = 1 }]",
+    ];
+    let rescued = [
+        &busy[..],
+        &["reaper.stale_after=\"1s\"", "drain.timeout=\"60s\""],
+    ]
+    .concat();
+    let (outcome, _dir) = run_plan(&plan(SMALL, &sets(&design, &rescued)), false).await;
+    let s = &outcome.results.summary;
+    let o = &s.faults.orphaned_jobs;
+    assert!(o.count >= 1, "{o:?}");
+    assert_eq!((o.ran_again, o.done), (o.count, o.count), "{}", o.line());
+    assert!(
+        o.ran_again_after_s_p50.is_some_and(|s| s >= 1.0),
+        "{}",
+        o.line()
+    );
+    assert_nothing_lost(s);
+    assert!(s.accounting.ok, "{}", s.accounting.verdict);
+
+    let stranded = [&busy[..], &["reaper.enabled=false", "drain.timeout=\"3s\""]].concat();
+    let (outcome, _dir) = run_plan(&plan(SMALL, &sets(&design, &stranded)), false).await;
+    let s = &outcome.results.summary;
+    let o = &s.faults.orphaned_jobs;
+    assert!(o.count >= 1 && o.ran_again == 0, "{}", o.line());
+    assert_eq!(o.jobs[0].ended, "stuck in flight", "{}", o.line());
+    let proof = &s.accounting;
+    assert!(!proof.ok);
+    assert!(proof.stuck_count >= 1, "{}", proof.verdict);
+    assert!(
+        proof.verdict.contains(&format!("{}", o.jobs[0].job)) && proof.verdict.contains("stuck"),
+        "{}",
+        proof.verdict
+    );
+}
+
+/// A waiting job deleted from procrastinate's table during the run is named lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_deleted_behind_procrastinates_back_is_named_lost() {
+    let (_copy, dir) = example("procrastinate");
+    let design = custom(&dir);
+    let url = database_of_its_own("dbq_library_lost").await;
+    // One worker and a prefill: a backlog waits in `todo` while the load starts.
+    let p = plan_on(
+        &url,
+        SMALL,
+        &sets(
+            &design,
+            &[
+                "producers.rate=20",
+                "producers.prefill=100",
+                "consumers.count=1",
+                "consumers.handler.duration.fixed=\"20ms\"",
+                "phases.0.duration=\"3s\"",
+            ],
+        ),
+    );
+    let deleter = tokio::spawn({
+        let url = url.clone();
+        async move {
+            let mut conn = PgConnection::connect(&url).await.unwrap();
+            let mut last_error = String::new();
+            for _ in 0..100 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let deleted = sqlx::query_scalar::<_, i64>(
+                    "DELETE FROM procrastinate_jobs WHERE id = (SELECT max(id) FROM procrastinate_jobs WHERE status = 'todo') RETURNING id",
+                )
+                .fetch_optional(&mut conn)
+                .await;
+                match deleted {
+                    Ok(Some(id)) => return id,
+                    Ok(None) => {}
+                    Err(e) => last_error = e.to_string(),
+                }
+                // The run's schema, once it exists.
+                let schema: Option<String> = sqlx::query_scalar(
+                    "SELECT table_schema::text FROM information_schema.tables WHERE table_name = 'procrastinate_jobs'",
+                )
+                .fetch_optional(&mut conn)
+                .await
+                .unwrap();
+                if let Some(schema) = schema {
+                    sqlx::query(sqlx::AssertSqlSafe(format!("SET search_path = {schema}")))
+                        .execute(&mut conn)
+                        .await
+                        .unwrap();
+                }
+            }
+            panic!("found no waiting job to delete within 10 s: {last_error}");
+        }
+    });
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let deleted = deleter.await.unwrap();
+    let proof = &outcome.results.summary.accounting;
+    assert!(!proof.ok);
+    assert_eq!(proof.lost_total, 1, "{}", proof.verdict);
+    assert_eq!(proof.lost[0].id, deleted);
+    assert_eq!(proof.lost[0].table, "missing");
+    assert!(
+        proof.verdict.contains(&format!("id {deleted}")),
+        "{}",
+        proof.verdict
+    );
+    drop_database("dbq_library_lost").await;
+}
+
+/// `dbq-bench run` with a design whose worker command is `program`: its exit code and
+/// stderr.
+fn run_with_worker(program: &[&str]) -> (i32, String) {
+    let (copy, dir) = example_copy("procrastinate", program);
+    let design = std::path::Path::new(&dir).join("design.toml");
+    let text = std::fs::read_to_string(&design).unwrap();
+    std::fs::write(&design, format!("{text}connect_timeout = \"2s\"\n")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args([
+            "run",
+            "scenarios/smoke.toml",
+            "--db",
+            "url",
+            "--database-url",
+            shared_url(),
+            "--set",
+            "queue.variant=custom",
+            "--set",
+            &format!("queue.dir={dir}"),
+            "--out",
+        ])
+        .arg(copy.path().join("results"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// No process whose command line holds `marker` is running.
+fn none_running(marker: &str) -> bool {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", marker])
+        .output()
+        .unwrap();
+    out.stdout.is_empty()
+}
+
+#[test]
+fn a_worker_that_never_connects_speaks_garbage_or_exits_stops_the_run_in_one_line() {
+    let silent = "import time; time.sleep(60)  # dbq-silent-worker";
+    let garbage = "import os, socket, time  # dbq-garbage-worker\n\
+                   s = socket.socket(socket.AF_UNIX); s.connect(os.environ['DBQ_BENCH_SOCKET'])\n\
+                   s.sendall(b'hello there\\n'); time.sleep(60)";
+    let exits = "import sys; print('ModuleNotFoundError: no module named procrastinate', file=sys.stderr); sys.exit(1)";
+    let cases = [
+        (
+            silent,
+            "dbq-silent-worker",
+            "did not connect to $DBQ_BENCH_SOCKET within 2s",
+        ),
+        (
+            garbage,
+            "dbq-garbage-worker",
+            "sent a line that is not protocol 1",
+        ),
+        (
+            exits,
+            "no module named procrastinate",
+            "exited (exit status 1) before it connected to $DBQ_BENCH_SOCKET (its last line: ModuleNotFoundError: no module named procrastinate)",
+        ),
+    ];
+    for (program, marker, expected) in cases {
+        let (code, stderr) = run_with_worker(&["python3", "-c", program]);
+        assert_ne!(code, 0, "{stderr}");
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("error") || l.contains(expected))
+            .collect();
+        assert_eq!(lines.len(), 1, "{expected}: {stderr}");
+        assert!(lines[0].contains(expected), "{stderr}");
+        assert!(lines[0].contains("worker [python3 -c"), "{stderr}");
+        assert!(none_running(marker), "a worker was left running: {marker}");
+    }
+}
+
+/// examples/procrastinate/schema.sql is the pinned library's own schema, verbatim.
+#[test]
+fn the_procrastinate_example_carries_the_installed_librarys_schema() {
+    let out = std::process::Command::new(library_python())
+        .args([
+            "-c",
+            "import procrastinate, os; print(os.path.join(os.path.dirname(procrastinate.__file__), 'sql', 'schema.sql'))",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let installed = std::fs::read_to_string(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/procrastinate/schema.sql"),
+    )
+    .unwrap();
+    let verbatim: String = example
+        .split_inclusive('\n')
+        .skip_while(|l| {
+            l.starts_with("-- procrastinate 3.10.0")
+                || l.starts_with("-- that")
+                || l.starts_with("-- it is")
+                || l.trim().is_empty()
+        })
+        .collect();
+    assert_eq!(
+        verbatim, installed,
+        "schema.sql is not the installed procrastinate's"
+    );
+}
