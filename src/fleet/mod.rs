@@ -95,3 +95,16 @@ pub async fn sleep_or_stop(d: Duration, stop: &CancellationToken) -> bool {
         _ = stop.cancelled() => false,
     }
 }
+
+/// A worker process's end, as words: `SIGKILL`, `exit status 1`.
+pub(crate) fn exit_cause(status: std::io::Result<std::process::ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Ok(s) => match s.signal() {
+            Some(sig) => nix::sys::signal::Signal::try_from(sig)
+                .map_or(format!("signal {sig}"), |s| s.as_str().to_string()),
+            None => format!("exit status {}", s.code().unwrap_or(-1)),
+        },
+        Err(e) => format!("lost: {e}"),
+    }
+}

@@ -17,7 +17,6 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -169,15 +168,7 @@ async fn watch(
     }
     let mut err_text = String::new();
     let _ = stderr.read_to_string(&mut err_text).await;
-    let cause = match status {
-        Ok(s) => match s.signal() {
-            Some(sig) => {
-                Signal::try_from(sig).map_or(format!("signal {sig}"), |s| s.as_str().to_string())
-            }
-            None => format!("exit status {}", s.code().unwrap_or(-1)),
-        },
-        Err(e) => format!("lost: {e}"),
-    };
+    let cause = super::exit_cause(status);
     let tail = err_text
         .lines()
         .last()

@@ -12,7 +12,6 @@
 
 use crate::accounting::AccountingProof;
 use crate::metrics::{Ledger, Measurements, PhaseCounts, TimelineRow};
-use crate::scenario::ClaimMode;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -113,7 +112,7 @@ impl FaultSummary {
         all: &PhaseCounts,
         ledger: &Ledger,
         proof: &AccountingProof,
-        claim_mode: ClaimMode,
+        claim_mode: &str,
     ) -> FaultSummary {
         let load_start = m.load_start_us();
         let secs = |us: u64| (us as f64 - load_start as f64) / 1e6;
@@ -140,7 +139,7 @@ impl FaultSummary {
             in_doubt_enqueues_committed: proof.in_doubt_inserts_committed,
             rolled_back_enqueues: all.rolled_back_enqueues,
             finished_without_report: proof.finished_without_report,
-            claim_mode: claim_mode.as_str().into(),
+            claim_mode: claim_mode.into(),
             duplicate_executions: x.extra_executions,
             duplicate_completions: x.completions,
             duplicates_within_claim_mode: x.completions == 0 && x.unexplained_executions == 0,

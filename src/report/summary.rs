@@ -222,6 +222,14 @@ fn per_s(n: u64, window_s: f64) -> f64 {
     }
 }
 
+/// Who decides when a claim commits: the scenario's claim mode, or a library's own rules.
+fn claim_rule(plan: &Plan) -> &'static str {
+    match plan.queue.variant.workers {
+        Some(_) => "the library's own",
+        None => plan.consumers.claim_mode.as_str(),
+    }
+}
+
 impl Summary {
     /// Why the run is incomplete (`None` when it is complete): the one wording every format
     /// uses.
@@ -263,7 +271,7 @@ impl Summary {
         let window_s = throughput.window_s;
         let all = all_counts(m);
         let jobs = JobCounts::of(&all, &proof, ledger, facts.prefilled);
-        let faults = FaultSummary::build(m, &all, ledger, &proof, plan.consumers.claim_mode);
+        let faults = FaultSummary::build(m, &all, ledger, &proof, claim_rule(plan));
         let scheduled = measured_metrics.get(Metric::ScheduleLag).len();
         let harness = measured_span(m)
             .and_then(|(from, to)| crate::metrics::HarnessSummary::over(&m.harness, from, to));

@@ -23,7 +23,6 @@ use nix::unistd::Pid;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use std::collections::{BTreeMap, VecDeque};
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -182,7 +181,7 @@ impl Slot {
                 tail.read_to_end().await;
                 Err(format!(
                     "exited ({}) before it connected to $DBQ_BENCH_SOCKET{}",
-                    cause_of(status),
+                    super::exit_cause(status),
                     tail.last()
                 ))
             }
@@ -269,7 +268,7 @@ impl Slot {
         }
         let now = self.ctx.clock.now_us();
         Ended::Died {
-            cause: format!("{}{}", cause_of(status), tail.last()),
+            cause: format!("{}{}", super::exit_cause(status), tail.last()),
             jobs,
             reported: serving.reported_since(now.saturating_sub(REPORT_DOUBT.as_micros() as u64)),
         }
@@ -435,19 +434,6 @@ impl Tail {
             .find(|l| !l.trim().is_empty())
             .map(|l| format!(" (its last line: {})", l.trim()))
             .unwrap_or_default()
-    }
-}
-
-/// A process's end, as words: `signal SIGKILL`, `exit status 1`.
-fn cause_of(status: std::io::Result<std::process::ExitStatus>) -> String {
-    match status {
-        Ok(s) => match s.signal() {
-            Some(sig) => {
-                Signal::try_from(sig).map_or(format!("signal {sig}"), |s| s.as_str().to_string())
-            }
-            None => format!("exit status {}", s.code().unwrap_or(-1)),
-        },
-        Err(e) => format!("lost: {e}"),
     }
 }
 
