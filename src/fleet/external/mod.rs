@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
+use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -76,6 +77,19 @@ pub fn spawn(
     }
     set
 }
+
+/// One life's worker process: the child, its output, and the socket it connects to (removed
+/// when the life ends).
+struct Process {
+    child: tokio::process::Child,
+    pid: i32,
+    tail: Tail,
+    listener: UnixListener,
+    _socket: RemoveOnDrop,
+}
+
+/// The worker's lines, each read or the error that ends them.
+type Lines = mpsc::Receiver<Result<FromWorker, String>>;
 
 /// How one life of a worker process ended.
 enum Ended {
@@ -135,6 +149,23 @@ impl Slot {
 
     /// Starts the command, waits for its hello, then serves it until it ends.
     async fn life(&mut self, life: u32, stop: &CancellationToken) -> Ended {
+        let mut process = match self.start(life) {
+            Ok(p) => p,
+            Err(e) => return Ended::Refused(e),
+        };
+        let (lines, write) = match self.greet(&mut process, stop).await {
+            Ok(connection) => connection,
+            Err(ended) => return ended,
+        };
+        self.registry.set_pid(self.slot, process.pid);
+        match self.serve_until_end(process.pid, lines, write, stop).await {
+            Ok((serving, stopping)) => self.ending(process, serving, stopping).await,
+            Err(e) => Ended::Refused(e),
+        }
+    }
+
+    /// Opens this life's socket and starts the command, its output followed.
+    fn start(&self, life: u32) -> Result<Process, String> {
         // Unique in this process (which may run several fleets at once) and on the machine.
         static LIVES: AtomicU64 = AtomicU64::new(0);
         let socket = std::env::temp_dir().join(format!(
@@ -144,62 +175,80 @@ impl Slot {
             LIVES.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_file(&socket);
-        let listener = match UnixListener::bind(&socket) {
-            Ok(l) => l,
-            Err(e) => {
-                return Ended::Refused(format!("cannot open its socket {}: {e}", socket.display()));
-            }
-        };
-        let _remove = RemoveOnDrop(socket.clone());
+        let listener = UnixListener::bind(&socket)
+            .map_err(|e| format!("cannot open its socket {}: {e}", socket.display()))?;
+        let socket = RemoveOnDrop(socket);
         let w = &self.fleet.workers;
-        let spawned = tokio::process::Command::new(&w.command[0])
+        let mut child = tokio::process::Command::new(&w.command[0])
             .args(&w.command[1..])
             .current_dir(&w.dir)
             .envs(self.fleet.env.iter().cloned())
-            .env("DBQ_BENCH_SOCKET", &socket)
+            .env("DBQ_BENCH_SOCKET", &socket.0)
             .env("DBQ_BENCH_SLOT", self.slot.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0)
-            .spawn();
-        let mut child = match spawned {
-            Ok(c) => c,
-            Err(e) => {
-                return Ended::Refused(format!("cannot be started in {}: {e}", w.dir.display()));
-            }
-        };
-        let pid = child.id().unwrap_or(0) as i32;
+            .spawn()
+            .map_err(|e| format!("cannot be started in {}: {e}", w.dir.display()))?;
         let mut tail = Tail::default();
         tail.follow(child.stdout.take());
         tail.follow(child.stderr.take());
-        let timeout = w.connect_timeout;
+        Ok(Process {
+            pid: child.id().unwrap_or(0) as i32,
+            child,
+            tail,
+            listener,
+            _socket: socket,
+        })
+    }
+
+    /// Waits for the worker to connect and say hello in protocol 1, and welcomes it.
+    async fn greet(
+        &self,
+        p: &mut Process,
+        stop: &CancellationToken,
+    ) -> Result<(Lines, OwnedWriteHalf), Ended> {
+        let timeout = self.fleet.workers.connect_timeout;
         let connected = tokio::select! {
-            accepted = listener.accept() => accepted.map_err(|e| format!("its socket failed: {e}")),
-            status = child.wait() => {
-                tail.read_to_end().await;
+            accepted = p.listener.accept() => accepted.map_err(|e| format!("its socket failed: {e}")),
+            status = p.child.wait() => {
+                p.tail.read_to_end().await;
                 Err(format!(
                     "exited ({}) before it connected to $DBQ_BENCH_SOCKET{}",
                     super::exit_cause(status),
-                    tail.last()
+                    p.tail.last()
                 ))
             }
             _ = tokio::time::sleep(timeout) => Err(format!(
                 "did not connect to $DBQ_BENCH_SOCKET within {} (its [worker] connect_timeout): its glue must connect and send {{\"hello\": {{\"protocol\": {}}}}} first (docs/libraries.md){}",
                 humantime::format_duration(timeout),
                 wire::PROTOCOL,
-                tail.last()
+                p.tail.last()
             )),
-            _ = stop.cancelled() => return Ended::Stopped,
+            _ = stop.cancelled() => return Err(Ended::Stopped),
         };
-        let (read, mut write) = match connected {
-            Ok((stream, _)) => stream.into_split(),
-            Err(e) => return Ended::Refused(e),
-        };
+        let (read, mut write) = connected.map_err(Ended::Refused)?.0.into_split();
         let mut lines = read_lines(read);
-        let hello = tokio::time::timeout(timeout, lines.recv()).await;
-        let refused = match hello {
+        if let Some(refused) = self.hello(p, &mut lines).await {
+            return Err(Ended::Refused(refused));
+        }
+        let welcome = wire::write(&ToWorker::Welcome {
+            protocol: wire::PROTOCOL,
+        });
+        match write.write_all(welcome.as_bytes()).await {
+            Ok(()) => Ok((lines, write)),
+            Err(e) => Err(Ended::Refused(format!(
+                "closed its socket at the welcome: {e}"
+            ))),
+        }
+    }
+
+    /// What is wrong with the worker's first line, if anything.
+    async fn hello(&self, p: &mut Process, lines: &mut Lines) -> Option<String> {
+        let timeout = self.fleet.workers.connect_timeout;
+        match tokio::time::timeout(timeout, lines.recv()).await {
             Ok(Some(Ok(FromWorker::Hello { protocol, .. }))) if protocol == wire::PROTOCOL => None,
             Ok(Some(Ok(FromWorker::Hello { protocol, .. }))) => Some(format!(
                 "speaks protocol {protocol}; this harness speaks {}",
@@ -211,25 +260,30 @@ impl Slot {
             )),
             Ok(Some(Err(e))) => Some(e),
             Ok(None) => {
-                let _ = tokio::time::timeout(timeout, child.wait()).await;
-                tail.read_to_end().await;
-                Some(format!("closed its socket before its hello{}", tail.last()))
+                let _ = tokio::time::timeout(timeout, p.child.wait()).await;
+                p.tail.read_to_end().await;
+                Some(format!(
+                    "closed its socket before its hello{}",
+                    p.tail.last()
+                ))
             }
             Err(_) => Some(format!(
                 "connected but sent no hello within {}",
                 humantime::format_duration(timeout)
             )),
-        };
-        let welcome = wire::write(&ToWorker::Welcome {
-            protocol: wire::PROTOCOL,
-        });
-        if let Some(reason) = refused {
-            return Ended::Refused(reason);
         }
-        if let Err(e) = write.write_all(welcome.as_bytes()).await {
-            return Ended::Refused(format!("closed its socket at the welcome: {e}"));
-        }
-        self.registry.set_pid(self.slot, pid);
+    }
+
+    /// Answers the worker's lines until its socket closes; on `stop`, asks it to stop
+    /// (SIGTERM) and kills it after [`STOP_GRACE`]. Returns what it was doing and whether
+    /// it was asked to stop, or why it stops the run.
+    async fn serve_until_end(
+        &mut self,
+        pid: i32,
+        mut lines: Lines,
+        mut write: OwnedWriteHalf,
+        stop: &CancellationToken,
+    ) -> Result<(Serving, bool), String> {
         let mut serving = Serving::default();
         let mut stopping = false;
         let grace = tokio::time::sleep(Duration::MAX);
@@ -237,16 +291,14 @@ impl Slot {
         loop {
             tokio::select! {
                 line = lines.recv() => match line {
-                    Some(Ok(message)) => match self.serve(message, &mut serving) {
-                        Ok(Some(reply)) => {
+                    Some(Ok(message)) => {
+                        if let Some(reply) = self.serve(message, &mut serving)? {
                             // A worker that no longer reads is about to die: its end says so.
                             let _ = write.write_all(wire::write(&reply).as_bytes()).await;
                         }
-                        Ok(None) => {}
-                        Err(e) => return Ended::Refused(e),
-                    },
-                    Some(Err(e)) => return Ended::Refused(e),
-                    None => break,
+                    }
+                    Some(Err(e)) => return Err(e),
+                    None => return Ok((serving, stopping)),
                 },
                 _ = stop.cancelled(), if !stopping => {
                     stopping = true;
@@ -260,15 +312,19 @@ impl Slot {
                 }
             }
         }
-        let status = child.wait().await;
-        tail.read_to_end().await;
+    }
+
+    /// How the life ended once its socket closed: stopped as asked, or died holding jobs.
+    async fn ending(&self, mut p: Process, mut serving: Serving, stopping: bool) -> Ended {
+        let status = p.child.wait().await;
+        p.tail.read_to_end().await;
         let jobs: Vec<JobId> = serving.started.keys().copied().collect();
         if stopping && jobs.is_empty() {
             return Ended::Stopped;
         }
         let now = self.ctx.clock.now_us();
         Ended::Died {
-            cause: format!("{}{}", super::exit_cause(status), tail.last()),
+            cause: format!("{}{}", super::exit_cause(status), p.tail.last()),
             jobs,
             reported: serving.reported_since(now.saturating_sub(REPORT_DOUBT.as_micros() as u64)),
         }
@@ -359,9 +415,7 @@ impl Serving {
 
 /// Reads the worker's lines on a task of their own (so that no partial line is lost to a
 /// `select!`): each one read, or the error that ends them.
-fn read_lines(
-    read: impl AsyncRead + Unpin + Send + 'static,
-) -> mpsc::Receiver<Result<FromWorker, String>> {
+fn read_lines(read: impl AsyncRead + Unpin + Send + 'static) -> Lines {
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
         let mut reader = BufReader::new(read);
