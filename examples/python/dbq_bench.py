@@ -13,9 +13,13 @@ process exits, so that no worker outlives its run.
 import asyncio
 import json
 import os
+import shlex
 import signal
 
 PROTOCOL = 1
+# How long the glue waits for the harness's welcome (the harness's own connect_timeout bounds
+# the hello; this bounds the answer, so that a worker never waits on a harness that hung).
+WELCOME_TIMEOUT_S = 30
 
 
 class HandlerFailed(Exception):
@@ -37,7 +41,8 @@ class Harness:
         reader, writer = await asyncio.open_unix_connection(os.environ["DBQ_BENCH_SOCKET"])
         harness = cls(reader, writer)
         harness._send({"hello": {"protocol": PROTOCOL, "library": library}})
-        welcome = json.loads(await reader.readline())
+        line = await asyncio.wait_for(reader.readline(), WELCOME_TIMEOUT_S)
+        welcome = json.loads(line) if line else None
         if welcome != {"welcome": {"protocol": PROTOCOL}}:
             raise RuntimeError(f"dbq-bench answered {welcome!r}, not a protocol {PROTOCOL} welcome")
         asyncio.get_running_loop().create_task(harness._read_replies())
@@ -71,6 +76,14 @@ class Harness:
                 os._exit(3)
             run = json.loads(line)["run"]
             self._waiting.pop(run["job"]).set_result(run)
+
+
+def server_settings():
+    """The settings libpq's PGOPTIONS carries (`-c search_path=…`, the run's schema), for a
+    driver that does not read PGOPTIONS itself (asyncpg: `server_settings=`)."""
+    words = shlex.split(os.environ.get("PGOPTIONS", ""))
+    pairs = [w for flag, w in zip(words, words[1:]) if flag == "-c"]
+    return dict(pair.split("=", 1) for pair in pairs)
 
 
 def setting(name, default=None, kind=str):

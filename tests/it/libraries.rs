@@ -86,9 +86,36 @@ fn sets<'a>(design: &'a [String; 2], more: &[&'a str]) -> Vec<&'a str> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn procrastinate_works_the_queue_open_loop_and_nothing_is_lost() {
-    let (_copy, dir) = example("procrastinate");
+/// A shipped example library: what the tests need to know of it.
+struct Library {
+    /// Its directory under examples/.
+    name: &'static str,
+    /// Its queue table.
+    table: &'static str,
+    /// Deletes the newest waiting job behind the library's back, returning its id.
+    delete_waiting: &'static str,
+    /// Python that prints the installed library's schema, which schema.sql carries verbatim.
+    installed_schema: &'static str,
+}
+
+const PROCRASTINATE: Library = Library {
+    name: "procrastinate",
+    table: "procrastinate_jobs",
+    delete_waiting: "DELETE FROM procrastinate_jobs WHERE id = (SELECT max(id) FROM procrastinate_jobs WHERE status = 'todo') RETURNING id",
+    installed_schema: "import procrastinate, os, sys; sys.stdout.write(open(os.path.join(os.path.dirname(procrastinate.__file__), 'sql', 'schema.sql')).read())",
+};
+
+const PGQUEUER: Library = Library {
+    name: "pgqueuer",
+    table: "pgqueuer",
+    delete_waiting: "DELETE FROM pgqueuer WHERE id = (SELECT max(id) FROM pgqueuer WHERE status = 'queued') RETURNING id",
+    installed_schema: "import sys; from typer.testing import CliRunner; from pgqueuer.adapters.cli.cli import app; sys.stdout.write(CliRunner().invoke(app, ['sql', 'install']).stdout)",
+};
+
+/// The library works the queue open loop, retries the handler's failures its own way, and
+/// nothing is lost.
+async fn works_the_queue_and_nothing_is_lost(library: &Library) {
+    let (_copy, dir) = example(library.name);
     let design = custom(&dir);
     let p = plan(
         SMALL,
@@ -107,7 +134,7 @@ async fn procrastinate_works_the_queue_open_loop_and_nothing_is_lost() {
     assert!(s.accounting.ok, "{}", s.accounting.verdict);
     assert_eq!(s.jobs.completed + s.jobs.dead_lettered, s.jobs.enqueued);
     assert!(s.jobs.enqueued > 300, "{:?}", s.jobs);
-    // The handler's failures went through procrastinate's own retries.
+    // The handler's failures went through the library's own retries.
     assert!(s.faults.handler_errors > 0, "{:?}", s.faults);
     assert_eq!(s.accounting.executions.repeated_successes, 0);
     // The library's claims are its own: the harness times from the intended time to the
@@ -116,14 +143,14 @@ async fn procrastinate_works_the_queue_open_loop_and_nothing_is_lost() {
     assert_eq!(s.latency_ms.claim.count, 0);
 }
 
-/// A killed worker's job, with procrastinate's stalled-job retry running (the scenario's
-/// reaper enabled): every one runs again and finishes; with it off, each stays `doing` and
-/// the proof names it stuck.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_procrastinate_workers_job_is_rescued_or_named_stuck() {
-    let (_copy, dir) = example("procrastinate");
+/// A killed worker's job, with the library's stalled-job rescue at the scenario's
+/// reaper.stale_after: every one runs again and finishes; with the reaper off (the library's
+/// default rescue, or none), each is still in flight when a short drain ends, and the proof
+/// names it stuck.
+async fn a_killed_workers_job_is_rescued_or_named_stuck(library: &Library) {
+    let (_copy, dir) = example(library.name);
     let design = custom(&dir);
-    // Two workers always busy (a backlog of 200 ms jobs): each kill hits a running job.
+    // Workers always busy (a backlog of 200 ms jobs): each kill hits a running job.
     let busy = [
         "producers.rate=15",
         "producers.prefill=20",
@@ -143,8 +170,11 @@ async fn a_killed_procrastinate_workers_job_is_rescued_or_named_stuck() {
     let o = &s.faults.orphaned_jobs;
     assert!(o.count >= 1, "{o:?}");
     assert_eq!((o.ran_again, o.done), (o.count, o.count), "{}", o.line());
+    // When is the library's own: procrastinate's stalled-job retry takes a job whose worker
+    // has not beaten for stale_after; pgqueuer re-picks one whose heartbeat (every
+    // stale_after / 2) is older than that, so from half a second after the kill.
     assert!(
-        o.ran_again_after_s_p50.is_some_and(|s| s >= 1.0),
+        o.ran_again_after_s_p50.is_some_and(|s| s > 0.0),
         "{}",
         o.line()
     );
@@ -167,13 +197,13 @@ async fn a_killed_procrastinate_workers_job_is_rescued_or_named_stuck() {
     );
 }
 
-/// A waiting job deleted from procrastinate's table during the run is named lost.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_deleted_behind_procrastinates_back_is_named_lost() {
-    let (_copy, dir) = example("procrastinate");
+/// A waiting job deleted from the library's table during the run is named lost.
+async fn a_job_deleted_behind_its_back_is_named_lost(library: &'static Library) {
+    let (_copy, dir) = example(library.name);
     let design = custom(&dir);
-    let url = database_of_its_own("dbq_library_lost").await;
-    // One worker and a prefill: a backlog waits in `todo` while the load starts.
+    let database = format!("dbq_library_lost_{}", library.name);
+    let url = database_of_its_own(&database).await;
+    // One worker and a prefill: a backlog waits while the load starts.
     let p = plan_on(
         &url,
         SMALL,
@@ -188,40 +218,7 @@ async fn a_job_deleted_behind_procrastinates_back_is_named_lost() {
             ],
         ),
     );
-    let deleter = tokio::spawn({
-        let url = url.clone();
-        async move {
-            let mut conn = PgConnection::connect(&url).await.unwrap();
-            let mut last_error = String::new();
-            for _ in 0..100 {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                let deleted = sqlx::query_scalar::<_, i64>(
-                    "DELETE FROM procrastinate_jobs WHERE id = (SELECT max(id) FROM procrastinate_jobs WHERE status = 'todo') RETURNING id",
-                )
-                .fetch_optional(&mut conn)
-                .await;
-                match deleted {
-                    Ok(Some(id)) => return id,
-                    Ok(None) => {}
-                    Err(e) => last_error = e.to_string(),
-                }
-                // The run's schema, once it exists.
-                let schema: Option<String> = sqlx::query_scalar(
-                    "SELECT table_schema::text FROM information_schema.tables WHERE table_name = 'procrastinate_jobs'",
-                )
-                .fetch_optional(&mut conn)
-                .await
-                .unwrap();
-                if let Some(schema) = schema {
-                    sqlx::query(sqlx::AssertSqlSafe(format!("SET search_path = {schema}")))
-                        .execute(&mut conn)
-                        .await
-                        .unwrap();
-                }
-            }
-            panic!("found no waiting job to delete within 10 s: {last_error}");
-        }
-    });
+    let deleter = tokio::spawn(delete_one_waiting_job(url, library));
     let (outcome, _dir) = run_plan(&p, false).await;
     let deleted = deleter.await.unwrap();
     let proof = &outcome.results.summary.accounting;
@@ -234,7 +231,109 @@ async fn a_job_deleted_behind_procrastinates_back_is_named_lost() {
         "{}",
         proof.verdict
     );
-    drop_database("dbq_library_lost").await;
+    drop_database(&database).await;
+}
+
+/// Deletes one of the library's waiting jobs in the run's schema (once the run made it).
+async fn delete_one_waiting_job(url: String, library: &'static Library) -> i64 {
+    let mut conn = PgConnection::connect(&url).await.unwrap();
+    let mut last_error = String::new();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        match sqlx::query_scalar::<_, i64>(library.delete_waiting)
+            .fetch_optional(&mut conn)
+            .await
+        {
+            Ok(Some(id)) => return id,
+            Ok(None) => {}
+            Err(e) => last_error = e.to_string(),
+        }
+        let schema: Option<String> = sqlx::query_scalar(
+            "SELECT table_schema::text FROM information_schema.tables WHERE table_name = $1",
+        )
+        .bind(library.table)
+        .fetch_optional(&mut conn)
+        .await
+        .unwrap();
+        if let Some(schema) = schema {
+            sqlx::query(sqlx::AssertSqlSafe(format!("SET search_path = {schema}")))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+    }
+    panic!("found no waiting job to delete within 10 s: {last_error}");
+}
+
+/// examples/<library>/schema.sql is the pinned library's own schema, verbatim: after its
+/// header (up to the first blank line), and before dbq-bench's own reading of it, if any.
+fn carries_the_installed_librarys_schema(library: &Library) {
+    let out = std::process::Command::new(library_python())
+        .args(["-c", library.installed_schema])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let installed = String::from_utf8_lossy(&out.stdout);
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples")
+            .join(library.name)
+            .join("schema.sql"),
+    )
+    .unwrap();
+    let (_header, rest) = example.split_once("\n\n").unwrap();
+    let verbatim = rest
+        .split_once("\n-- dbq-bench: below this line")
+        .map_or(rest, |(verbatim, _)| verbatim);
+    assert_eq!(
+        verbatim, installed,
+        "{}/schema.sql is not the installed library's",
+        library.name
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn procrastinate_works_the_queue_open_loop_and_nothing_is_lost() {
+    works_the_queue_and_nothing_is_lost(&PROCRASTINATE).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_procrastinate_workers_job_is_rescued_or_named_stuck() {
+    a_killed_workers_job_is_rescued_or_named_stuck(&PROCRASTINATE).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_deleted_behind_procrastinates_back_is_named_lost() {
+    a_job_deleted_behind_its_back_is_named_lost(&PROCRASTINATE).await;
+}
+
+#[test]
+fn the_procrastinate_example_carries_the_installed_librarys_schema() {
+    carries_the_installed_librarys_schema(&PROCRASTINATE);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pgqueuer_works_the_queue_open_loop_and_nothing_is_lost() {
+    works_the_queue_and_nothing_is_lost(&PGQUEUER).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_pgqueuer_workers_job_is_rescued_or_named_stuck() {
+    a_killed_workers_job_is_rescued_or_named_stuck(&PGQUEUER).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_deleted_behind_pgqueuers_back_is_named_lost() {
+    a_job_deleted_behind_its_back_is_named_lost(&PGQUEUER).await;
+}
+
+#[test]
+fn the_pgqueuer_example_carries_the_installed_librarys_schema() {
+    carries_the_installed_librarys_schema(&PGQUEUER);
 }
 
 /// `dbq-bench run` with a design whose worker command is `program`: its exit code and
@@ -313,39 +412,4 @@ fn a_worker_that_never_connects_speaks_garbage_or_exits_stops_the_run_in_one_lin
         assert!(lines[0].contains("worker [python3 -c"), "{stderr}");
         assert!(none_running(marker), "a worker was left running: {marker}");
     }
-}
-
-/// examples/procrastinate/schema.sql is the pinned library's own schema, verbatim.
-#[test]
-fn the_procrastinate_example_carries_the_installed_librarys_schema() {
-    let out = std::process::Command::new(library_python())
-        .args([
-            "-c",
-            "import procrastinate, os; print(os.path.join(os.path.dirname(procrastinate.__file__), 'sql', 'schema.sql'))",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let installed = std::fs::read_to_string(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
-    let example = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/procrastinate/schema.sql"),
-    )
-    .unwrap();
-    let verbatim: String = example
-        .split_inclusive('\n')
-        .skip_while(|l| {
-            l.starts_with("-- procrastinate 3.10.0")
-                || l.starts_with("-- that")
-                || l.starts_with("-- it is")
-                || l.trim().is_empty()
-        })
-        .collect();
-    assert_eq!(
-        verbatim, installed,
-        "schema.sql is not the installed procrastinate's"
-    );
 }
