@@ -43,8 +43,10 @@ pub struct FaultContext {
     /// How long to wait for a restarted server.
     pub startup_timeout: Duration,
     pub seed: u64,
-    /// Where a worker holds its job: inside a transaction, or between two.
-    pub claim_mode: ClaimMode,
+    /// Where a harness's worker holds its job: inside a transaction, or between two. None
+    /// for a library's workers, whose claim is their own: a job is in hand from the
+    /// handler's start to its report.
+    pub claim_mode: Option<ClaimMode>,
 }
 
 /// The faults of one phase and its window on the run clock.

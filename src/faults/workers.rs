@@ -44,7 +44,7 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
     let at = job.now();
     let mut conn = job.ctx.backend.connect("fault").await.ok();
     let deadline = tokio::time::Instant::now() + FREEZE_SEARCH;
-    let mut frozen: Vec<(u32, i32, Option<JobId>)> = Vec::new();
+    let mut frozen: Vec<(u32, i32, Vec<JobId>)> = Vec::new();
     while frozen.len() < count && !stop.is_cancelled() {
         let last_try = tokio::time::Instant::now() >= deadline;
         let taken: Vec<u32> = frozen.iter().map(|f| f.0).collect();
@@ -65,8 +65,8 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
             if signal(Pid::from_raw(pid), Signal::SIGSTOP).is_err() {
                 continue;
             }
-            let holding = holds_a_job(job, conn.as_mut(), slot).await;
-            if holding.is_some() || last_try {
+            let holding = holds_jobs(job, conn.as_mut(), slot).await;
+            if !holding.is_empty() || last_try {
                 frozen.push((slot, pid, holding));
             } else {
                 let _ = signal(Pid::from_raw(pid), Signal::SIGCONT);
@@ -83,7 +83,7 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
         job.emit(Event::WorkerFrozen {
             at_us: job.now(),
             slot: *slot,
-            job: *held,
+            jobs: held.clone(),
         });
     }
     sleep_or_stop(job.ctx.clock.until(until_us), stop).await;
@@ -95,7 +95,17 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
         .map(|(slot, pid, held)| {
             format!(
                 "slot {slot} pid {pid} holding {}",
-                held.map_or("no job".into(), |j| format!("job {j}"))
+                match held.as_slice() {
+                    [] => "no job".to_string(),
+                    [j] => format!("job {j}"),
+                    jobs => format!(
+                        "jobs {}",
+                        jobs.iter()
+                            .map(|j| j.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                }
             )
         })
         .collect();
@@ -107,15 +117,15 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
     );
 }
 
-/// The job a just-stopped worker holds, if it was caught with a job in hand (and, in
+/// The jobs a just-stopped worker holds, if it was caught with jobs in hand (and, in
 /// `in_transaction` mode, inside the transaction that claimed it, as far as the server can
 /// tell). Waits for a statement in flight to finish (the server answers it though the
 /// client is stopped) and for the worker's last reports to be read. Without a connection to
 /// ask, or a server that cannot tell, trusts the reports alone.
-async fn holds_a_job(job: &Job, conn: Option<&mut Box<dyn Link>>, slot: u32) -> Option<JobId> {
+async fn holds_jobs(job: &Job, conn: Option<&mut Box<dyn Link>>, slot: u32) -> Vec<JobId> {
     let role = format!("worker-{slot}");
     let mut in_transaction = true;
-    if let (Some(conn), ClaimMode::InTransaction) = (conn, job.ctx.claim_mode) {
+    if let (Some(conn), Some(ClaimMode::InTransaction)) = (conn, job.ctx.claim_mode) {
         for _ in 0..50 {
             let state = match conn.session_state(&role).await {
                 Err(e) if e.class == ErrorClass::Unsupported => break,
@@ -131,5 +141,9 @@ async fn holds_a_job(job: &Job, conn: Option<&mut Box<dyn Link>>, slot: u32) -> 
     }
     // What the worker wrote before it stopped reaches the registry within milliseconds.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    job.ctx.registry.in_flight(slot).filter(|_| in_transaction)
+    if in_transaction {
+        job.ctx.registry.held(slot)
+    } else {
+        Vec::new()
+    }
 }

@@ -1,5 +1,5 @@
 //! The worker registry: what fault injectors may know about and do to consumer workers
-//! without reaching into them: which process each slot runs in, which job it holds, and an
+//! without reaching into them: which process each slot runs in, which jobs it holds, and an
 //! armed crash for task workers.
 
 use crate::metrics::JobId;
@@ -7,14 +7,14 @@ use crate::scenario::CrashPoint;
 use rand::Rng;
 use rand::seq::SliceRandom;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 #[derive(Debug, Default)]
 pub struct WorkerSlot {
     /// Pid of the slot's worker process; 0 for task workers and while restarting.
     pid: AtomicI32,
-    /// Job the worker holds; 0 when none (job ids start at 1).
-    in_flight: AtomicI64,
+    /// Jobs the worker holds (one for the harness's workers; a library's may hold several).
+    held: Mutex<Vec<JobId>>,
     /// A crash armed by `crash_workers`, taken by the worker when it reaches that point.
     crash: Mutex<Option<CrashPoint>>,
 }
@@ -48,13 +48,23 @@ impl WorkerRegistry {
     }
 
     pub fn set_in_flight(&self, slot: u32, job: Option<JobId>) {
-        self.slots[slot as usize]
-            .in_flight
-            .store(job.unwrap_or(0), Ordering::Release);
+        self.set_held(slot, job.into_iter().collect());
     }
 
-    pub fn in_flight(&self, slot: u32) -> Option<JobId> {
-        Some(self.slots[slot as usize].in_flight.load(Ordering::Acquire)).filter(|j| *j != 0)
+    pub fn set_held(&self, slot: u32, jobs: Vec<JobId>) {
+        *self.slots[slot as usize]
+            .held
+            .lock()
+            .expect("registry lock") = jobs;
+    }
+
+    /// The jobs the slot's worker holds.
+    pub fn held(&self, slot: u32) -> Vec<JobId> {
+        self.slots[slot as usize]
+            .held
+            .lock()
+            .expect("registry lock")
+            .clone()
     }
 
     /// Arms a crash at `point` on `count` distinct task workers chosen at random.
@@ -88,7 +98,7 @@ impl WorkerRegistry {
         let mut running: Vec<(u32, i32, bool)> = (0..self.slots.len() as u32)
             .filter_map(|s| {
                 let pid = self.pid(s);
-                (pid > 0).then(|| (s, pid, self.in_flight(s).is_some()))
+                (pid > 0).then(|| (s, pid, !self.held(s).is_empty()))
             })
             .collect();
         running.shuffle(rng);

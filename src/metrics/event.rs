@@ -132,11 +132,12 @@ pub enum Event {
         reported: Vec<JobId>,
         cause: String,
     },
-    /// A worker process was stopped (SIGSTOP) while holding `job`, if any.
+    /// A worker process was stopped (SIGSTOP) while holding `jobs` (none, one, or a
+    /// library's several).
     WorkerFrozen {
         at_us: u64,
         slot: u32,
-        job: Option<JobId>,
+        jobs: Vec<JobId>,
     },
     /// The reaper returned these `processing` jobs to `pending` (true: it dead-lettered them),
     /// or the queue handed a job out again by itself (a broker's redelivery, seen when it is

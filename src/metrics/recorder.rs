@@ -131,15 +131,19 @@ impl Recorder {
         }
     }
 
-    /// A frozen worker's job counts as released when anyone claims or finishes it.
-    fn release_frozen(&mut self, job: JobId, at_us: u64) {
+    /// A frozen worker's job counts as released when anyone claims or finishes it. Returns
+    /// whether it was held by a frozen worker until now.
+    fn release_frozen(&mut self, job: JobId, at_us: u64) -> bool {
+        let mut released = false;
         for f in self
             .frozen
             .iter_mut()
             .filter(|f| f.job == job && f.released_at_us.is_none() && at_us >= f.frozen_at_us)
         {
             f.released_at_us = Some(at_us);
+            released = true;
         }
+        released
     }
 
     fn window_of(&self, t_us: u64) -> usize {
@@ -357,7 +361,7 @@ impl Recorder {
                 dead_lettered,
             } => {
                 self.ledger.failed(job, dead_lettered);
-                self.release_frozen(job, committed_us);
+                let _ = self.release_frozen(job, committed_us);
                 self.live.add_failed(dead_lettered);
                 let wc = self.window_of(committed_us);
                 self.counts[wc].failed += 1;
@@ -385,7 +389,11 @@ impl Recorder {
         first: bool,
     ) {
         self.ledger.claimed(job);
-        self.release_frozen(job, claimed_us);
+        // A library's worker (no claim of the harness's to time) starting a job a frozen
+        // worker holds: the library's own rescue of a worker that looked dead, its reap.
+        if self.release_frozen(job, claimed_us) && started_us.is_none() {
+            self.ledger.reaped(job, false, false);
+        }
         self.rerun_orphan(job, claimed_us);
         let claim = started_us.map(|s| claimed_us.saturating_sub(s));
         let wait = intended_us.map(|t| claimed_us.saturating_sub(t));
@@ -419,7 +427,7 @@ impl Recorder {
         committed_us: u64,
     ) {
         self.ledger.completed(job);
-        self.release_frozen(job, committed_us);
+        let _ = self.release_frozen(job, committed_us);
         self.live.add_completed();
         let wc = self.window_of(committed_us);
         self.counts[wc].completed += 1;
@@ -464,7 +472,7 @@ impl Recorder {
                 ..
             } => {
                 self.ledger.stale(job);
-                self.release_frozen(job, at_us);
+                let _ = self.release_frozen(job, at_us);
                 let w = self.window_of(at_us);
                 match failure {
                     true => self.counts[w].stale_failures += 1,
@@ -496,15 +504,13 @@ impl Recorder {
                     self.ledger.crashed_after_report(job);
                 }
             }
-            Event::WorkerFrozen { at_us, slot, job } => {
-                if let Some(job) = job {
-                    self.frozen.push(FrozenJob {
-                        job,
-                        slot,
-                        frozen_at_us: at_us,
-                        released_at_us: None,
-                    });
-                }
+            Event::WorkerFrozen { at_us, slot, jobs } => {
+                self.frozen.extend(jobs.into_iter().map(|job| FrozenJob {
+                    job,
+                    slot,
+                    frozen_at_us: at_us,
+                    released_at_us: None,
+                }));
             }
             Event::Reaped {
                 at_us,

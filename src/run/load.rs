@@ -210,7 +210,7 @@ impl Load {
             server: target.server,
             startup_timeout: plan.database.startup_timeout,
             seed: plan.seed,
-            claim_mode: plan.consumers.claim_mode,
+            claim_mode: (plan.queue.variant.workers.is_none()).then_some(plan.consumers.claim_mode),
         };
         let fault_tasks = faults::spawn(&fault_ctx, &timeline.phase_faults, &stop_load);
         let progress = Progress::start(

@@ -5,8 +5,8 @@
 //! running.
 
 use crate::support::{
-    SMALL, assert_nothing_lost, database_of_its_own, drop_database, plan, plan_on, run_plan,
-    shared_url,
+    SMALL, assert_nothing_lost, database_of_its_own, drop_database, local_plan, plan, plan_on,
+    run_plan, shared_url,
 };
 use sqlx::{Connection, PgConnection};
 use std::path::Path;
@@ -150,16 +150,14 @@ async fn works_the_queue_and_nothing_is_lost(library: &Library) {
 async fn a_killed_workers_job_is_rescued_or_named_stuck(library: &Library) {
     let (_copy, dir) = example(library.name);
     let design = custom(&dir);
-    // Workers always busy (a backlog of 200 ms jobs): each kill hits a running job.
     let busy = [
-        "producers.rate=15",
-        "producers.prefill=20",
-        "consumers.count=2",
-        "consumers.handler.duration.fixed=\"200ms\"",
-        "consumers.restart_after=\"200ms\"",
-        "phases.0.duration=\"3s\"",
-        "phases.0.faults=[{ kind = \"kill_workers\", every = \"1s\", count = 1 }]",
-    ];
+        &BUSY[..],
+        &[
+            "phases.0.duration=\"3s\"",
+            "phases.0.faults=[{ kind = \"kill_workers\", every = \"1s\", count = 1 }]",
+        ],
+    ]
+    .concat();
     let rescued = [
         &busy[..],
         &["reaper.stale_after=\"1s\"", "drain.timeout=\"60s\""],
@@ -195,6 +193,77 @@ async fn a_killed_workers_job_is_rescued_or_named_stuck(library: &Library) {
         "{}",
         proof.verdict
     );
+}
+
+/// Workers always busy (a backlog of 200 ms jobs), so that a fault on one catches jobs in
+/// hand.
+const BUSY: [&str; 5] = [
+    "producers.rate=25",
+    "producers.prefill=20",
+    "consumers.count=2",
+    "consumers.handler.duration.fixed=\"200ms\"",
+    "consumers.restart_after=\"200ms\"",
+];
+
+/// A worker stopped (SIGSTOP) for 3 s with jobs in hand: the library, its heartbeat silent,
+/// runs them again after reaper.stale_after (1 s); thawed, the first worker finishes its
+/// copies too. The proof holds (the library's rescue explains each second run), and each
+/// frozen job was out of reach for less than the freeze.
+async fn a_frozen_workers_jobs_run_again_and_twice(library: &Library) {
+    let (_copy, dir) = example(library.name);
+    let design = custom(&dir);
+    let frozen = [
+        &BUSY[..],
+        &[
+            "phases.0.duration=\"5s\"",
+            "phases.0.faults=[{ kind = \"freeze_workers\", after = \"1s\", for = \"3s\" }]",
+            "reaper.stale_after=\"1s\"",
+        ],
+    ]
+    .concat();
+    let (outcome, _dir) = run_plan(&plan(SMALL, &sets(&design, &frozen)), false).await;
+    let s = &outcome.results.summary;
+    let jobs = &s.faults.frozen_jobs;
+    assert!(!jobs.is_empty(), "{:?}", s.faults.events);
+    for job in jobs {
+        assert!(
+            job.unavailable_for_s.is_some_and(|t| t < 3.0),
+            "{job:?} was not run again during the freeze"
+        );
+    }
+    assert_nothing_lost(s);
+    let x = &s.accounting.executions;
+    assert!(x.repeated_successes >= 1, "{x:?}");
+    assert_eq!(x.unexplained_executions, 0, "{x:?}");
+}
+
+/// The run's own server restarted mid-load: the library's workers reconnect or die and are
+/// started again, and every job still ends done.
+async fn a_server_restart_loses_nothing(library: &Library) {
+    let (_copy, dir) = example(library.name);
+    let design = custom(&dir);
+    let restarted = [
+        &BUSY[..],
+        &[
+            "phases.0.duration=\"6s\"",
+            "database.settings.fsync=off",
+            "phases.0.faults=[{ kind = \"restart_server\", after = \"2s\", down_for = \"1s\", mode = \"immediate\" }]",
+            "reaper.stale_after=\"1s\"",
+        ],
+    ]
+    .concat();
+    let (outcome, _dir) = run_plan(&local_plan(SMALL, &sets(&design, &restarted)), false).await;
+    let s = &outcome.results.summary;
+    assert_eq!(s.faults.server_restarts, 1, "{:?}", s.faults.events);
+    assert!(
+        outcome
+            .results
+            .timeline
+            .iter()
+            .any(|r| r.second > 4 && r.completed > 0),
+        "no job completed after the restart"
+    );
+    assert_nothing_lost(s);
 }
 
 /// A waiting job deleted from the library's table during the run is named lost.
@@ -331,6 +400,23 @@ async fn a_job_deleted_behind_pgqueuers_back_is_named_lost() {
     a_job_deleted_behind_its_back_is_named_lost(&PGQUEUER).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_procrastinate_workers_jobs_run_again_and_twice() {
+    a_frozen_workers_jobs_run_again_and_twice(&PROCRASTINATE).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_pgqueuer_workers_jobs_run_again_and_twice() {
+    a_frozen_workers_jobs_run_again_and_twice(&PGQUEUER).await;
+}
+
+/// pgqueuer's workers die with their connection; procrastinate's reconnect (seen by hand:
+/// one library is enough to exercise the restart path on library workers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pgqueuer_loses_nothing_to_a_server_restart() {
+    a_server_restart_loses_nothing(&PGQUEUER).await;
+}
+
 #[test]
 fn the_pgqueuer_example_carries_the_installed_librarys_schema() {
     carries_the_installed_librarys_schema(&PGQUEUER);
@@ -343,6 +429,12 @@ fn run_with_worker(program: &[&str]) -> (i32, String) {
     let design = std::path::Path::new(&dir).join("design.toml");
     let text = std::fs::read_to_string(&design).unwrap();
     std::fs::write(&design, format!("{text}connect_timeout = \"2s\"\n")).unwrap();
+    run_design(&copy, &dir)
+}
+
+/// `dbq-bench run` of smoke.toml on the shared server with the design in `dir` (in `copy`):
+/// its exit code and stderr.
+fn run_design(copy: &tempfile::TempDir, dir: &str) -> (i32, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
         .args([
             "run",
@@ -412,4 +504,28 @@ fn a_worker_that_never_connects_speaks_garbage_or_exits_stops_the_run_in_one_lin
         assert!(lines[0].contains("worker [python3 -c"), "{stderr}");
         assert!(none_running(marker), "a worker was left running: {marker}");
     }
+}
+
+/// A statement of the harness's own workers beside `[worker]` is refused before the load, in
+/// one line naming the file.
+#[test]
+fn a_claim_statement_beside_a_library_s_workers_is_refused_in_one_line() {
+    let (copy, dir) = example("procrastinate");
+    let claim = Path::new(&dir).join("claim.sql");
+    std::fs::write(
+        &claim,
+        "SELECT id, 'x' AS type, args AS payload FROM procrastinate_jobs",
+    )
+    .unwrap();
+    let (code, stderr) = run_design(&copy, &dir);
+    assert_eq!(code, 2, "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains(&format!(
+            "{}: is a statement of the harness's own workers, but design.toml declares [worker]",
+            claim.display()
+        )),
+        "{stderr}"
+    );
 }

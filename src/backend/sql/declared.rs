@@ -526,4 +526,46 @@ counts = "claims"
                 .contains("unknown field `wakeup`")
         );
     }
+
+    #[test]
+    fn a_worker_section_is_checked_before_anything_starts() {
+        let worker = |section: &str| {
+            let d = parse(&format!("{RIVER}[worker]\n{section}\n"))?;
+            d.external_workers(Path::new("/designs/lib"))
+                .map_err(|e| format!("{}: {}", e.file, e.reason))
+        };
+        let w = worker("command = [\"python3\", \"worker.py\"]")
+            .unwrap()
+            .unwrap();
+        assert_eq!((w.concurrency, w.connect_timeout.as_secs()), (1, 30));
+        assert_eq!(w.dir, Path::new("/designs/lib"));
+        let refused = |section: &str| worker(section).unwrap_err();
+        for (section, expected) in [
+            ("command = []", "[worker] command is empty"),
+            (
+                "command = [\"w\"]\nconcurrency = 0",
+                "[worker] concurrency must be between 1 and 1000, got 0",
+            ),
+            (
+                "command = [\"w\"]\nconcurrency = 1001",
+                "[worker] concurrency must be between 1 and 1000, got 1001",
+            ),
+            (
+                "command = [\"w\"]\nconnect_timeout = \"soon\"",
+                "[worker] connect_timeout = \"soon\" is not a duration",
+            ),
+            ("command = [\"w\"]\nthreads = 2", "unknown field `threads`"),
+        ] {
+            let e = refused(section);
+            assert!(e.contains(expected), "{section}: {e}");
+        }
+        assert!(
+            refused("command = [\"w\"]\nconcurrency = 0").starts_with("/designs/lib/design.toml: ")
+        );
+        let without_states = parse("table = \"t\"\n[worker]\ncommand = [\"w\"]\n").unwrap_err();
+        assert!(
+            without_states.contains("[worker] needs [states]"),
+            "{without_states}"
+        );
+    }
 }

@@ -349,7 +349,8 @@ impl Slot {
                     first: true,
                 });
                 serving.started.insert(job, (now, payload.t));
-                self.registry.set_in_flight(self.slot, Some(job));
+                self.registry
+                    .set_held(self.slot, serving.started.keys().copied().collect());
                 let run = SimulatedHandler::new(self.fleet.handler).draw(&mut self.rng);
                 let then = match (payload.crash, payload.poison || run.fails) {
                     (true, _) => Then::Crash,
@@ -367,7 +368,7 @@ impl Slot {
                     format!("reported job {job} finished, but never sent its start")
                 })?;
                 self.registry
-                    .set_in_flight(self.slot, serving.started.keys().next().copied());
+                    .set_held(self.slot, serving.started.keys().copied().collect());
                 serving.reported.push_back((now, job));
                 let handler_us = now.saturating_sub(started_us);
                 self.ctx.emit(match message {
