@@ -94,22 +94,38 @@ struct Library {
     table: &'static str,
     /// Deletes the newest waiting job behind the library's back, returning its id.
     delete_waiting: &'static str,
-    /// Python that prints the installed library's schema, which schema.sql carries verbatim.
-    installed_schema: &'static str,
+    /// What prints the installed library's schema, which schema.sql carries verbatim: the
+    /// interpreter's arguments, run in the example's directory with the shared server in
+    /// libpq's variables.
+    installed_schema: &'static [&'static str],
 }
 
 const PROCRASTINATE: Library = Library {
     name: "procrastinate",
     table: "procrastinate_jobs",
     delete_waiting: "DELETE FROM procrastinate_jobs WHERE id = (SELECT max(id) FROM procrastinate_jobs WHERE status = 'todo') RETURNING id",
-    installed_schema: "import procrastinate, os, sys; sys.stdout.write(open(os.path.join(os.path.dirname(procrastinate.__file__), 'sql', 'schema.sql')).read())",
+    installed_schema: &[
+        "-c",
+        "import procrastinate, os, sys; sys.stdout.write(open(os.path.join(os.path.dirname(procrastinate.__file__), 'sql', 'schema.sql')).read())",
+    ],
 };
 
 const PGQUEUER: Library = Library {
     name: "pgqueuer",
     table: "pgqueuer",
     delete_waiting: "DELETE FROM pgqueuer WHERE id = (SELECT max(id) FROM pgqueuer WHERE status = 'queued') RETURNING id",
-    installed_schema: "import sys; from typer.testing import CliRunner; from pgqueuer.adapters.cli.cli import app; sys.stdout.write(CliRunner().invoke(app, ['sql', 'install']).stdout)",
+    installed_schema: &[
+        "-c",
+        "import sys; from typer.testing import CliRunner; from pgqueuer.adapters.cli.cli import app; sys.stdout.write(CliRunner().invoke(app, ['sql', 'install']).stdout)",
+    ],
+};
+
+const CHANCY: Library = Library {
+    name: "chancy",
+    table: "chancy_jobs",
+    delete_waiting: "DELETE FROM chancy_jobs WHERE id = (SELECT id FROM chancy_jobs WHERE state = 'pending' ORDER BY id DESC LIMIT 1) RETURNING (kwargs->>'dbq_job')::bigint",
+    // chancy ships no SQL: its migrations run in a scratch schema and pg_dump prints it.
+    installed_schema: &["print_schema.py"],
 };
 
 /// The library works the queue open loop, retries the handler's failures its own way, and
@@ -337,8 +353,15 @@ async fn delete_one_waiting_job(url: String, library: &'static Library) -> i64 {
 /// examples/<library>/schema.sql is the pinned library's own schema, verbatim: after its
 /// header (up to the first blank line), and before dbq-bench's own reading of it, if any.
 fn carries_the_installed_librarys_schema(library: &Library) {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let server: sqlx::postgres::PgConnectOptions = shared_url().parse().unwrap();
     let out = std::process::Command::new(library_python())
-        .args(["-c", library.installed_schema])
+        .args(library.installed_schema)
+        .current_dir(examples.join(library.name))
+        .env("PGHOST", server.get_host())
+        .env("PGPORT", server.get_port().to_string())
+        .env("PGUSER", server.get_username())
+        .env("PGDATABASE", server.get_database().unwrap_or("postgres"))
         .output()
         .unwrap();
     assert!(
@@ -347,13 +370,7 @@ fn carries_the_installed_librarys_schema(library: &Library) {
         String::from_utf8_lossy(&out.stderr)
     );
     let installed = String::from_utf8_lossy(&out.stdout);
-    let example = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("examples")
-            .join(library.name)
-            .join("schema.sql"),
-    )
-    .unwrap();
+    let example = std::fs::read_to_string(examples.join(library.name).join("schema.sql")).unwrap();
     let (_header, rest) = example.split_once("\n\n").unwrap();
     let verbatim = rest
         .split_once("\n-- dbq-bench: below this line")
@@ -420,6 +437,26 @@ async fn pgqueuer_loses_nothing_to_a_server_restart() {
 #[test]
 fn the_pgqueuer_example_carries_the_installed_librarys_schema() {
     carries_the_installed_librarys_schema(&PGQUEUER);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chancy_works_the_queue_open_loop_and_nothing_is_lost() {
+    works_the_queue_and_nothing_is_lost(&CHANCY).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_chancy_workers_job_is_rescued_or_named_stuck() {
+    a_killed_workers_job_is_rescued_or_named_stuck(&CHANCY).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_deleted_behind_chancys_back_is_named_lost() {
+    a_job_deleted_behind_its_back_is_named_lost(&CHANCY).await;
+}
+
+#[test]
+fn the_chancy_example_carries_the_schema_its_migrations_make() {
+    carries_the_installed_librarys_schema(&CHANCY);
 }
 
 /// `dbq-bench run` with a design whose worker command is `program`: its exit code and

@@ -1,0 +1,75 @@
+"""chancy's own worker as one of dbq-bench's consumers: the glue around its job function.
+
+Started by dbq-bench in this directory with the run's server and schema in libpq's variables
+(PGHOST, PGOPTIONS=-c search_path=…) and its settings in DBQ_BENCH_*. chancy fetches, runs,
+retries and finishes the jobs; the job function only asks the harness what to do.
+
+The queue `dbq_bench` runs jobs in the worker's event loop (AsyncExecutor) so that the
+function shares this process's connection to the harness. Retries: max_attempts is set at
+push (1 + queue.max_retries); chancy puts a failed job back as `retrying` at once. Recovery:
+chancy's Recovery plugin, on the elected leader, returns `running` jobs whose worker has not
+been seen for heartbeat_timeout to `pending`; the glue polls it every second with the
+scenario's reaper.stale_after as that timeout when its reaper is enabled (chancy's defaults,
+90 s and a 60 s poll, when it is not).
+"""
+
+import asyncio
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+import dbq_bench  # noqa: E402
+from chancy import Chancy, Queue, QueuedJob, Worker  # noqa: E402
+from chancy.plugins.leadership import Leadership  # noqa: E402
+from chancy.plugins.recovery import Recovery  # noqa: E402
+from importlib.metadata import version  # noqa: E402
+
+STALE_AFTER_S = dbq_bench.setting("STALE_AFTER_S", None, float)
+harness = None
+
+
+async def dbq_bench_job(*, queued: QueuedJob, **payload):
+    # attempts counts finished runs: this is run attempts + 1 of max_attempts.
+    await harness.handle(
+        payload["dbq_job"],
+        payload,
+        attempt=queued.attempts + 1,
+        retrying=queued.attempts + 1 < queued.max_attempts,
+    )
+
+
+def plugins():
+    """chancy's default plugins; with the reaper on, recovery checked every second."""
+    if STALE_AFTER_S is None:
+        return None
+    return [Leadership(poll_interval=1, timeout=2), Recovery(poll_interval=1)]
+
+
+async def main():
+    global harness
+    harness = await dbq_bench.Harness.connect(f"chancy {version('chancy')}")
+    # The connection comes from libpq's environment variables (conninfo "").
+    async with Chancy("", plugins=plugins()) as app:
+        await app.declare(
+            Queue(
+                "dbq_bench",
+                concurrency=dbq_bench.setting("CONCURRENCY", 1, int),
+                executor="chancy.executors.asyncex.AsyncExecutor",
+                # chancy polls in whole seconds; pushes also wake it (queue.pushed).
+                polling_interval=max(1, math.ceil(dbq_bench.setting("POLL_INTERVAL_S", 1.0, float))),
+            ),
+            upsert=True,
+        )
+        stale = max(1, math.ceil(STALE_AFTER_S)) if STALE_AFTER_S else 90
+        async with Worker(
+            app,
+            heartbeat_poll_interval=max(1, stale // 3),
+            heartbeat_timeout=stale,
+        ) as worker:
+            await worker.wait_for_shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
