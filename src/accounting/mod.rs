@@ -535,6 +535,42 @@ impl Tally {
         (list(lost_ids, &table_view), list(dup_ids, &audit_view))
     }
 
+    /// The jobs completed more than once: the audit's (the table's) and the ledger's. Without
+    /// an audit the system keeps no record of completions (a broker): after a redelivery the
+    /// ledger cannot tell a second completion that took effect from a first acknowledgement
+    /// the broker lost in a crash, so only an unexplained one counts.
+    fn duplicate_ids(
+        &self,
+        ledger: &Ledger,
+        table_dups: Option<&BTreeSet<JobId>>,
+    ) -> BTreeSet<JobId> {
+        let mut dup_ids: BTreeSet<JobId> = match table_dups {
+            Some(_) => self.ledger_dups.clone(),
+            None => self
+                .ledger_dups
+                .iter()
+                .filter(|id| ledger.get(**id).is_none_or(|e| e.reaps == 0))
+                .copied()
+                .collect(),
+        };
+        dup_ids.extend(table_dups.into_iter().flatten());
+        dup_ids
+    }
+
+    /// What each view counted: the ledger's, and the table's (its duplicates from the audit).
+    fn view_counts(&self, table_dups: Option<&BTreeSet<JobId>>) -> (ViewCounts, ViewCounts) {
+        (
+            ViewCounts {
+                lost: self.ledger_lost.len() as u64,
+                duplicate_completions: Some(self.ledger_dups.len() as u64),
+            },
+            ViewCounts {
+                lost: self.table_lost.len() as u64,
+                duplicate_completions: table_dups.map(|t| t.len() as u64),
+            },
+        )
+    }
+
     fn conclude(mut self, ledger: &Ledger, outbox: Option<OutboxProof>) -> AccountingProof {
         let audit = self.audit.take();
         let audited = audit.as_ref().map(|a| a.duplicates.clone());
@@ -545,19 +581,7 @@ impl Tally {
         let lost_ids: BTreeSet<JobId> = self.ledger_lost.union(&self.table_lost).copied().collect();
         let table_dups: Option<BTreeSet<JobId>> =
             audited.as_ref().map(|rows| rows.keys().copied().collect());
-        // Without an audit the system keeps no record of completions (a broker): after a
-        // redelivery the ledger cannot tell a second completion that took effect from a first
-        // acknowledgement the broker lost in a crash, so only an unexplained one counts.
-        let mut dup_ids: BTreeSet<JobId> = match &audited {
-            Some(_) => self.ledger_dups.clone(),
-            None => self
-                .ledger_dups
-                .iter()
-                .filter(|id| ledger.get(**id).is_none_or(|e| e.reaps == 0))
-                .copied()
-                .collect(),
-        };
-        dup_ids.extend(table_dups.iter().flatten());
+        let dup_ids = self.duplicate_ids(ledger, table_dups.as_ref());
         let executions = self.executions(&dup_ids);
         let (lost, duplicates) = self.name(ledger, audited.as_ref(), &lost_ids, &dup_ids);
         let views_agree = self.ledger_lost == self.table_lost
@@ -570,16 +594,7 @@ impl Tally {
             && views_agree
             && outbox.as_ref().is_none_or(|o| o.ok);
         let ok = sound && self.unfinished == 0;
-        let (ledger_counts, table_counts) = (
-            ViewCounts {
-                lost: self.ledger_lost.len() as u64,
-                duplicate_completions: Some(self.ledger_dups.len() as u64),
-            },
-            ViewCounts {
-                lost: self.table_lost.len() as u64,
-                duplicate_completions: table_dups.as_ref().map(|t| t.len() as u64),
-            },
-        );
+        let (ledger_counts, table_counts) = self.view_counts(table_dups.as_ref());
         let stuck: Vec<JobId> = self.stuck.iter().copied().collect();
         let verdict = Findings {
             stuck: &stuck,

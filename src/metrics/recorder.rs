@@ -485,25 +485,7 @@ impl Recorder {
                 jobs,
                 reported,
                 ..
-            } => {
-                let w = self.window_of(at_us);
-                self.counts[w].worker_crashes += 1;
-                let room = ORPHANS_KEPT.saturating_sub(self.orphaned.len());
-                self.orphaned
-                    .extend(jobs.iter().take(room).map(|&job| OrphanedJob {
-                        job,
-                        slot,
-                        died_at_us: at_us,
-                        ran_again_at_us: None,
-                    }));
-                for job in jobs {
-                    self.ledger.crashed(job);
-                    self.doubt_changed = true;
-                }
-                for job in reported {
-                    self.ledger.crashed_after_report(job);
-                }
-            }
+            } => self.on_worker_crashed(at_us, slot, jobs, reported),
             Event::WorkerFrozen { at_us, slot, jobs } => {
                 self.frozen.extend(jobs.into_iter().map(|job| FrozenJob {
                     job,
@@ -516,17 +498,7 @@ impl Recorder {
                 at_us,
                 jobs,
                 counted,
-            } => {
-                let w = self.window_of(at_us);
-                for (id, dead) in jobs {
-                    self.counts[w].reaped += 1;
-                    self.counts[w].dead_lettered += dead as u64;
-                    if dead {
-                        self.live.add_dead_lettered();
-                    }
-                    self.ledger.reaped(id, dead, counted);
-                }
-            }
+            } => self.on_reaped(at_us, jobs, counted),
             Event::Resolved { .. } | Event::InsertFound { .. } | Event::NeverCommitted { .. } => {
                 if let Event::Resolved {
                     status: JobStatus::Done,
@@ -541,6 +513,41 @@ impl Recorder {
             other => return Some(other),
         }
         None
+    }
+
+    /// A worker died holding `jobs` (in doubt: they may run again) and having reported
+    /// `reported` shortly before (the library may not have recorded those outcomes).
+    fn on_worker_crashed(&mut self, at_us: u64, slot: u32, jobs: Vec<JobId>, reported: Vec<JobId>) {
+        let w = self.window_of(at_us);
+        self.counts[w].worker_crashes += 1;
+        let room = ORPHANS_KEPT.saturating_sub(self.orphaned.len());
+        self.orphaned
+            .extend(jobs.iter().take(room).map(|&job| OrphanedJob {
+                job,
+                slot,
+                died_at_us: at_us,
+                ran_again_at_us: None,
+            }));
+        for job in jobs {
+            self.ledger.crashed(job);
+            self.doubt_changed = true;
+        }
+        for job in reported {
+            self.ledger.crashed_after_report(job);
+        }
+    }
+
+    /// The reaper (or the queue itself) recovered these jobs; `true`: dead-lettered.
+    fn on_reaped(&mut self, at_us: u64, jobs: Vec<(JobId, bool)>, counted: bool) {
+        let w = self.window_of(at_us);
+        for (id, dead) in jobs {
+            self.counts[w].reaped += 1;
+            self.counts[w].dead_lettered += dead as u64;
+            if dead {
+                self.live.add_dead_lettered();
+            }
+            self.ledger.reaped(id, dead, counted);
+        }
     }
 
     /// Samples, probes and the bystander's statements: stored for the report.

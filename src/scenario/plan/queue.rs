@@ -29,36 +29,7 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
     let visibility_timeout =
         visibility_timeout_of(q).map_err(|r| err("queue.visibility_timeout", r))?;
     let rotation_period = rotation_period_of(q).map_err(|r| err("queue.rotation_period", r))?;
-    if q.variant == VariantName::Rotation && (q.fillfactor.is_some() || q.unlogged) {
-        return Err(err(
-            if q.unlogged {
-                "queue.unlogged"
-            } else {
-                "queue.fillfactor"
-            },
-            "the rotation design's table is partitioned, and its partitions are truncated \
-             rather than updated in place: leave fillfactor and unlogged out"
-                .into(),
-        ));
-    }
-    if q.variant.needs_audit() && !scenario.verify.completion_audit {
-        return Err(err(
-            "verify.completion_audit",
-            format!(
-                "the {} variant needs the completion audit: it is how the proof tells a completed job whose row was deleted from a lost one",
-                q.variant.as_str()
-            ),
-        ));
-    }
-    if scenario.producers.outbox.enabled && q.variant.finish() != Finish::Update {
-        return Err(err(
-            "producers.outbox",
-            format!(
-                "the outbox check reads finished jobs from the queue table; the {} variant removes them (use seed, batch, notify, plain_index or custom)",
-                q.variant.as_str()
-            ),
-        ));
-    }
+    check_design_options(scenario).map_err(|(key, reason)| err(key, reason))?;
     let variant = VariantPlan {
         name: q.variant,
         claim_batch,
@@ -86,6 +57,44 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
             set.into_iter().collect()
         },
     })
+}
+
+/// Options that do not go with the chosen design: a partitioned table's storage options, a
+/// design whose proof needs the completion audit without it, the outbox on a design that
+/// removes finished jobs. The key and the reason, when one is set.
+fn check_design_options(scenario: &Scenario) -> Result<(), (&'static str, String)> {
+    let q = &scenario.queue;
+    if q.variant == VariantName::Rotation && (q.fillfactor.is_some() || q.unlogged) {
+        return Err((
+            if q.unlogged {
+                "queue.unlogged"
+            } else {
+                "queue.fillfactor"
+            },
+            "the rotation design's table is partitioned, and its partitions are truncated \
+             rather than updated in place: leave fillfactor and unlogged out"
+                .into(),
+        ));
+    }
+    if q.variant.needs_audit() && !scenario.verify.completion_audit {
+        return Err((
+            "verify.completion_audit",
+            format!(
+                "the {} variant needs the completion audit: it is how the proof tells a completed job whose row was deleted from a lost one",
+                q.variant.as_str()
+            ),
+        ));
+    }
+    if scenario.producers.outbox.enabled && q.variant.finish() != Finish::Update {
+        return Err((
+            "producers.outbox",
+            format!(
+                "the outbox check reads finished jobs from the queue table; the {} variant removes them (use seed, batch, notify, plain_index or custom)",
+                q.variant.as_str()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Jobs one claim takes: `queue.claim_batch` for the variants that claim in batches (batch:
