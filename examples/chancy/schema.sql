@@ -220,7 +220,7 @@ $$;
 
 CREATE INDEX chancy_jobs_dbq_job ON chancy_jobs (((kwargs->>'dbq_job')::bigint));
 
--- Each job in the harness's words.
+-- Each job in the harness's words, by the harness's number (design.toml's [states] view).
 CREATE VIEW chancy_job_state AS
 SELECT (kwargs->>'dbq_job')::bigint AS id,
        (CASE state WHEN 'pending'   THEN 'pending'
@@ -230,5 +230,6 @@ SELECT (kwargs->>'dbq_job')::bigint AS id,
                    WHEN 'failed'    THEN 'dead_letter'
                    ELSE state
         END)::varchar AS status,
+       NULL::int AS retry_count,
        kwargs AS payload
 FROM   chancy_jobs;

@@ -9,8 +9,8 @@ function shares this process's connection to the harness. Retries: max_attempts 
 push (1 + queue.max_retries); chancy puts a failed job back as `retrying` at once. Recovery:
 chancy's Recovery plugin, on the elected leader, returns `running` jobs whose worker has not
 been seen for heartbeat_timeout to `pending`; the glue polls it every second with the
-scenario's reaper.stale_after as that timeout when its reaper is enabled (chancy's defaults,
-90 s and a 60 s poll, when it is not).
+scenario's reaper.stale_after as that timeout (at least 3 s: chancy beats in whole seconds)
+when its reaper is enabled (chancy's defaults, 90 s and a 60 s poll, when it is not).
 """
 
 import asyncio
@@ -27,6 +27,10 @@ from chancy.plugins.recovery import Recovery  # noqa: E402
 from importlib.metadata import version  # noqa: E402
 
 STALE_AFTER_S = dbq_bench.setting("STALE_AFTER_S", None, float)
+# chancy's eager_polling: fetch again as soon as a job finishes. chancy's default (off) waits
+# for the next poll or push notification, so with a backlog and no new pushes a worker of
+# concurrency 1 runs one job per polling interval; CHANCY_EAGER_POLLING=0 measures that.
+EAGER_POLLING = os.environ.get("CHANCY_EAGER_POLLING", "1") != "0"
 harness = None
 
 
@@ -59,10 +63,14 @@ async def main():
                 executor="chancy.executors.asyncex.AsyncExecutor",
                 # chancy polls in whole seconds; pushes also wake it (queue.pushed).
                 polling_interval=max(1, math.ceil(dbq_bench.setting("POLL_INTERVAL_S", 1.0, float))),
+                eager_polling=EAGER_POLLING,
             ),
             upsert=True,
         )
-        stale = max(1, math.ceil(STALE_AFTER_S)) if STALE_AFTER_S else 90
+        # chancy beats in whole seconds: a threshold under three beats would take live
+        # workers for dead (seen: a 1 s threshold with 1 s beats ran live workers' jobs
+        # again), so it is at least 3 s.
+        stale = max(3, math.ceil(STALE_AFTER_S)) if STALE_AFTER_S else 90
         async with Worker(
             app,
             heartbeat_poll_interval=max(1, stale // 3),

@@ -132,7 +132,8 @@ EXECUTE FUNCTION fn_pgqueuer_changed();
 -- pgqueuer deletes a job from its queue table when it ends and keeps the end in
 -- pgqueuer_log (successful; exception, canceled, deleted: gone otherwise; `failed` is a job it
 -- holds in the table for a person to requeue). The proof reads each job, in the harness's
--- words, from the table while the job is there and from its log once it ended there.
+-- words, from the table while the job is there and from its log once it ended there
+-- (design.toml's [states] view; no attempt count: counts = "claims").
 CREATE VIEW pgqueuer_job_state AS
 SELECT id,
        (CASE status WHEN 'queued' THEN 'pending'
@@ -140,6 +141,7 @@ SELECT id,
                     WHEN 'failed' THEN 'dead_letter'
                     ELSE status::text
         END)::varchar AS status,
+       NULL::int AS retry_count,
        headers AS payload
 FROM   pgqueuer
 UNION ALL
@@ -149,6 +151,7 @@ SELECT l.job_id,
              WHEN 'successful' THEN 'done'
              ELSE 'dead_letter'
         END)::varchar,
+       NULL::int,
        NULL::jsonb
 FROM   pgqueuer_log l
 WHERE  NOT EXISTS (SELECT FROM pgqueuer q WHERE q.id = l.job_id)

@@ -115,6 +115,11 @@ pub struct States {
     pub in_flight: Vec<String>,
     pub done: Vec<String>,
     pub dead_letter: Vec<String>,
+    /// A view the design's schema.sql makes, showing every job once in the harness's words
+    /// (`id`, `status`, `retry_count`, `payload`), for a library that keeps a job's end
+    /// elsewhere than its table (a log, an archive) or whose ids are not the harness's: the
+    /// proof and the sampler read it instead of the harness's view over `table`.
+    pub view: Option<String>,
 }
 
 /// The column counting a job's attempts.
@@ -280,6 +285,9 @@ impl Declaration {
             };
         };
         identifier("states.column", &s.column)?;
+        if let Some(view) = &s.view {
+            identifier("states.view", view)?;
+        }
         let mut seen = BTreeMap::new();
         for (key, names) in s.lists() {
             if names.is_empty() && key != "states.retrying" {
@@ -359,7 +367,8 @@ impl States {
 }
 
 /// An engine's statements for a design that declares its states: the view the proof reads
-/// (`dbq_bench_job_state`: id, status in the harness's words, retry_count, payload), the
+/// (`dbq_bench_job_state`: id, status in the harness's words, retry_count, payload, or the
+/// design's own [`States::view`], whose name then replaces it in the statements), the
 /// audit's trigger on the state column, and the proof's and sampler's statements. The
 /// templates' `{table}`, `{state}`, `{waiting}`, `{in_flight}`, `{done}`, `{dead_letter}`,
 /// `{failures}` and `{payload}` are filled from the declaration.
@@ -518,6 +527,13 @@ counts = "claims"
                 .contains("states.done: the state 'completed' is also under states.in_flight")
         );
         assert!(bad("[\"completed\"]", "[]").contains("states.done: names no state"));
+        assert!(
+            bad(
+                "column = \"state\"",
+                "column = \"state\"\nview = \"v; DROP\""
+            )
+            .contains("states.view = \"v; DROP\" is not a plain name")
+        );
         assert!(
             bad("counts = \"claims\"", "counts = \"tries\"").contains("unknown variant `tries`")
         );

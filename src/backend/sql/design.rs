@@ -482,6 +482,9 @@ pub fn read_custom(
     Ok(SqlDesign { complete, ..design })
 }
 
+/// The name of the view the harness makes of a declared design's jobs (declared/view.sql).
+const HARNESS_VIEW: &str = "dbq_bench_job_state";
+
 /// The statements a design's files replace: the seed's, or, for a design that declares its
 /// states, the engine's statements over the view of them.
 fn declared_defaults(
@@ -506,14 +509,20 @@ fn declared_defaults(
     let Some(states) = &d.states else {
         return Ok(seed);
     };
+    // The proof reads the harness's view over the table, or the design's own.
+    let (harness_ddl, read) = match &states.view {
+        Some(view) => (vec![], view.as_str()),
+        None => (vec![t.fill(t.view, d, states)], HARNESS_VIEW),
+    };
+    let over = |template: &str| template.replace(HARNESS_VIEW, read);
     Ok(Statements {
-        harness_ddl: vec![t.fill(t.view, d, states)],
+        harness_ddl,
         pending_count: t.fill(t.pending_count, d, states),
-        status_counts: t.status_counts.into(),
-        job_status: t.job_status.into(),
-        ledger_check: t.ledger_check.into(),
-        untracked: t.untracked.into(),
-        jobs_by_key: t.jobs_by_key.into(),
+        status_counts: over(t.status_counts),
+        job_status: over(t.job_status),
+        ledger_check: over(t.ledger_check),
+        untracked: over(t.untracked),
+        jobs_by_key: over(t.jobs_by_key),
         ..seed
     })
 }
