@@ -68,6 +68,10 @@ pub struct Words {
     pub manual_cleanup: Option<&'static str>,
     /// What the size figures measure.
     pub size: &'static str,
+    /// Whether that size grows with the jobs a run puts through (a table and its indexes),
+    /// so that its growth is a cost per job; a broker's memory follows its own warm-up and
+    /// backlog instead, and its growth is shown whole.
+    pub size_per_job: bool,
     /// The `idle_in_transaction` probes: while the horizon is held, and after its release.
     pub while_held: &'static str,
     pub once_released: &'static str,

@@ -642,6 +642,7 @@ impl Upkeep {
             wal_bytes_per_job: crate::report::cost::JobCost::of(
                 &s.db_stats,
                 &[(&p.name, p.jobs.completed + p.jobs.dead_lettered)],
+                false,
             )
             .wal_bytes_per_job,
             table_scanned: s

@@ -10,8 +10,13 @@ pub struct JobCost {
     /// The log is the server's: whatever else it ran meanwhile (a bystander, other tests)
     /// counts too.
     pub wal_bytes_per_job: Option<f64>,
-    /// Growth of the queue table with its indexes per 1,000 jobs completed, bytes.
+    /// Growth of the queue table with its indexes per 1,000 jobs completed, bytes; none
+    /// where the engine's size does not grow with jobs (a broker's memory).
     pub bytes_per_1k_jobs: Option<f64>,
+    /// Growth of the engine's size figure over the measured phases, bytes: a table's, or a
+    /// broker's memory (its warm-up included, so never divided by the jobs).
+    #[serde(default)]
+    pub size_growth_bytes: Option<i64>,
     /// Autovacuum (or purge) runs and manual VACUUMs of the queue table.
     pub autovacuums: i64,
     pub vacuums: i64,
@@ -19,8 +24,9 @@ pub struct JobCost {
 
 impl JobCost {
     /// Over `phases` (the measured ones, or one window): each one's name and the jobs that
-    /// finished in it.
-    pub fn of(db: &DbStatsSummary, phases: &[(&str, u64)]) -> JobCost {
+    /// finished in it. `size_per_job`: whether the size figure grows with jobs (the
+    /// engine's [`crate::backend::engine::Words::size_per_job`]).
+    pub fn of(db: &DbStatsSummary, phases: &[(&str, u64)], size_per_job: bool) -> JobCost {
         let stats: Vec<_> = phases
             .iter()
             .filter_map(|(name, _)| db.per_phase.iter().find(|d| d.phase == *name))
@@ -30,12 +36,13 @@ impl JobCost {
             (jobs > 0 && total > 0).then(|| (total as f64 * scale / jobs as f64).round())
         };
         let grown = match (stats.first(), stats.last()) {
-            (Some(a), Some(b)) => b.total_bytes_end - a.total_bytes_start,
-            _ => 0,
+            (Some(a), Some(b)) => Some(b.total_bytes_end - a.total_bytes_start),
+            _ => None,
         };
         JobCost {
             wal_bytes_per_job: per(stats.iter().map(|d| d.wal_bytes).sum(), 1.0),
-            bytes_per_1k_jobs: per(grown, 1000.0),
+            bytes_per_1k_jobs: per(grown.unwrap_or(0), 1000.0).filter(|_| size_per_job),
+            size_growth_bytes: grown,
             autovacuums: stats.iter().map(|d| d.autovacuums).sum(),
             vacuums: stats.iter().map(|d| d.vacuums).sum(),
         }
@@ -49,12 +56,22 @@ impl JobCost {
             Some(what) => format!(", {} {what}", self.vacuums),
             None => String::new(),
         };
+        let growth = match words.size_per_job {
+            true => format!(
+                "{} bytes of {} growth per 1,000 jobs",
+                or_dash(self.bytes_per_1k_jobs),
+                words.size
+            ),
+            false => format!(
+                "{} bytes of {} growth over the measured phases (its warm-up included: not a cost per job)",
+                or_dash(self.size_growth_bytes.map(|b| b as f64)),
+                words.size
+            ),
+        };
         format!(
-            "Cost per job: {} {} bytes per completed job, {} bytes of {} growth per 1,000 jobs, {} {}{vacuums}.",
+            "Cost per job: {} {} bytes per completed job, {growth}, {} {}{vacuums}.",
             or_dash(self.wal_bytes_per_job),
             words.wal,
-            or_dash(self.bytes_per_1k_jobs),
-            words.size,
             self.autovacuums,
             words.cleanup,
         )
@@ -84,16 +101,26 @@ mod tests {
             ],
             ..DbStatsSummary::default()
         };
-        let c = JobCost::of(&db, &[("a", 500), ("b", 500)]);
+        let c = JobCost::of(&db, &[("a", 500), ("b", 500)], true);
         assert_eq!(c.wal_bytes_per_job, Some(1000.0));
         // 16 KiB grown over 1,000 jobs.
         assert_eq!(c.bytes_per_1k_jobs, Some(16384.0));
         assert_eq!((c.autovacuums, c.vacuums), (3, 0));
         // No finished jobs: nothing per job.
-        assert_eq!(JobCost::of(&db, &[("a", 0)]).wal_bytes_per_job, None);
+        assert_eq!(JobCost::of(&db, &[("a", 0)], true).wal_bytes_per_job, None);
         assert!(
             c.line(crate::backend::Engine::Postgres)
                 .starts_with("Cost per job: 1000 WAL bytes per completed job")
+        );
+        // A broker's memory: its growth whole, never per 1,000 jobs.
+        let broker = JobCost::of(&db, &[("a", 500), ("b", 500)], false);
+        assert_eq!(broker.bytes_per_1k_jobs, None);
+        assert_eq!(broker.size_growth_bytes, Some(16384));
+        let line = broker.line(crate::backend::Engine::Rabbitmq);
+        assert!(
+            line.contains("16384 bytes of server memory growth over the measured phases")
+                && !line.contains("per 1,000 jobs"),
+            "{line}"
         );
     }
 }

@@ -297,7 +297,11 @@ impl Summary {
         }
         let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
         let db_stats = dbstats::summarize(&db_rows, &phase_names);
-        let cost = measured_cost(&db_stats, &phases);
+        let cost = measured_cost(
+            &db_stats,
+            &phases,
+            plan.database.engine.words().size_per_job,
+        );
         Summary {
             schema_version: SCHEMA_VERSION,
             complete: complete(&facts, m),
@@ -363,13 +367,17 @@ fn complete(facts: &RunFacts, m: &Measurements) -> bool {
 }
 
 /// What each job cost the database over the measured phases.
-fn measured_cost(db: &DbStatsSummary, phases: &[PhaseSummary]) -> super::cost::JobCost {
+fn measured_cost(
+    db: &DbStatsSummary,
+    phases: &[PhaseSummary],
+    size_per_job: bool,
+) -> super::cost::JobCost {
     let finished: Vec<(&str, u64)> = phases
         .iter()
         .filter(|p| p.measured)
         .map(|p| (p.name.as_str(), p.jobs.completed + p.jobs.dead_lettered))
         .collect();
-    super::cost::JobCost::of(db, &finished)
+    super::cost::JobCost::of(db, &finished, size_per_job)
 }
 
 impl ScenarioInfo {

@@ -60,6 +60,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         cleanup: "autovacuums (none: InnoDB purges)",
         manual_cleanup: None,
         size: "table and index",
+        size_per_job: true,
         while_held: "during (purge blocked while held)",
         once_released: "after (purge once released)",
         server_figures: "",

@@ -29,6 +29,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         cleanup: "autovacuums (none)",
         manual_cleanup: None,
         size: "memory",
+        size_per_job: true,
         while_held: "during",
         once_released: "after",
         server_figures: "",

@@ -51,6 +51,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         cleanup: "autovacuums",
         manual_cleanup: Some("VACUUM(s) of the queue table"),
         size: "table and index",
+        size_per_job: true,
         while_held: "during (VACUUM while held)",
         once_released: "after (VACUUM once released)",
         server_figures: "The design's other tables that keep jobs (job_queue_archive for archive, job_dead_letter for rotation): their rows (the statistics collector's estimate) and size with indexes.",

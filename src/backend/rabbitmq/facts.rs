@@ -46,6 +46,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         cleanup: "autovacuums (none: acknowledged messages are gone)",
         manual_cleanup: None,
         size: "server memory",
+        size_per_job: false,
         while_held: "during",
         once_released: "after",
         server_figures: "From the broker's management API (which takes them in once a second on the brokers the harness starts, every 5 s by default): ready and unacked are the jobs' queue's messages, dead_letters its dead letters' queue's, persistent_bytes the jobs' messages written to disk, the memory the queue's and the node's, and the rates what the jobs' queue took in (published, retries included), handed out (delivered, redelivered) and had acknowledged.",

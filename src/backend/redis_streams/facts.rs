@@ -41,6 +41,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         cleanup: "autovacuums (none: acknowledged entries are deleted)",
         manual_cleanup: None,
         size: "server memory",
+        size_per_job: false,
         while_held: "during",
         once_released: "after",
         server_figures: "From the stream (XLEN, XPENDING), the delayed set and the dead-letter stream, and from INFO (used_memory, aof_current_size, total_commands_processed).",
