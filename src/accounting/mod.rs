@@ -25,6 +25,12 @@ use crate::metrics::{Event, IdSet, JobId, Ledger, LedgerEntry};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use verdict::Findings;
+
+mod outbox;
+mod verdict;
+
+pub use outbox::OutboxProof;
 
 /// At most this many jobs are listed per kind of problem (counts are always complete).
 const LIST_LIMIT: usize = 100;
@@ -124,18 +130,6 @@ pub struct Duplicates {
     pub repeated_successes: u64,
 }
 
-/// The transactional outbox's promises.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OutboxProof {
-    pub ok: bool,
-    pub paid_orders: i64,
-    pub rolled_back: u64,
-    /// Jobs of rolled-back transactions found in the table (must be none).
-    pub rolled_back_jobs_found: Vec<JobId>,
-    /// Orders that are paid without exactly one job, or not paid with a job: (order, status, jobs).
-    pub bad_orders: Vec<(i64, String, i64)>,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccountingProof {
     /// Every committed job finished, no run repeated without a cause, nothing completed
@@ -154,6 +148,13 @@ pub struct AccountingProof {
     pub views_agree: bool,
     /// Jobs lost in either view (the union).
     pub lost_total: u64,
+    /// Jobs that ended `done` and `dead_letter` (each job once, however many reports it
+    /// had; by the ledger where the views disagree on how it finished). Every committed
+    /// job is in one place: done + dead_lettered + unfinished + lost_total = committed.
+    #[serde(default)]
+    pub done: u64,
+    #[serde(default)]
+    pub dead_lettered: u64,
     /// Jobs completed more than once in either view (the union).
     pub duplicate_total: u64,
     /// Lost jobs (in either view), first 100.
@@ -247,7 +248,7 @@ pub async fn prove(
     }
     let ledger: &Ledger = ledger;
     let outbox = if opts.outbox {
-        Some(outbox_proof(conn, ledger).await?)
+        Some(outbox::outbox_proof(conn, ledger).await?)
     } else {
         None
     };
@@ -397,6 +398,9 @@ struct Tally {
     ledger_lost: BTreeSet<JobId>,
     table_lost: BTreeSet<JobId>,
     unfinished: u64,
+    /// Jobs neither lost nor unfinished, by how they ended.
+    done: u64,
+    dead_lettered: u64,
     stuck: BTreeSet<JobId>,
     finished_differently: u64,
     disagreements: Vec<JobProblem>,
@@ -458,6 +462,7 @@ impl Tally {
             if !e.finished() && !unfinished.contains(id) {
                 self.ledger_lost.insert(*id);
             }
+            self.place(*id, e, &unfinished);
             // Every run of it ended with its worker's death: no one is running it now.
             if in_flight.contains(id) && e.claims > 0 && e.crashes >= e.claims {
                 self.stuck.insert(*id);
@@ -571,6 +576,20 @@ impl Tally {
         )
     }
 
+    /// Counts a job that is neither lost nor unfinished by how it ended.
+    fn place(&mut self, id: JobId, e: &LedgerEntry, unfinished: &BTreeSet<JobId>) {
+        if unfinished.contains(&id)
+            || self.ledger_lost.contains(&id)
+            || self.table_lost.contains(&id)
+        {
+            return;
+        }
+        match e.expected_status() {
+            "dead_letter" => self.dead_lettered += 1,
+            _ => self.done += 1,
+        }
+    }
+
     fn conclude(mut self, ledger: &Ledger, outbox: Option<OutboxProof>) -> AccountingProof {
         let audit = self.audit.take();
         let audited = audit.as_ref().map(|a| a.duplicates.clone());
@@ -619,6 +638,8 @@ impl Tally {
             table: table_counts,
             views_agree,
             lost_total: lost_ids.len() as u64,
+            done: self.done,
+            dead_lettered: self.dead_lettered,
             duplicate_total: dup_ids.len() as u64,
             lost,
             disagreements: self.disagreements,
@@ -637,166 +658,6 @@ impl Tally {
             outbox,
             verdict,
         }
-    }
-}
-
-async fn outbox_proof(conn: &mut dyn Link, ledger: &Ledger) -> Result<OutboxProof> {
-    let outbox = conn
-        .outbox()
-        .context("outbox: the engine has no outbox (validation refuses it)")?;
-    let paid_orders = outbox
-        .paid_orders()
-        .await
-        .context("outbox: counting paid orders")?;
-    let bad_orders = outbox
-        .outbox_problems()
-        .await
-        .context("outbox: checking orders against jobs")?;
-    let found = conn
-        .jobs_by_key(&ledger.rolled_back_keys)
-        .await
-        .context("outbox: looking for rolled-back jobs")?;
-    Ok(OutboxProof {
-        ok: found.is_empty() && bad_orders.is_empty(),
-        paid_orders,
-        rolled_back: ledger.rolled_back_keys.len() as u64,
-        rolled_back_jobs_found: found.iter().map(|(id, _)| *id).take(LIST_LIMIT).collect(),
-        bad_orders: bad_orders.into_iter().take(LIST_LIMIT).collect(),
-    })
-}
-
-/// What the proof found, for its one-line verdict.
-struct Findings<'a> {
-    committed: usize,
-    ledger: &'a ViewCounts,
-    table: &'a ViewCounts,
-    agree: bool,
-    lost: &'a [JobProblem],
-    duplicates: &'a [JobProblem],
-    executions: &'a Duplicates,
-    unfinished: usize,
-    stuck: &'a [JobId],
-    untracked: usize,
-    audit_missed: &'a [JobId],
-    outbox: Option<&'a OutboxProof>,
-}
-
-/// Up to five jobs by id, with what each view says of them.
-fn name(ps: &[JobProblem]) -> String {
-    let shown: Vec<String> = ps
-        .iter()
-        .take(5)
-        .map(|p| format!("id {} (ledger {}, table {})", p.id, p.ledger, p.table))
-        .collect();
-    let more = if ps.len() > 5 { ", …" } else { "" };
-    format!("{}{more}", shown.join(", "))
-}
-
-impl Findings<'_> {
-    /// What failed, and the jobs it failed for.
-    fn failures(&self, dup_table: &str) -> Vec<String> {
-        let x = self.executions;
-        let mut parts = vec![format!(
-            "FAILED for {} committed jobs: lost {} (ledger) / {} (table), duplicate completions {} (ledger) / {dup_table} (table)",
-            self.committed,
-            self.ledger.lost,
-            self.table.lost,
-            self.ledger.duplicate_completions.unwrap_or(0)
-        )];
-        if !self.lost.is_empty() {
-            parts.push(format!("lost: {}", name(self.lost)));
-        }
-        if !self.duplicates.is_empty() {
-            parts.push(format!("duplicates: {}", name(self.duplicates)));
-        }
-        if x.unexplained_executions > 0 {
-            parts.push(format!(
-                "{} execution(s) that no crash, rollback or reap explains",
-                x.unexplained_executions
-            ));
-        }
-        if !self.agree {
-            parts.push("the ledger and the table disagree".into());
-        }
-        if let [first, ..] = self.audit_missed {
-            parts.push(format!(
-                "the completion audit recorded no completion for {} job(s) that finished done (first id {first}): the audit's trigger misses completions, so it cannot catch a duplicate",
-                self.audit_missed.len()
-            ));
-        }
-        if self.unfinished > 0 {
-            parts.push(format!("{} job(s) still queued", self.unfinished));
-        }
-        parts
-    }
-
-    fn line(&self) -> String {
-        let dup_table = self
-            .table
-            .duplicate_completions
-            .map_or("not checked".to_string(), |d| d.to_string());
-        let x = self.executions;
-        let dups_ok = x.completions == 0 && x.unexplained_executions == 0;
-        let clean = self.lost.is_empty() && dups_ok && self.agree && self.audit_missed.is_empty();
-        let mut parts = Vec::new();
-        if clean && self.unfinished == 0 {
-            parts.push(format!(
-                "all {} committed jobs finished (done or dead_letter); ledger and table agree: lost 0, duplicate completions {} (table: {dup_table})",
-                self.committed, x.completions
-            ));
-        } else if clean {
-            parts.push(format!(
-                "queue not drained: {} of {} committed jobs still queued (unfinished in both views); none lost, duplicate completions {} (table: {dup_table})",
-                self.unfinished, self.committed, x.completions
-            ));
-        } else {
-            parts.extend(self.failures(&dup_table));
-        }
-        if !self.stuck.is_empty() {
-            let shown: Vec<String> = self.stuck.iter().take(5).map(JobId::to_string).collect();
-            parts.push(format!(
-                "{} of them stuck in flight: their worker died holding them and no worker ran them again (ids {}{})",
-                self.stuck.len(),
-                shown.join(", "),
-                if self.stuck.len() > 5 { ", …" } else { "" }
-            ));
-        }
-        if x.stale_outcomes > 0 {
-            parts.push(format!(
-                "{} stale completion(s) or failure update(s) refused by the design (the worker's claim had been reaped)",
-                x.stale_outcomes
-            ));
-        }
-        if x.extra_executions > 0 {
-            parts.push(format!(
-                "{} job run(s) repeated after a crash, rollback or reap",
-                x.extra_executions
-            ));
-        }
-        if x.repeated_successes > 0 {
-            parts.push(format!(
-                "{} job(s) whose handler succeeded more than once (the library ran them again)",
-                x.repeated_successes
-            ));
-        }
-        if let Some(o) = self.outbox {
-            parts.push(if o.ok {
-                format!("outbox: {} paid orders with one job each, {} rolled-back jobs never existed", o.paid_orders, o.rolled_back)
-            } else {
-                format!(
-                    "outbox FAILED: {} rolled-back job(s) exist, {} order(s) without exactly one job",
-                    o.rolled_back_jobs_found.len(),
-                    o.bad_orders.len()
-                )
-            });
-        }
-        if self.untracked > 0 {
-            parts.push(format!(
-                "{} row(s) in the table were never seen committed",
-                self.untracked
-            ));
-        }
-        parts.join("; ")
     }
 }
 

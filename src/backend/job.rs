@@ -80,10 +80,32 @@ pub struct ClaimedJob {
     pub id: JobId,
     pub job_type: String,
     pub payload: JobPayload,
-    /// The queue handed the job out again by itself after an earlier run was lost (a
-    /// broker's redelivery once its consumer's connection went): the queue's own crash
-    /// recovery, which the report counts as a reap.
-    pub redelivered: bool,
+    pub handout: Handout,
+}
+
+/// How a claim handed a job out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handout {
+    /// As queued: its first run, or its run after a failure's back-off.
+    Queued,
+    /// Handed out again by the queue itself after an earlier run was lost (a broker's
+    /// redelivery once its consumer's connection went): the queue's own crash recovery,
+    /// which the report counts as a reap (`counted`: as a failed attempt too).
+    Redelivered { counted: bool },
+    /// Delivered again once too often: the queue took it to the dead letters at the claim
+    /// instead of handing it out (redeliveries counted as attempts, at `max_retries`). No
+    /// worker runs it; the report counts a reap that dead-lettered it.
+    DeadLettered,
+}
+
+impl Handout {
+    /// A redelivery, uncounted, where `redelivered`; else as queued.
+    pub fn redelivered_if(redelivered: bool) -> Handout {
+        match redelivered {
+            true => Handout::Redelivered { counted: false },
+            false => Handout::Queued,
+        }
+    }
 }
 
 /// What the failure update did to a job.

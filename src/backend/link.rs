@@ -24,6 +24,12 @@ fn not_here(what: &str) -> BackendError {
     BackendError::unsupported(what, "this backend")
 }
 
+/// The role of the connection that settles in-doubt outcomes while the run's workers still
+/// work (`Backend::connect`): a backend answers it without disturbing the queue — a broker
+/// that can read its waiting messages only by taking them (and giving them back marked
+/// redelivered) reads none on it.
+pub const SETTLE_ROLE: &str = "settle";
+
 /// One connection to an installed queue: the required roles, and the capabilities an engine
 /// may offer, each `None` unless it does.
 pub trait Link: Connection + Enqueue + Work + Inspect + Disrupt {

@@ -24,7 +24,7 @@ pub mod sql;
 pub use error::{BackendError, ErrorClass};
 pub use figures::{ClaimProbe, DbSample, TableStats};
 pub use job::{
-    ClaimedJob, FailOutcome, Insert, JobId, JobPayload, JobStatus, NewJob, TableMismatch,
+    ClaimedJob, FailOutcome, Handout, Insert, JobId, JobPayload, JobStatus, NewJob, TableMismatch,
 };
 pub use seam::{
     Attachment, Backend, DesignError, DesignInfo, Driver, Endpoint, InstallError, Link, Ports,

@@ -17,6 +17,12 @@ pub struct QueuePlan {
     /// what a design that declares its own priority range maps into it.
     #[serde(default)]
     pub priorities: Vec<i32>,
+    /// A job the queue hands out again by itself after its run was lost (a broker's
+    /// redelivery) counts as a failed attempt, and goes to the dead letters at
+    /// `max_retries`: `reaper.count_as_attempt` on a queue that rescues jobs without the
+    /// harness's reaper.
+    #[serde(default)]
+    pub redeliveries_count: bool,
 }
 
 /// Which queue design, with the options that shape it.

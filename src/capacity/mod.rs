@@ -639,12 +639,10 @@ impl Upkeep {
             pending_end: db.map_or(0, |d| d.pending_end),
             bystander_p99_ms: (p.latency_ms.bystander.count > 0)
                 .then_some(p.latency_ms.bystander.p99),
-            wal_bytes_per_job: crate::report::cost::JobCost::of(
+            wal_bytes_per_job: crate::report::cost::wal_bytes_per_job(
                 &s.db_stats,
                 &[(&p.name, p.jobs.completed + p.jobs.dead_lettered)],
-                false,
-            )
-            .wal_bytes_per_job,
+            ),
             table_scanned: s
                 .table_reads
                 .as_ref()

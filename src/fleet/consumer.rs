@@ -16,7 +16,7 @@
 use super::handler::SimulatedHandler;
 use super::registry::WorkerRegistry;
 use super::{FleetContext, WakeUps, sleep_or_stop};
-use crate::backend::{BackendError, ClaimedJob, FailOutcome, Link};
+use crate::backend::{BackendError, ClaimedJob, FailOutcome, Handout, Link};
 use crate::metrics::{Event, JobId};
 use crate::scenario::{ClaimMode, ConsumerPlan, CrashPoint};
 use rand::SeedableRng;
@@ -317,11 +317,11 @@ impl Worker {
             claimed_us,
             first,
         });
-        if job.redelivered {
+        if let Handout::Redelivered { counted } = job.handout {
             self.ctx.emit(Event::Reaped {
                 at_us: claimed_us,
                 jobs: vec![(job.id, false)],
-                counted: false,
+                counted,
             });
         }
     }
@@ -385,6 +385,22 @@ impl Worker {
         Some(handled)
     }
 
+    /// The jobs the queue dead-lettered at the claim instead of handing them out, reported
+    /// as the reaps that dead-lettered them; the others, to run.
+    fn set_aside_dead_letters(&self, jobs: Vec<ClaimedJob>, at_us: u64) -> Vec<ClaimedJob> {
+        let (dead, jobs): (Vec<_>, Vec<_>) = jobs
+            .into_iter()
+            .partition(|j| j.handout == Handout::DeadLettered);
+        if !dead.is_empty() {
+            self.ctx.emit(Event::Reaped {
+                at_us,
+                jobs: dead.iter().map(|j| (j.id, true)).collect(),
+                counted: true,
+            });
+        }
+        jobs
+    }
+
     /// One claim and what follows it: the handlers, then the jobs' outcomes committed as
     /// the claim mode says.
     async fn step(&mut self, conn: &mut dyn Link) -> Result<Step, StepError> {
@@ -397,6 +413,7 @@ impl Worker {
             jobs: Vec::new(),
         })?;
         let claimed_us = clock.now_us();
+        let jobs = self.set_aside_dead_letters(jobs, claimed_us);
         if jobs.is_empty() {
             conn.idle(mode).await.map_err(at(&[], false))?;
             self.ctx.emit(Event::EmptyPoll { at_us: claimed_us });

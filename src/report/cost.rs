@@ -1,7 +1,7 @@
 //! The `cost` section of summary.json: what each job cost the database over the measured
 //! phases, from the sampler's first and last samples of each phase.
 
-use super::dbstats::DbStatsSummary;
+use super::dbstats::{DbStatsSummary, PhaseDbStats};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -24,24 +24,22 @@ pub struct JobCost {
 
 impl JobCost {
     /// Over `phases` (the measured ones, or one window): each one's name and the jobs that
-    /// finished in it. `size_per_job`: whether the size figure grows with jobs (the
-    /// engine's [`crate::backend::engine::Words::size_per_job`]).
-    pub fn of(db: &DbStatsSummary, phases: &[(&str, u64)], size_per_job: bool) -> JobCost {
-        let stats: Vec<_> = phases
-            .iter()
-            .filter_map(|(name, _)| db.per_phase.iter().find(|d| d.phase == *name))
-            .collect();
-        let jobs: u64 = phases.iter().map(|(_, finished)| finished).sum();
-        let per = |total: i64, scale: f64| {
-            (jobs > 0 && total > 0).then(|| (total as f64 * scale / jobs as f64).round())
-        };
+    /// finished in it, on `engine` (whose words say whether its size grows with jobs).
+    pub fn of(
+        db: &DbStatsSummary,
+        phases: &[(&str, u64)],
+        engine: crate::backend::Engine,
+    ) -> JobCost {
+        let stats = phase_stats(db, phases);
+        let jobs = finished_jobs(phases);
         let grown = match (stats.first(), stats.last()) {
             (Some(a), Some(b)) => Some(b.total_bytes_end - a.total_bytes_start),
             _ => None,
         };
         JobCost {
-            wal_bytes_per_job: per(stats.iter().map(|d| d.wal_bytes).sum(), 1.0),
-            bytes_per_1k_jobs: per(grown.unwrap_or(0), 1000.0).filter(|_| size_per_job),
+            wal_bytes_per_job: wal_bytes_per_job(db, phases),
+            bytes_per_1k_jobs: per_jobs(grown.unwrap_or(0), 1000.0, jobs)
+                .filter(|_| engine.words().size_per_job),
             size_growth_bytes: grown,
             autovacuums: stats.iter().map(|d| d.autovacuums).sum(),
             vacuums: stats.iter().map(|d| d.vacuums).sum(),
@@ -78,10 +76,34 @@ impl JobCost {
     }
 }
 
+/// The log written per finished job over `phases` (each one's name and the jobs that
+/// finished in it); none when nothing finished or nothing was written.
+pub fn wal_bytes_per_job(db: &DbStatsSummary, phases: &[(&str, u64)]) -> Option<f64> {
+    let written = phase_stats(db, phases).iter().map(|d| d.wal_bytes).sum();
+    per_jobs(written, 1.0, finished_jobs(phases))
+}
+
+/// The sampler's figures of each of `phases` that has them.
+fn phase_stats<'a>(db: &'a DbStatsSummary, phases: &[(&str, u64)]) -> Vec<&'a PhaseDbStats> {
+    phases
+        .iter()
+        .filter_map(|(name, _)| db.per_phase.iter().find(|d| d.phase == *name))
+        .collect()
+}
+
+fn finished_jobs(phases: &[(&str, u64)]) -> u64 {
+    phases.iter().map(|(_, finished)| finished).sum()
+}
+
+/// `total × scale / jobs`, rounded; none without jobs or without a positive total.
+fn per_jobs(total: i64, scale: f64, jobs: u64) -> Option<f64> {
+    (jobs > 0 && total > 0).then(|| (total as f64 * scale / jobs as f64).round())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::dbstats::PhaseDbStats;
+    use crate::backend::Engine;
 
     #[test]
     fn costs_are_per_finished_job_over_the_phases_named() {
@@ -101,22 +123,22 @@ mod tests {
             ],
             ..DbStatsSummary::default()
         };
-        let c = JobCost::of(&db, &[("a", 500), ("b", 500)], true);
+        let c = JobCost::of(&db, &[("a", 500), ("b", 500)], Engine::Postgres);
         assert_eq!(c.wal_bytes_per_job, Some(1000.0));
         // 16 KiB grown over 1,000 jobs.
         assert_eq!(c.bytes_per_1k_jobs, Some(16384.0));
         assert_eq!((c.autovacuums, c.vacuums), (3, 0));
         // No finished jobs: nothing per job.
-        assert_eq!(JobCost::of(&db, &[("a", 0)], true).wal_bytes_per_job, None);
+        assert_eq!(wal_bytes_per_job(&db, &[("a", 0)]), None);
         assert!(
-            c.line(crate::backend::Engine::Postgres)
+            c.line(Engine::Postgres)
                 .starts_with("Cost per job: 1000 WAL bytes per completed job")
         );
         // A broker's memory: its growth whole, never per 1,000 jobs.
-        let broker = JobCost::of(&db, &[("a", 500), ("b", 500)], false);
+        let broker = JobCost::of(&db, &[("a", 500), ("b", 500)], Engine::Rabbitmq);
         assert_eq!(broker.bytes_per_1k_jobs, None);
         assert_eq!(broker.size_growth_bytes, Some(16384));
-        let line = broker.line(crate::backend::Engine::Rabbitmq);
+        let line = broker.line(Engine::Rabbitmq);
         assert!(
             line.contains("16384 bytes of server memory growth over the measured phases")
                 && !line.contains("per 1,000 jobs"),

@@ -170,13 +170,13 @@ fn md_figures(s: &Summary) -> String {
         s.throughput.completed_per_s
     ));
 
-    md.push_str("## Jobs\n\n| enqueued | prefilled | completed | dead-lettered | failed attempts | lost | unfinished | duplicate completions | sent late | never sent | enqueue errors | worker errors | reaped |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str("## Jobs\n\n| enqueued | prefilled | done | dead-lettered | failed attempts | lost | unfinished | duplicate completions | sent late | never sent | enqueue errors | worker errors | reaped |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     let j = &s.jobs;
     md.push_str(&format!(
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
         j.enqueued,
         j.prefilled,
-        j.completed,
+        j.done,
         j.dead_lettered,
         j.failed_attempts,
         j.lost,

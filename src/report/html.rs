@@ -114,7 +114,7 @@ fn key_figures(s: &Summary) -> Section {
     let _ = write!(
         h,
         "<table><tr><th>offered</th><th>enqueued/s</th><th>completed/s</th><th>e2e p50 ms</th><th>e2e p99 ms</th><th>e2e max ms</th>\
-         <th>enqueued</th><th>completed</th><th>dead-lettered</th><th>lost</th><th>unfinished</th><th>duplicate completions</th></tr>\
+         <th>enqueued</th><th>done</th><th>dead-lettered</th><th>lost</th><th>unfinished</th><th>duplicate completions</th></tr>\
          <tr><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>\
          <p class=\"note\">Over the measured phases ({:.1} s). Throughput counts committed work only; latencies start at each job's intended enqueue time. Producers: {}.</p>",
         s.throughput
@@ -126,7 +126,7 @@ fn key_figures(s: &Summary) -> Section {
         ms(e.p99),
         ms(e.max),
         j.enqueued,
-        j.completed + j.finished_without_report,
+        j.done,
         j.dead_lettered,
         j.lost,
         j.unfinished,

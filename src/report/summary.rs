@@ -155,11 +155,18 @@ pub struct JobCounts {
     /// Jobs whose insert committed (prefilled ones included).
     pub enqueued: u64,
     pub prefilled: u64,
-    /// `done` updates that committed, as workers reported them.
+    /// Jobs that ended `done`, each once (reported or found in the table). With
+    /// `dead_lettered`, `unfinished` and `lost`, every enqueued job in one place:
+    /// enqueued = done + dead_lettered + unfinished + lost.
+    #[serde(default)]
+    pub done: u64,
+    /// `done` updates that committed, as workers reported them (a job completed twice
+    /// counts twice).
     pub completed: u64,
     /// Jobs that finished (done or dead_letter) without their worker reporting it: it died
     /// right after the commit. Settled from the table by the accounting proof.
     pub finished_without_report: u64,
+    /// Jobs that ended in the dead letters, each once.
     pub dead_lettered: u64,
     /// Failure updates that committed (each retry and each dead letter), those whose commit
     /// reply was lost included (settled from the table's `retry_count`).
@@ -297,11 +304,7 @@ impl Summary {
         }
         let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
         let db_stats = dbstats::summarize(&db_rows, &phase_names);
-        let cost = measured_cost(
-            &db_stats,
-            &phases,
-            plan.database.engine.words().size_per_job,
-        );
+        let cost = measured_cost(&db_stats, &phases, plan.database.engine);
         Summary {
             schema_version: SCHEMA_VERSION,
             complete: complete(&facts, m),
@@ -370,14 +373,14 @@ fn complete(facts: &RunFacts, m: &Measurements) -> bool {
 fn measured_cost(
     db: &DbStatsSummary,
     phases: &[PhaseSummary],
-    size_per_job: bool,
+    engine: crate::backend::Engine,
 ) -> super::cost::JobCost {
     let finished: Vec<(&str, u64)> = phases
         .iter()
         .filter(|p| p.measured)
         .map(|p| (p.name.as_str(), p.jobs.completed + p.jobs.dead_lettered))
         .collect();
-    super::cost::JobCost::of(db, &finished, size_per_job)
+    super::cost::JobCost::of(db, &finished, engine)
 }
 
 impl ScenarioInfo {
@@ -589,9 +592,10 @@ impl JobCounts {
         JobCounts {
             enqueued: proof.committed,
             prefilled,
+            done: proof.done,
             completed: all.completed,
             finished_without_report: proof.finished_without_report,
-            dead_lettered: all.dead_lettered,
+            dead_lettered: proof.dead_lettered,
             failed_attempts: all.failed + ledger.failures_found_in_table,
             lost: proof.lost_total,
             unfinished: proof.unfinished,

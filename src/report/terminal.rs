@@ -67,13 +67,14 @@ fn jobs(s: &Summary) -> String {
         n => format!(", {n} never sent (their phase ended first)"),
     };
     format!(
-        "jobs       {} enqueued, {} completed{unreported}, {} dead-lettered, {} failed attempts, {} lost, {} unfinished, {} duplicate completions{dropped}\n",
+        "jobs       {} enqueued = {} done + {} dead-lettered + {} unfinished + {} lost; {} completions reported{unreported}, {} failed attempts, {} duplicate completions{dropped}\n",
         j.enqueued,
-        j.completed,
+        j.done,
         j.dead_lettered,
-        j.failed_attempts,
-        j.lost,
         j.unfinished,
+        j.lost,
+        j.completed,
+        j.failed_attempts,
         j.duplicate_completions
     )
 }

@@ -585,7 +585,10 @@ fn library_fleet(plan: &Plan, workers: &ExternalWorkers, ctx: &FleetContext) -> 
 }
 
 /// Drain: the consumers finish what was committed, bounded by the timeout, while outcomes in
-/// doubt are settled from the table. Returns how long it took and whether it timed out.
+/// doubt are settled from the table. Drained is both views' word: the ledger has every job
+/// finished, and the queue holds nothing waiting or in flight (a broker may still hold a
+/// copy of a finished job whose acknowledgement it never got, which would run again).
+/// Returns how long it took and whether it timed out.
 async fn drain(
     timeout: Duration,
     ctx: &FleetContext,
@@ -596,8 +599,15 @@ async fn drain(
     let clock = ctx.clock;
     let drain_start = clock.now_us();
     let mut last_settle = 0;
-    while !stop_load.is_cancelled() && !live.drained() {
+    let mut last_look = 0;
+    while !stop_load.is_cancelled() {
         let now = clock.now_us();
+        if live.drained() && now - last_look > SETTLE_EVERY.as_micros() as u64 {
+            last_look = now;
+            if queue_is_empty(ctx).await {
+                break;
+            }
+        }
         if now - drain_start > timeout.as_micros() as u64 {
             return ((clock.now_us() - drain_start) as f64 / 1e6, true);
         }
@@ -611,6 +621,21 @@ async fn drain(
         }
     }
     ((clock.now_us() - drain_start) as f64 / 1e6, false)
+}
+
+/// Whether the queue itself holds no job waiting or in flight (asked on a connection of its
+/// own; a queue that cannot be asked counts as empty, the ledger's word standing).
+async fn queue_is_empty(ctx: &FleetContext) -> bool {
+    let Ok(mut conn) = ctx.backend.connect("drain").await else {
+        return true;
+    };
+    let counts = conn.status_counts().await;
+    conn.close().await;
+    counts.is_ok_and(|counts| {
+        counts
+            .iter()
+            .all(|(status, n)| *n == 0 || !matches!(status.as_str(), "pending" | "processing"))
+    })
 }
 
 /// `--abort-on-fail`: after each phase (and a second's grace for its last jobs) judges the
@@ -663,7 +688,7 @@ async fn settle_in_doubt(ctx: &FleetContext, live: &LiveStats) {
     if keys.is_empty() && jobs.is_empty() {
         return;
     }
-    let Ok(mut conn) = ctx.backend.connect("settle").await else {
+    let Ok(mut conn) = ctx.backend.connect(crate::backend::link::SETTLE_ROLE).await else {
         return;
     };
     if let Ok(events) =

@@ -84,7 +84,7 @@ async fn crashes_failures_and_poison_on_the_in_memory_queue_lose_nothing() {
             "{mode:?}: {j:?}"
         );
         assert_eq!(
-            j.completed + j.dead_lettered + j.finished_without_report,
+            j.done + j.dead_lettered + j.unfinished + j.lost,
             j.enqueued,
             "{mode:?}: {j:?}"
         );

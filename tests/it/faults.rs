@@ -2,7 +2,8 @@
 //! visible) and no job was lost. Runs are short; nothing is asserted about speed.
 
 use crate::support::{
-    SMALL, fresh_queue, local_plan, maria_sql, plan, prove_again, run_plan, shared_url, sql,
+    SMALL, assert_counts_add_up, fresh_queue, local_plan, maria_sql, plan, prove_again,
+    rabbitmq_plan, redis_plan, run_plan, shared_url, sql,
 };
 use dbq_bench::backend::BackendError;
 use dbq_bench::error::Failure;
@@ -30,6 +31,7 @@ async fn assert_failures_match_retry_counts(outcome: &RunOutcome) {
 }
 
 fn assert_nothing_lost(s: &Summary) {
+    assert_counts_add_up(s);
     assert_eq!(
         s.jobs.lost, 0,
         "expected no lost job; the proof says: {}",
@@ -456,42 +458,43 @@ async fn restart_server_is_refused_on_a_server_the_run_does_not_own() {
     let _ = shared_url();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn poison_jobs_dead_letter_and_crashing_jobs_need_the_reaper_fix() {
-    let sets = |fix: bool| {
-        vec![
-            "phases.0.duration=2s".to_string(),
-            "producers.rate=100".into(),
-            "producers.poison_fraction=0.05".into(),
-            "producers.crash_fraction=0.03".into(),
-            "queue.max_retries=2".into(),
-            "consumers.claim_mode=committed".into(),
-            "consumers.restart_after=50ms".into(),
-            "reaper.interval=100ms".into(),
-            "reaper.stale_after=300ms".into(),
-            format!("reaper.count_as_attempt={fix}"),
-            "drain.timeout=4s".into(),
-        ]
-    };
-    let with = |fix: bool| {
-        plan(
-            SMALL,
-            &sets(fix).iter().map(String::as_str).collect::<Vec<_>>(),
-        )
-    };
-    // With the fix, poison and crashing jobs both end in dead_letter.
-    let (outcome, _dir) = run_plan(&with(true), false).await;
-    let s = &outcome.results.summary;
+/// Poison jobs (always failing) and crashing jobs (always crashing their worker), at most
+/// two attempts each, lost runs counted as attempts (`fix`) or not.
+fn crash_loop_sets(fix: bool) -> Vec<String> {
+    vec![
+        "phases.0.duration=2s".to_string(),
+        "producers.rate=100".into(),
+        "producers.poison_fraction=0.05".into(),
+        "producers.crash_fraction=0.03".into(),
+        "queue.max_retries=2".into(),
+        "consumers.restart_after=50ms".into(),
+        "reaper.interval=100ms".into(),
+        "reaper.stale_after=300ms".into(),
+        format!("reaper.count_as_attempt={fix}"),
+        "drain.timeout=4s".into(),
+    ]
+}
+
+/// With lost runs counted as attempts, poison and crashing jobs both end in the dead
+/// letters after at most max_retries runs, and every count adds up.
+fn assert_crash_loops_dead_lettered(s: &Summary) {
     assert!(
         s.faults.poison > 0 && s.faults.crashing_jobs > 0,
         "{:?}",
         s.faults
     );
-    assert!(s.faults.worker_crashes > 0 && s.faults.reaped > 0);
+    assert!(
+        s.faults.worker_crashes > 0 && s.faults.reaped > 0,
+        "{:?}",
+        s.faults
+    );
     assert_eq!(
         s.faults.dead_lettered,
-        s.faults.poison + s.faults.crashing_jobs
+        s.faults.poison + s.faults.crashing_jobs,
+        "{}",
+        s.accounting.verdict
     );
+    assert_eq!(s.jobs.dead_lettered, s.faults.dead_lettered, "{:?}", s.jobs);
     assert_eq!(
         s.faults.attempts.keys().max(),
         Some(&2),
@@ -499,6 +502,17 @@ async fn poison_jobs_dead_letter_and_crashing_jobs_need_the_reaper_fix() {
         s.faults.attempts
     );
     assert_nothing_lost(s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poison_jobs_dead_letter_and_crashing_jobs_need_the_reaper_fix() {
+    let with = |fix: bool| {
+        let mut sets = crash_loop_sets(fix);
+        sets.push("consumers.claim_mode=committed".into());
+        plan(SMALL, &sets.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let (outcome, _dir) = run_plan(&with(true), false).await;
+    assert_crash_loops_dead_lettered(&outcome.results.summary);
     // The seed's reaper does not count attempts: a crashing job is retried until the drain
     // gives up, and it is reported unfinished (not lost).
     let (outcome, _dir) = run_plan(&with(false), false).await;
@@ -510,6 +524,20 @@ async fn poison_jobs_dead_letter_and_crashing_jobs_need_the_reaper_fix() {
         "{:?}",
         s.faults.attempts
     );
+}
+
+/// The brokers rescue a crashed worker's jobs by themselves (Redis through the harness's
+/// XAUTOCLAIM reaper, RabbitMQ by redelivering): with lost runs counted as attempts, a job
+/// that crashes its worker every time reaches the dead letters there too (RabbitMQ reads
+/// its quorum queue's delivery count).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crashing_jobs_reach_the_dead_letters_on_the_brokers_too() {
+    let sets = crash_loop_sets(true);
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    for p in [redis_plan(SMALL, &sets), rabbitmq_plan(SMALL, &sets)] {
+        let (outcome, _dir) = run_plan(&p, false).await;
+        assert_crash_loops_dead_lettered(&outcome.results.summary);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,9 +3,13 @@
 //! What the proof says is checked against the broker: the jobs' queue empty at the end, the
 //! dead letters holding exactly the dead-lettered jobs.
 
-use crate::support::{SMALL, assert_nothing_lost, rabbitmq_plan, run_plan, shared_rabbitmq_url};
-use dbq_bench::backend::{self, Backend};
+use crate::support::{
+    SMALL, assert_nothing_lost, prove_again, rabbitmq_plan, run_plan, shared_rabbitmq_url,
+};
+use dbq_bench::accounting::ProofOptions;
+use dbq_bench::backend::{self, Backend, NewJob};
 use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
+use lapin::options::BasicGetOptions;
 use lapin::options::QueueDeclareOptions;
 use lapin::types::FieldTable;
 use std::time::Duration;
@@ -105,6 +109,70 @@ async fn crashed_and_killed_workers_on_rabbitmq_get_their_jobs_redelivered() {
         s.accounting.executions
     );
     assert_eq!(s.accounting.executions.unexplained_executions, 0);
+}
+
+/// Jobs another client took off the run's queue (`basic.get` with automatic
+/// acknowledgement) are gone from the broker: the proof names them lost, and the job still
+/// waiting stays unfinished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_taken_off_the_queue_behind_the_runs_back_on_rabbitmq_are_named_lost() {
+    let p = rabbitmq_plan(SMALL, &["phases.0.duration=1s", "producers.rate=20"]);
+    let (mut outcome, _dir) = run_plan(&p, true).await;
+    assert_nothing_lost(&outcome.results.summary);
+    let queue = outcome.kept_queue.clone().expect("kept");
+    let mut link = queue.connect("test").await.unwrap();
+    let job = NewJob {
+        job_type: "email".into(),
+        payload: "{}".into(),
+        priority: 0,
+    };
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let id = link.enqueue(&job).await.unwrap();
+        outcome.ledger.enqueued(id);
+        ids.push(id);
+    }
+    link.close().await;
+    let conn = lapin::Connection::connect(shared_rabbitmq_url(), Default::default())
+        .await
+        .unwrap();
+    let channel = conn.create_channel().await.unwrap();
+    let jobs = format!("{}.jobs", queue.namespace());
+    for _ in 0..2 {
+        let got = channel
+            .basic_get(jobs.as_str().into(), BasicGetOptions { no_ack: true })
+            .await
+            .unwrap();
+        assert!(got.is_some(), "a message to take");
+    }
+    conn.close(200, "OK".into()).await.ok();
+
+    let not_drained = ProofOptions {
+        audit: false,
+        drained: false,
+        outbox: false,
+        reported_by_library: false,
+    };
+    let proof = prove_again(&*queue, &outcome.ledger, not_drained).await;
+    let lost: Vec<(i64, &str)> = proof
+        .lost
+        .iter()
+        .map(|p| (p.id, p.table.as_str()))
+        .collect();
+    assert_eq!(
+        lost,
+        vec![(ids[0], "missing"), (ids[1], "missing")],
+        "{}",
+        proof.verdict
+    );
+    assert_eq!(proof.unfinished, 1, "{}", proof.verdict);
+    assert_eq!(
+        proof.done + proof.dead_lettered + proof.unfinished + proof.lost_total,
+        proof.committed,
+        "{proof:?}"
+    );
+    queue.drop_namespace().await.unwrap();
+    backend::release(&*queue);
 }
 
 /// A scenario of its own on a local broker, restarted 1 s into the load with a backlog
@@ -253,5 +321,23 @@ fn rabbitmq_refuses_what_it_cannot_do_in_one_line() {
         validate("queue.rabbitmq_queue=\"classic\"")
             .status
             .success()
+    );
+    // A classic queue does not count deliveries: counting lost runs as attempts is refused.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["validate", "scenarios/smoke.toml"])
+        .args(["--set", "database.engine=\"rabbitmq\""])
+        .args(["--set", "queue.rabbitmq_queue=\"classic\""])
+        .args(["--set", "reaper.count_as_attempt=true"])
+        .output()
+        .unwrap();
+    crate::support::assert_bad_input(
+        &out,
+        "count_as_attempt on classic",
+        "reaper.count_as_attempt",
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("x-delivery-count"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

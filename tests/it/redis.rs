@@ -3,8 +3,11 @@
 //! is checked against the broker itself: the stream empty of waiting and pending entries,
 //! the dead-letter stream holding exactly the dead-lettered jobs.
 
-use crate::support::{SMALL, assert_nothing_lost, redis_plan, run_plan, shared_redis_url};
-use dbq_bench::backend::{self, Backend, NewJob};
+use crate::support::{
+    SMALL, assert_nothing_lost, prove_again, redis_plan, run_plan, shared_redis_url,
+};
+use dbq_bench::accounting::ProofOptions;
+use dbq_bench::backend::{self, Backend, FailOutcome, NewJob};
 use dbq_bench::scenario::{ClaimMode, DatabasePlan, Engine, ProviderKind};
 use std::time::Duration;
 
@@ -142,6 +145,108 @@ async fn killed_workers_and_clients_on_redis_lose_nothing_and_are_reaped() {
         "{:?}",
         s.accounting.executions
     );
+}
+
+/// Entries another client of the run's consumer group read and acknowledged without running
+/// them: two waiting ones, and one a worker of the run held and then failed. The group will
+/// never hand them out again, so the proof names them lost, never "still queued"; a job
+/// still waiting stays unfinished, and the counts add up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_acknowledged_outside_the_run_on_redis_are_named_lost() {
+    let p = redis_plan(SMALL, &["phases.0.duration=1s", "producers.rate=20"]);
+    let (mut outcome, _dir) = run_plan(&p, true).await;
+    assert_nothing_lost(&outcome.results.summary);
+    let queue = outcome.kept_queue.clone().expect("kept");
+    let mut link = queue.connect("test").await.unwrap();
+    let job = NewJob {
+        job_type: "email".into(),
+        payload: "{}".into(),
+        priority: 0,
+    };
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        let id = link.enqueue(&job).await.unwrap();
+        outcome.ledger.enqueued(id);
+        ids.push(id);
+    }
+    // The run's worker takes the first.
+    let held = link.claim(ClaimMode::Committed).await.unwrap();
+    assert_eq!(held.iter().map(|j| j.id).collect::<Vec<_>>(), vec![ids[0]]);
+    outcome.ledger.claimed(ids[0]);
+
+    // The intruder reads the next two in the run's group and acknowledges all three.
+    let client = redis::Client::open(shared_redis_url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let stream = format!("{}:stream", queue.namespace());
+    let read: redis::Value = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("workers")
+        .arg("intruder")
+        .arg("COUNT")
+        .arg(2)
+        .arg("STREAMS")
+        .arg(&stream)
+        .arg(">")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let pending: Vec<(String, String, u64, u64)> = redis::cmd("XPENDING")
+        .arg(&stream)
+        .arg("workers")
+        .arg("-")
+        .arg("+")
+        .arg(10)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 3, "{pending:?} {read:?}");
+    for (entry, ..) in &pending {
+        let _: i64 = redis::cmd("XACK")
+            .arg(&stream)
+            .arg("workers")
+            .arg(entry)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    // The worker's failure finds its entry acknowledged: no longer its own.
+    let failed = link.fail(ids[0], "boom").await.unwrap();
+    assert_eq!(failed, FailOutcome::Stale);
+    outcome.ledger.stale(ids[0]);
+    link.close().await;
+
+    let not_drained = ProofOptions {
+        audit: true,
+        drained: false,
+        outbox: false,
+        reported_by_library: false,
+    };
+    let proof = prove_again(&*queue, &outcome.ledger, not_drained).await;
+    let lost: Vec<(i64, &str)> = proof
+        .lost
+        .iter()
+        .map(|p| (p.id, p.table.as_str()))
+        .collect();
+    let stranded = "acknowledged outside the run, never delivered again";
+    assert_eq!(
+        lost,
+        vec![(ids[0], stranded), (ids[1], stranded), (ids[2], stranded)],
+        "{}",
+        proof.verdict
+    );
+    assert_eq!(proof.unfinished, 1, "{}", proof.verdict);
+    assert_eq!(
+        proof.done + proof.dead_lettered + proof.unfinished + proof.lost_total,
+        proof.committed,
+        "{proof:?}"
+    );
+    assert!(
+        proof.verdict.contains(&format!("id {}", ids[1])),
+        "{}",
+        proof.verdict
+    );
+    queue.drop_namespace().await.unwrap();
+    backend::release(&*queue);
 }
 
 /// A Redis that keeps nothing on disk (`appendonly no`, `save ""`), restarted mid-run: the

@@ -570,6 +570,18 @@ pub fn assert_nothing_lost(s: &dbq_bench::report::Summary) {
     assert_eq!(s.jobs.lost, 0, "the proof says: {}", s.accounting.verdict);
     assert!(s.accounting.ok, "the proof says: {}", s.accounting.verdict);
     assert!(s.accounting.views_agree, "{}", s.accounting.verdict);
+    assert_counts_add_up(s);
+}
+
+/// Every enqueued job is in exactly one place: done, dead-lettered, unfinished or lost.
+pub fn assert_counts_add_up(s: &dbq_bench::report::Summary) {
+    let j = &s.jobs;
+    assert_eq!(
+        j.done + j.dead_lettered + j.unfinished + j.lost,
+        j.enqueued,
+        "enqueued = done + dead-lettered + unfinished + lost: {j:?}; the proof says: {}",
+        s.accounting.verdict
+    );
 }
 
 /// A broker's provider starts a server whose version starts with `version`, a queue of

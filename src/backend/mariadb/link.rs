@@ -6,7 +6,7 @@
 //! reads with `JSON_TABLE`.
 
 use crate::backend::error::{BackendError, ErrorClass};
-use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, JobStatus, NewJob};
+use crate::backend::job::{ClaimedJob, FailOutcome, Handout, JobId, JobPayload, JobStatus, NewJob};
 use crate::backend::queue::ClaimMode;
 use crate::backend::seam::{Connection, Enqueue, Work};
 use crate::backend::sql::Shared;
@@ -122,7 +122,9 @@ impl MariaLink {
                     payload: serde_json::from_str::<JobPayload>(&payload)
                         .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
                     // MariaDB's booleans are integers.
-                    redelivered: reports_redelivery && row.try_get::<i64, _>("redelivered")? != 0,
+                    handout: Handout::redelivered_if(
+                        reports_redelivery && row.try_get::<i64, _>("redelivered")? != 0,
+                    ),
                 })
             })
             .collect::<sqlx::Result<Vec<_>>>()?;

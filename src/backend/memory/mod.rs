@@ -19,7 +19,9 @@ mod facts;
 use super::engine::EngineFacts;
 use super::error::{BackendError, ErrorClass};
 use super::figures::{DbSample, TableStats};
-use super::job::{ClaimedJob, FailOutcome, JobId, JobPayload, JobStatus, NewJob, TableMismatch};
+use super::job::{
+    ClaimedJob, FailOutcome, Handout, JobId, JobPayload, JobStatus, NewJob, TableMismatch,
+};
 use super::seam::{
     Backend, Bystand, Connection, DesignInfo, Disrupt, Driver, Endpoint, Enqueue, Inspect,
     InstallError, Link, ServerFacts, WakeUp, Work,
@@ -359,7 +361,7 @@ impl MemoryLink {
                     id,
                     job_type: r.job_type.clone(),
                     payload: serde_json::from_str::<JobPayload>(&r.payload).unwrap_or_default(),
-                    redelivered: false,
+                    handout: Handout::Queued,
                 }
             })
             .collect()

@@ -3,7 +3,7 @@
 //! `$1`; see [`PgLink::complete_then`]).
 
 use crate::backend::error::BackendError;
-use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, JobStatus, NewJob};
+use crate::backend::job::{ClaimedJob, FailOutcome, Handout, JobId, JobPayload, JobStatus, NewJob};
 use crate::backend::queue::ClaimMode;
 use crate::backend::seam::{Connection, DesignError, Enqueue, WakeUp, Work};
 use crate::backend::sql::Shared;
@@ -110,7 +110,9 @@ impl PgLink {
                     id: row.try_get("id")?,
                     job_type: row.try_get("type")?,
                     payload: columns.payload(row)?,
-                    redelivered: columns.redelivered && row.try_get("redelivered")?,
+                    handout: Handout::redelivered_if(
+                        columns.redelivered && row.try_get("redelivered")?,
+                    ),
                 })
             })
             .collect()

@@ -3,7 +3,11 @@
 //! the broker still holds: a message in the jobs' or a retry queue is waiting, one in the
 //! dead letters is dead-lettered, and a job in none of them is gone. Gone means done only
 //! when no consumer is attached (then no message can be out unacknowledged): while workers
-//! run, only dead letters are reported.
+//! run, only dead letters are reported. Reading a queue takes its messages and gives them
+//! back (redelivered, a lost delivery to a quorum queue), so the connection that settles
+//! outcomes during the run ([`crate::backend::link::SETTLE_ROLE`]) never reads the jobs' or retry queues: it found
+//! no consumer attached while the run's workers restarted, and its reads were counted as
+//! 2,000 redeliveries (and, with redeliveries counted as attempts, would dead-letter jobs).
 
 use super::link::{RabbitLink, describe};
 use super::{admin, within};
@@ -94,7 +98,9 @@ impl RabbitLink {
     /// What the broker holds now: only the dead letters while consumers are attached.
     async fn snapshot(&mut self) -> Result<Snapshot, BackendError> {
         let (_, _, consumers) = self.counts().await?;
-        let complete = consumers == 0;
+        // While the run's workers work, a worker between lives leaves no consumer attached
+        // for a moment; the settling connection must not take the queue's messages then.
+        let complete = consumers == 0 && !self.settling;
         let mut held = HashMap::new();
         for (id, key) in self.read_queue(&self.shared.dead()).await? {
             held.insert(id, (JobStatus::DeadLetter, key));

@@ -9,7 +9,7 @@
 use super::{Shared, within};
 use crate::backend::broker::backoff_ms;
 use crate::backend::error::{BackendError, ErrorClass};
-use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, NewJob};
+use crate::backend::job::{ClaimedJob, FailOutcome, Handout, JobId, JobPayload, NewJob};
 use crate::backend::queue::ClaimMode;
 use crate::backend::seam::{Connection, Enqueue, Work};
 use async_trait::async_trait;
@@ -35,9 +35,14 @@ const PUSH_WAIT: Duration = Duration::from_millis(20);
 /// The header that counts a job's failed attempts.
 const RETRIES: &str = "x-dbq-retries";
 
+/// The header a quorum queue gives a message it delivers again: how many of its deliveries
+/// came back unacknowledged (its consumer's channel or connection went).
+const DELIVERY_COUNT: &str = "x-delivery-count";
+
 /// A delivery this worker holds, unacknowledged.
 struct Held {
     delivery: Delivery,
+    /// Its failed attempts: the failures, and with redeliveries counted, the lost runs.
     retries: i32,
 }
 
@@ -50,10 +55,17 @@ pub struct RabbitLink {
     work: Option<(Channel, Consumer)>,
     held: HashMap<JobId, Held>,
     broken: bool,
+    /// The connection settles outcomes while the run's workers work
+    /// ([`crate::backend::link::SETTLE_ROLE`]): it must not read the waiting messages.
+    pub(super) settling: bool,
 }
 
 impl RabbitLink {
-    pub async fn open(conn: lapin::Connection, shared: Arc<Shared>) -> Result<Self, BackendError> {
+    pub async fn open(
+        conn: lapin::Connection,
+        shared: Arc<Shared>,
+        role: &str,
+    ) -> Result<Self, BackendError> {
         let channel = within(async {
             let channel = conn.create_channel().await?;
             shared.declare(&channel).await?;
@@ -70,6 +82,7 @@ impl RabbitLink {
             work: None,
             held: HashMap::new(),
             broken: false,
+            settling: role == crate::backend::link::SETTLE_ROLE,
         })
     }
 
@@ -155,20 +168,93 @@ impl RabbitLink {
         self.seen(committed)
     }
 
-    /// A delivery as a claimed job (and held until acknowledged).
-    fn take(&mut self, delivery: Delivery) -> Result<ClaimedJob, BackendError> {
-        let (id, job_type, retries) = describe(&delivery.properties)?;
+    /// A delivery as a claimed job (and held until acknowledged). With redeliveries
+    /// counted as attempts, a job delivered again once too often goes to the dead letters
+    /// here instead of to the worker.
+    async fn take(&mut self, delivery: Delivery) -> Result<ClaimedJob, BackendError> {
+        let (id, job_type, mut retries) = describe(&delivery.properties)?;
         let payload: JobPayload = serde_json::from_slice(&delivery.data).map_err(|e| {
             BackendError::new(ErrorClass::Permanent, format!("job {id}: payload: {e}"))
         })?;
-        let redelivered = delivery.redelivered;
-        self.held.insert(id, Held { delivery, retries });
+        let counted = self.shared.redeliveries_count;
+        let lost_runs = delivery_count(&delivery.properties);
+        if counted {
+            retries += lost_runs;
+        }
+        let mut handout = match delivery.redelivered {
+            true => Handout::Redelivered { counted },
+            false => Handout::Queued,
+        };
+        let held = Held { delivery, retries };
+        if counted && lost_runs > 0 && retries >= self.shared.max_retries {
+            let why = format!("delivered again {lost_runs} time(s): its runs were lost");
+            let dead = self.shared.dead();
+            self.move_to(&dead, id, &job_type, &held, Some(&why))
+                .await?;
+            self.commit().await?;
+            handout = Handout::DeadLettered;
+        } else {
+            self.held.insert(id, held);
+        }
         Ok(ClaimedJob {
             id,
             job_type,
             payload,
-            redelivered,
+            handout,
         })
+    }
+
+    /// Publishes `held`'s job to `queue` with `retries` in its header (and `error`, for the
+    /// dead letters), and acknowledges the delivery, in the work channel's transaction
+    /// (committed by the caller).
+    async fn move_to(
+        &mut self,
+        queue: &str,
+        id: JobId,
+        job_type: &str,
+        held: &Held,
+        error: Option<&str>,
+    ) -> Result<(), BackendError> {
+        let mut props = properties(id, job_type, held.retries);
+        if let Some(error) = error {
+            let mut headers = props.headers().clone().unwrap_or_default();
+            headers.insert("x-dbq-error".into(), AMQPValue::LongString(error.into()));
+            props = props.with_headers(headers);
+        } else {
+            let delay = backoff_ms(&self.shared.backoff, held.retries - 1);
+            props = props.with_expiration(delay.to_string().into());
+        }
+        let props = self.delivery_mode(props);
+        let (channel, _) = self.work().await?;
+        let sent = within(channel.basic_publish(
+            "".into(),
+            queue.into(),
+            BasicPublishOptions::default(),
+            &held.delivery.data,
+            props,
+        ))
+        .await
+        .map(drop);
+        self.seen(sent)?;
+        let acked = within(held.delivery.acker.ack(BasicAckOptions::default())).await;
+        self.seen(acked).map(drop)
+    }
+}
+
+/// How many of a message's deliveries came back unacknowledged, from a quorum queue's
+/// header (0 where there is none: a first delivery, or a classic queue).
+fn delivery_count(p: &BasicProperties) -> i32 {
+    let value = p
+        .headers()
+        .as_ref()
+        .and_then(|h| h.inner().get(DELIVERY_COUNT).cloned());
+    match value {
+        Some(AMQPValue::LongLongInt(n)) => n.clamp(0, i32::MAX as i64) as i32,
+        Some(AMQPValue::LongInt(n)) => n.max(0),
+        Some(AMQPValue::LongUInt(n)) => n.min(i32::MAX as u32) as i32,
+        Some(AMQPValue::ShortInt(n)) => i32::from(n.max(0)),
+        Some(AMQPValue::ShortShortInt(n)) => i32::from(n.max(0)),
+        _ => 0,
     }
 }
 
@@ -262,7 +348,7 @@ impl Work for RabbitLink {
                     return Err(e);
                 }
             };
-            jobs.push(self.take(d)?);
+            jobs.push(self.take(d).await?);
         }
         Ok(jobs)
     }
@@ -278,34 +364,21 @@ impl Work for RabbitLink {
                 format!("job {id} is not held by this connection"),
             ));
         };
-        let retries = held.retries + 1;
-        let d = &held.delivery;
-        let (_, job_type, _) = describe(&d.properties)?;
-        let mut props = properties(id, &job_type, retries);
-        let (queue, outcome) = if retries >= self.shared.max_retries {
-            let mut headers = props.headers().clone().unwrap_or_default();
-            headers.insert("x-dbq-error".into(), AMQPValue::LongString(error.into()));
-            props = props.with_headers(headers);
-            (self.shared.dead(), FailOutcome::DeadLettered)
-        } else {
-            let delay = backoff_ms(&self.shared.backoff, held.retries);
-            props = props.with_expiration(delay.to_string().into());
-            (self.shared.retry(retries), FailOutcome::Retry)
+        let held = Held {
+            retries: held.retries + 1,
+            ..held
         };
-        let props = self.delivery_mode(props);
-        let (channel, _) = self.work().await?;
-        let sent = within(channel.basic_publish(
-            "".into(),
-            queue.as_str().into(),
-            BasicPublishOptions::default(),
-            &held.delivery.data,
-            props,
-        ))
-        .await
-        .map(drop);
-        self.seen(sent)?;
-        let acked = within(held.delivery.acker.ack(BasicAckOptions::default())).await;
-        self.seen(acked)?;
+        let (_, job_type, _) = describe(&held.delivery.properties)?;
+        let outcome = if held.retries >= self.shared.max_retries {
+            let dead = self.shared.dead();
+            self.move_to(&dead, id, &job_type, &held, Some(error))
+                .await?;
+            FailOutcome::DeadLettered
+        } else {
+            let retry = self.shared.retry(held.retries);
+            self.move_to(&retry, id, &job_type, &held, None).await?;
+            FailOutcome::Retry
+        };
         self.commit().await?;
         Ok(outcome)
     }

@@ -93,6 +93,8 @@ pub struct Shared {
     pub kind: RabbitQueue,
     pub backoff: BackoffPlan,
     pub max_retries: i32,
+    /// Redeliveries count as failed attempts (`reaper.count_as_attempt`, quorum queues).
+    pub redeliveries_count: bool,
     /// Ids are the harness's: the broker has no counter. Only the runner enqueues.
     pub next_id: AtomicI64,
     /// The management API, for the sampler and `kill_backends` (the runner's queue only:
@@ -370,6 +372,7 @@ impl RabbitQueueBackend {
                 kind: q.variant.rabbitmq_queue,
                 backoff: q.backoff,
                 max_retries: q.max_retries,
+                redeliveries_count: q.redeliveries_count,
                 next_id: AtomicI64::new(0),
                 admin,
             }),
@@ -390,7 +393,9 @@ impl Backend for RabbitQueueBackend {
     async fn connect(&self, role: &str) -> Result<Box<dyn Link>, BackendError> {
         let name = format!("dbq-bench/{}/{role}", self.shared.namespace);
         let conn = connect(&self.url, &name).await?;
-        Ok(Box::new(RabbitLink::open(conn, self.shared.clone()).await?))
+        Ok(Box::new(
+            RabbitLink::open(conn, self.shared.clone(), role).await?,
+        ))
     }
 
     fn attachment(&self) -> Option<Attachment> {

@@ -21,6 +21,20 @@ pub enum RabbitQueue {
 }
 
 impl RabbitQueue {
+    /// Whether the queue counts a message's lost deliveries, which counting them as failed
+    /// attempts (`reaper.count_as_attempt`) needs; why not, where it does not.
+    pub fn counts_deliveries(self) -> Result<(), String> {
+        match self {
+            RabbitQueue::Quorum => Ok(()),
+            _ => Err(format!(
+                "a {} queue does not count a message's deliveries, so a job that crashes its \
+                 worker every time would be delivered forever: use rabbitmq_queue = \"quorum\" \
+                 (its x-delivery-count header) or count_as_attempt = false",
+                self.as_str()
+            )),
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             RabbitQueue::Quorum => "quorum",

@@ -3,6 +3,10 @@
 //! structures first: a job with an entry still in the stream is waiting (or, in the group's
 //! pending list, being worked), a job in the dead-letter stream is dead-lettered; only a
 //! job in neither is read from the state hash (`done`), and a job in none is `missing`.
+//! An entry the group has already delivered that is neither pending nor backing off was
+//! acknowledged by someone other than the run's workers (their scripts delete what they
+//! acknowledge, or park it in the delayed set): no one will be handed it again, so its job
+//! is [`STRANDED`], which the proof counts as lost.
 
 use super::GROUP;
 use super::link::RedisLink;
@@ -16,6 +20,33 @@ use std::time::Instant;
 
 /// Entries read per round trip when the proof walks a stream.
 const PAGE: usize = 10_000;
+
+/// The proof's word for a job whose entry was acknowledged outside the run.
+pub const STRANDED: &str = "acknowledged outside the run, never delivered again";
+
+/// A stream entry id (`1700000000000-3`) as numbers, ordered as the stream orders them.
+fn entry_order(entry: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = entry.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
+/// Where the broker holds a job's entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// Waiting, backing off, being worked or dead-lettered.
+    As(JobStatus),
+    /// Delivered, then acknowledged by someone other than the run's workers.
+    Stranded,
+}
+
+impl Held {
+    fn as_str(self) -> &'static str {
+        match self {
+            Held::As(s) => s.as_str(),
+            Held::Stranded => STRANDED,
+        }
+    }
+}
 
 /// `field:value` from an `INFO` reply.
 pub fn info_field(info: &str, field: &str) -> Option<String> {
@@ -86,28 +117,63 @@ impl RedisLink {
         }
     }
 
-    /// What the broker itself holds of each job: the stream (waiting or being worked) and
-    /// the dead-letter stream.
-    async fn broker_view(&mut self) -> Result<HashMap<JobId, JobStatus>, BackendError> {
+    /// The group's last delivered entry, none before the group exists.
+    async fn last_delivered(&mut self) -> Result<Option<(u64, u64)>, BackendError> {
+        let r = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(&self.shared.keys.stream)
+            .query_async::<Vec<HashMap<String, redis::Value>>>(&mut self.conn)
+            .await;
+        let groups = match r {
+            Err(e) if e.code() == Some("ERR") => return Ok(None),
+            r => self.seen(r)?,
+        };
+        Ok(groups
+            .iter()
+            .find(|g| matches!(g.get("name"), Some(v) if redis::from_redis_value::<String>(v.clone()).is_ok_and(|n| n == GROUP)))
+            .and_then(|g| redis::from_redis_value::<String>(g.get("last-delivered-id")?.clone()).ok())
+            .and_then(|id| entry_order(&id)))
+    }
+
+    /// What the broker itself holds of each job: the stream (waiting, backing off, being
+    /// worked, or stranded) and the dead-letter stream.
+    async fn broker_view(&mut self) -> Result<HashMap<JobId, Held>, BackendError> {
         let working = self.pending_entries().await?;
+        let delayed = self.delayed_entries().await?;
+        let delivered = self.last_delivered().await?;
         let stream = self.shared.keys.stream.clone();
         let dead = self.shared.keys.dead.clone();
         let mut view = HashMap::new();
         for (entry, id) in self.walk(&stream).await? {
-            let s = match working.contains(&entry) {
-                true => JobStatus::Processing,
-                false => JobStatus::Pending,
+            let handed_out = delivered.is_some_and(|d| entry_order(&entry).is_some_and(|e| e <= d));
+            let s = if working.contains(&entry) {
+                Held::As(JobStatus::Processing)
+            } else if handed_out && !delayed.contains(&entry) {
+                Held::Stranded
+            } else {
+                Held::As(JobStatus::Pending)
             };
             // A job with a newer entry waiting is waiting, whatever an older entry says.
             let slot = view.entry(id).or_insert(s);
-            if s == JobStatus::Pending {
+            if s == Held::As(JobStatus::Pending) {
                 *slot = s;
             }
         }
         for (_, id) in self.walk(&dead).await? {
-            view.entry(id).or_insert(JobStatus::DeadLetter);
+            view.entry(id).or_insert(Held::As(JobStatus::DeadLetter));
         }
         Ok(view)
+    }
+
+    /// The entries backing off (the delayed set's members).
+    async fn delayed_entries(&mut self) -> Result<HashSet<String>, BackendError> {
+        let r = redis::cmd("ZRANGE")
+            .arg(&self.shared.keys.delayed)
+            .arg(0)
+            .arg(-1)
+            .query_async::<Vec<String>>(&mut self.conn)
+            .await;
+        Ok(self.seen(r)?.into_iter().collect())
     }
 
     /// The state hash's word on `ids`, `None` where it has none.
@@ -278,7 +344,7 @@ impl Inspect for RedisLink {
         let mut out = Vec::new();
         for ((id, expected), state) in ids.iter().zip(expected).zip(states) {
             let status = match broker.get(id) {
-                Some(s) => s.as_str().to_string(),
+                Some(held) => held.as_str().to_string(),
                 None => match state.as_deref().and_then(parse_state) {
                     // Not in the stream nor among the dead: the state hash says how it ended.
                     Some((JobStatus::Done, _)) => "done".to_string(),
@@ -395,5 +461,9 @@ mod tests {
         let info = "# Server\r\nredis_version:7.0.15\r\nused_memory:1024\r\n";
         assert_eq!(info_field(info, "used_memory").as_deref(), Some("1024"));
         assert_eq!(info_field(info, "nope"), None);
+        assert!(entry_order("1700000000000-10") > entry_order("1700000000000-9"));
+        assert!(entry_order("1700000000001-0") > entry_order("1700000000000-99"));
+        assert_eq!(entry_order("0-0"), Some((0, 0)));
+        assert_eq!(entry_order("garbage"), None);
     }
 }

@@ -4,7 +4,7 @@
 use super::{GROUP, Shared};
 use crate::backend::broker::{backoff_ms, payload_key};
 use crate::backend::error::{BackendError, ErrorClass};
-use crate::backend::job::{ClaimedJob, FailOutcome, JobId, JobPayload, NewJob};
+use crate::backend::job::{ClaimedJob, FailOutcome, Handout, JobId, JobPayload, NewJob};
 use crate::backend::queue::ClaimMode;
 use crate::backend::seam::{Bystand, Connection, Enqueue, Work};
 use async_trait::async_trait;
@@ -133,7 +133,7 @@ impl Work for RedisLink {
                 id,
                 job_type: job_type.clone(),
                 payload,
-                redelivered: false,
+                handout: Handout::Queued,
             });
         }
         Ok(jobs)

@@ -124,6 +124,11 @@ impl Plan {
         consumers.processes |= queue.variant.workers.is_some();
         check_design_claims(&queue, &consumers, &scenario.reaper)
             .map_err(|(key, reason)| err(key, reason))?;
+        if scenario.database.engine == Engine::Rabbitmq && queue.redeliveries_count {
+            let kind = queue.variant.rabbitmq_queue;
+            kind.counts_deliveries()
+                .map_err(|reason| err("reaper.count_as_attempt", reason))?;
+        }
         let default_rate = scenario.producers.rate;
         let phases = phase_plans(
             &mut scenario.phases,

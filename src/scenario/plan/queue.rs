@@ -46,6 +46,7 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
         max_retries: q.max_retries,
         backoff: b.into(),
         stale_statistics: q.stale_statistics,
+        redeliveries_count: scenario.reaper.enabled && scenario.reaper.count_as_attempt,
         // Keys that are not integers are refused with the producers' section.
         priorities: {
             let set: std::collections::BTreeSet<i32> = scenario

@@ -1,0 +1,141 @@
+//! The proof's one-line verdict: what failed first, with the jobs it failed for (at most
+//! five named), then what is worth knowing though nothing failed. All of the proof's wording
+//! is here; the numbers come from the tally in mod.rs.
+
+use super::{Duplicates, JobProblem, OutboxProof, ViewCounts};
+use crate::metrics::JobId;
+
+/// What the proof found, for its one-line verdict.
+pub(super) struct Findings<'a> {
+    pub(super) committed: usize,
+    pub(super) ledger: &'a ViewCounts,
+    pub(super) table: &'a ViewCounts,
+    pub(super) agree: bool,
+    pub(super) lost: &'a [JobProblem],
+    pub(super) duplicates: &'a [JobProblem],
+    pub(super) executions: &'a Duplicates,
+    pub(super) unfinished: usize,
+    pub(super) stuck: &'a [JobId],
+    pub(super) untracked: usize,
+    pub(super) audit_missed: &'a [JobId],
+    pub(super) outbox: Option<&'a OutboxProof>,
+}
+
+/// Up to five jobs by id, with what each view says of them.
+fn name(ps: &[JobProblem]) -> String {
+    let shown: Vec<String> = ps
+        .iter()
+        .take(5)
+        .map(|p| format!("id {} (ledger {}, table {})", p.id, p.ledger, p.table))
+        .collect();
+    let more = if ps.len() > 5 { ", …" } else { "" };
+    format!("{}{more}", shown.join(", "))
+}
+
+impl Findings<'_> {
+    /// What failed, and the jobs it failed for.
+    fn failures(&self, dup_table: &str) -> Vec<String> {
+        let x = self.executions;
+        let mut parts = vec![format!(
+            "FAILED for {} committed jobs: lost {} (ledger) / {} (table), duplicate completions {} (ledger) / {dup_table} (table)",
+            self.committed,
+            self.ledger.lost,
+            self.table.lost,
+            self.ledger.duplicate_completions.unwrap_or(0)
+        )];
+        if !self.lost.is_empty() {
+            parts.push(format!("lost: {}", name(self.lost)));
+        }
+        if !self.duplicates.is_empty() {
+            parts.push(format!("duplicates: {}", name(self.duplicates)));
+        }
+        if x.unexplained_executions > 0 {
+            parts.push(format!(
+                "{} execution(s) that no crash, rollback or reap explains",
+                x.unexplained_executions
+            ));
+        }
+        if !self.agree {
+            parts.push("the ledger and the table disagree".into());
+        }
+        if let [first, ..] = self.audit_missed {
+            parts.push(format!(
+                "the completion audit recorded no completion for {} job(s) that finished done (first id {first}): the audit's trigger misses completions, so it cannot catch a duplicate",
+                self.audit_missed.len()
+            ));
+        }
+        if self.unfinished > 0 {
+            parts.push(format!("{} job(s) still queued", self.unfinished));
+        }
+        parts
+    }
+
+    pub(super) fn line(&self) -> String {
+        let dup_table = self
+            .table
+            .duplicate_completions
+            .map_or("not checked".to_string(), |d| d.to_string());
+        let x = self.executions;
+        let dups_ok = x.completions == 0 && x.unexplained_executions == 0;
+        let clean = self.lost.is_empty() && dups_ok && self.agree && self.audit_missed.is_empty();
+        let mut parts = Vec::new();
+        if clean && self.unfinished == 0 {
+            parts.push(format!(
+                "all {} committed jobs finished (done or dead_letter); ledger and table agree: lost 0, duplicate completions {} (table: {dup_table})",
+                self.committed, x.completions
+            ));
+        } else if clean {
+            parts.push(format!(
+                "queue not drained: {} of {} committed jobs still queued (unfinished in both views); none lost, duplicate completions {} (table: {dup_table})",
+                self.unfinished, self.committed, x.completions
+            ));
+        } else {
+            parts.extend(self.failures(&dup_table));
+        }
+        if !self.stuck.is_empty() {
+            let shown: Vec<String> = self.stuck.iter().take(5).map(JobId::to_string).collect();
+            parts.push(format!(
+                "{} of them stuck in flight: their worker died holding them and no worker ran them again (ids {}{})",
+                self.stuck.len(),
+                shown.join(", "),
+                if self.stuck.len() > 5 { ", …" } else { "" }
+            ));
+        }
+        if x.stale_outcomes > 0 {
+            parts.push(format!(
+                "{} stale completion(s) or failure update(s) refused by the design (the worker's claim had been reaped)",
+                x.stale_outcomes
+            ));
+        }
+        if x.extra_executions > 0 {
+            parts.push(format!(
+                "{} job run(s) repeated after a crash, rollback or reap",
+                x.extra_executions
+            ));
+        }
+        if x.repeated_successes > 0 {
+            parts.push(format!(
+                "{} job(s) whose handler succeeded more than once (the library ran them again)",
+                x.repeated_successes
+            ));
+        }
+        if let Some(o) = self.outbox {
+            parts.push(if o.ok {
+                format!("outbox: {} paid orders with one job each, {} rolled-back jobs never existed", o.paid_orders, o.rolled_back)
+            } else {
+                format!(
+                    "outbox FAILED: {} rolled-back job(s) exist, {} order(s) without exactly one job",
+                    o.rolled_back_jobs_found.len(),
+                    o.bad_orders.len()
+                )
+            });
+        }
+        if self.untracked > 0 {
+            parts.push(format!(
+                "{} row(s) in the table were never seen committed",
+                self.untracked
+            ));
+        }
+        parts.join("; ")
+    }
+}
