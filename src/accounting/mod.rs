@@ -128,6 +128,10 @@ pub struct Duplicates {
     /// recorded it). At-least-once execution, counted; not a duplicate completion.
     #[serde(default)]
     pub repeated_successes: u64,
+    /// On a queue that promises at least once for completions (Kafka): jobs completed more
+    /// than once, counted in `completions` too, and allowed, with the runs they repeat.
+    #[serde(default)]
+    pub at_least_once: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,6 +209,10 @@ pub struct ProofOptions {
     /// library records the job done: a second one is a run repeated to success (counted),
     /// not a duplicate completion; the table and its audit say what the library recorded.
     pub reported_by_library: bool,
+    /// The queue promises at least once for completions
+    /// ([`crate::backend::engine::Supports::at_least_once_completions`]): repeated runs and
+    /// completions are counted, not failures.
+    pub at_least_once: bool,
 }
 
 /// Jobs that earlier load steps on the same queue committed and proved: rows the table may
@@ -285,6 +293,7 @@ pub async fn prove(
         }
         tally.add(&chunk.jobs, &mismatches, untracked, opts.drained);
     }
+    tally.at_least_once = opts.at_least_once;
     if opts.reported_by_library {
         tally.repeated_successes = std::mem::take(&mut tally.ledger_dups);
     }
@@ -407,6 +416,8 @@ struct Tally {
     ledger_dups: BTreeSet<JobId>,
     /// A library's workers: jobs its handler reported successful more than once.
     repeated_successes: BTreeSet<JobId>,
+    /// The queue promises at least once for completions: repeats are counted, not failures.
+    at_least_once: bool,
     extra_executions: u64,
     unexplained_executions: u64,
     stale_outcomes: u64,
@@ -497,6 +508,7 @@ impl Tally {
             completions: dup_ids.len() as u64,
             stale_outcomes: self.stale_outcomes,
             repeated_successes: self.repeated_successes.len() as u64,
+            at_least_once: self.at_least_once,
         }
     }
 
@@ -606,10 +618,11 @@ impl Tally {
         let views_agree = self.ledger_lost == self.table_lost
             && self.finished_differently == 0
             && table_dups.as_ref().is_none_or(|t| *t == self.ledger_dups);
+        let repeats_allowed = executions.at_least_once;
         let sound = lost_ids.is_empty()
             && audit_missed.is_empty()
-            && executions.completions == 0
-            && executions.unexplained_executions == 0
+            && (repeats_allowed
+                || executions.completions == 0 && executions.unexplained_executions == 0)
             && views_agree
             && outbox.as_ref().is_none_or(|o| o.ok);
         let ok = sound && self.unfinished == 0;

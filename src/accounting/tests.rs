@@ -31,6 +31,7 @@ const OPTIONS: ProofOptions = ProofOptions {
     drained: true,
     outbox: false,
     reported_by_library: false,
+    at_least_once: false,
 };
 
 async fn prove_on(
@@ -252,4 +253,46 @@ async fn a_stale_completion_is_counted_and_is_not_a_duplicate() {
         "{}",
         proof.verdict
     );
+}
+
+/// A job handed to a second worker while the first still ran it, both completing it (a
+/// Kafka rebalance): a duplicate completion and an unexplained run fail the proof, unless
+/// the queue promises at least once for completions — then both are counted and allowed.
+#[tokio::test]
+async fn a_job_completed_twice_fails_the_proof_unless_the_queue_promises_at_least_once() {
+    let queue = MemoryQueue::new(&queue_plan(3));
+    let mut ledger = Ledger::default();
+    let id = enqueued(&queue, &mut ledger, 1).await[0];
+    let mut worker = queue.connect("worker-0").await.unwrap();
+    worker.claim(ClaimMode::InTransaction).await.unwrap();
+    worker
+        .finish(ClaimMode::InTransaction, &[id])
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        ledger.claimed(id);
+        ledger.completed(id);
+    }
+    // Kafka keeps no record of completions: the ledger alone counts them.
+    let strict_options = ProofOptions {
+        audit: false,
+        ..OPTIONS
+    };
+    let strict = prove_on(&queue, &mut ledger.clone(), strict_options).await;
+    assert!(!strict.ok, "{}", strict.verdict);
+    assert_eq!(strict.duplicate_total, 1);
+    let at_least_once = ProofOptions {
+        at_least_once: true,
+        ..strict_options
+    };
+    let proof = prove_on(&queue, &mut ledger, at_least_once).await;
+    assert!(proof.ok, "{}", proof.verdict);
+    assert_eq!(proof.duplicate_total, 1, "still counted");
+    assert_eq!(proof.executions.completions, 1);
+    assert!(
+        proof.verdict.contains("at-least-once delivery"),
+        "{}",
+        proof.verdict
+    );
+    assert_eq!(proof.done + proof.dead_lettered, proof.committed);
 }

@@ -76,7 +76,7 @@ impl Findings<'_> {
             .duplicate_completions
             .map_or("not checked".to_string(), |d| d.to_string());
         let x = self.executions;
-        let dups_ok = x.completions == 0 && x.unexplained_executions == 0;
+        let dups_ok = x.at_least_once || x.completions == 0 && x.unexplained_executions == 0;
         let clean = self.lost.is_empty() && dups_ok && self.agree && self.audit_missed.is_empty();
         let mut parts = Vec::new();
         if clean && self.unfinished == 0 {
@@ -111,6 +111,12 @@ impl Findings<'_> {
             parts.push(format!(
                 "{} job run(s) repeated after a crash, rollback or reap",
                 x.extra_executions
+            ));
+        }
+        if x.at_least_once && (x.completions > 0 || x.unexplained_executions > 0) {
+            parts.push(format!(
+                "{} job(s) completed more than once and {} run(s) repeated without a crash: the queue's at-least-once delivery (a rebalance handed their records to a second worker), allowed by the proof and counted in jobs.duplicate_completions (a threshold on it fails the run)",
+                x.completions, x.unexplained_executions
             ));
         }
         if x.repeated_successes > 0 {

@@ -1,8 +1,11 @@
 //! What the broker backends share: the seed's back-off computed by the client (a broker has
-//! no `NOW() + interval`), and the payload's key read without parsing the payload.
+//! no `NOW() + interval`), the payload's key read without parsing the payload, and the
+//! proof's comparison of what a broker holds with what the ledger expects.
 
 use crate::backend::error::{BackendError, ErrorClass};
+use crate::backend::job::{JobId, TableMismatch};
 use crate::backend::queue::{BackoffPlan, QueuePlan, VariantName};
+use std::collections::HashSet;
 
 /// Jobs one claim takes on a broker: the variant as the job's life (`seed` one, `batch` up
 /// to `queue.claim_batch`); the SQL variants have no meaning on `broker`.
@@ -35,6 +38,43 @@ pub fn payload_key(payload: &[u8]) -> Option<&str> {
     let text = std::str::from_utf8(payload).ok()?;
     let rest = &text[text.find("\"k\":\"")? + 5..];
     Some(&rest[..rest.find('"')?])
+}
+
+/// The jobs of `ids` that the broker does not show finished as the ledger `expected`
+/// (parallel to `ids`), each with the status `status_of(id, expected)` reads for it.
+pub fn mismatches(
+    ids: &[JobId],
+    expected: &[&str],
+    mut status_of: impl FnMut(JobId, &str) -> String,
+) -> Vec<TableMismatch> {
+    let mut out = Vec::new();
+    for (id, expected) in ids.iter().zip(expected) {
+        let status = status_of(*id, expected);
+        if status != *expected || !matches!(status.as_str(), "done" | "dead_letter") {
+            out.push(TableMismatch {
+                id: *id,
+                table_status: status,
+                expected: expected.to_string(),
+            });
+        }
+    }
+    out
+}
+
+/// The jobs a broker holds, (id, status), with ids in `[from, to)` and not among `known`,
+/// in id order.
+pub fn untracked(
+    held: impl Iterator<Item = (JobId, String)>,
+    known: &[JobId],
+    from: JobId,
+    to: JobId,
+) -> Vec<(JobId, String)> {
+    let known: HashSet<JobId> = known.iter().copied().collect();
+    let mut out: Vec<(JobId, String)> = held
+        .filter(|(id, _)| (from..to).contains(id) && !known.contains(id))
+        .collect();
+    out.sort();
+    out
 }
 
 #[cfg(test)]

@@ -52,6 +52,13 @@ pub struct Supports {
     /// The queue table has planner statistics (ANALYZE): `queue.stale_statistics` and the
     /// `analyze` fault.
     pub planner_statistics: bool,
+    /// The queue promises at least once for completions too: a job it hands to a second
+    /// worker while the first still runs it (a Kafka rebalance) can be completed by both,
+    /// and nothing in the queue can refuse the second (an offset commit does not check who
+    /// owns the partition). The proof counts such jobs (`jobs.duplicate_completions`,
+    /// `accounting.executions.at_least_once`) and does not fail on them or on the runs
+    /// they repeat; a threshold on `jobs.duplicate_completions` does.
+    pub at_least_once_completions: bool,
 }
 
 /// What an engine's figures are called: the fields are the same, the statistics behind them
@@ -91,8 +98,8 @@ pub struct Install {
     /// and the tag it builds.
     pub build_script: &'static str,
     pub built_tag: &'static str,
-    /// The Debian package whose server the local provider runs.
-    pub package: &'static str,
+    /// How the server the local provider runs is installed (`apt-get install postgresql`).
+    pub local_install: &'static str,
 }
 
 /// One engine's facts, kept in its folder (`backend/<engine>/facts.rs`).

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod error;
 pub mod figures;
 pub mod job;
+pub mod kafka;
 pub mod link;
 pub mod mariadb;
 pub mod memory;

@@ -23,6 +23,17 @@ pub struct QueuePlan {
     /// harness's reaper.
     #[serde(default)]
     pub redeliveries_count: bool,
+    /// Kafka: the partitions of the jobs' and the retries' topics (`queue.partitions`).
+    #[serde(default = "default_partitions")]
+    pub partitions: u32,
+}
+
+/// `queue.partitions` when not given: room for a dozen workers, each partition read by one
+/// member of the group at a time.
+pub const DEFAULT_PARTITIONS: u32 = 12;
+
+fn default_partitions() -> u32 {
+    DEFAULT_PARTITIONS
 }
 
 /// Which queue design, with the options that shape it.

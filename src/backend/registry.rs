@@ -50,6 +50,10 @@ registry! {
     /// Redis ≥ 7 Streams, a broker: a consumer group claims, `XACK` completes (variants
     /// `seed` and `batch` as the job's life, not as SQL).
     Redis => redis_streams,
+    /// Kafka (the API; Tansu, a Kafka-API broker, where the harness starts one), a log: a
+    /// consumer group's members are the workers, offsets committed after the handler
+    /// (variants `seed` and `batch` as records per poll).
+    Kafka => kafka,
     /// No server: a queue in the harness's own memory (`--database-url memory://`), for the
     /// harness's ceiling and the logic above the seam.
     Memory => memory,
@@ -112,9 +116,9 @@ impl Engine {
         };
         format!(
             "make the image available (`docker pull {image}`, or, where no registry is \
-             reachable, `{}` and {}={} or --image), use the server from the machine's packages \
-             with --db local (`apt-get install {}`), or name a server with {url}",
-            i.build_script, i.variable, i.built_tag, i.package
+             reachable, `{}` and {}={} or --image), use a server installed on this machine \
+             with --db local (`{}`), or name a server with {url}",
+            i.build_script, i.variable, i.built_tag, i.local_install
         )
     }
 

@@ -127,8 +127,9 @@ pub trait ContainerImage: Sync {
     /// The variable that sets the administrator's password.
     fn password_variable(&self) -> &'static str;
     /// The container's command, with the server settings as its arguments (and the
-    /// password, for a server that takes it as an argument rather than from the variable).
-    fn command(&self, settings: &[(String, String)], password: &str) -> Vec<String>;
+    /// password, for a server that takes it as an argument rather than from the variable;
+    /// the host's `ports`, for a server that tells clients where to connect).
+    fn command(&self, settings: &[(String, String)], password: &str, ports: Ports) -> Vec<String>;
     /// How to reach the server on 127.0.0.1:`ports.main` (its API on `ports.admin`) with
     /// `password`.
     fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint>;

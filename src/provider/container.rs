@@ -153,7 +153,7 @@ fn request(
         .with_label("dbq-bench", driver.facts().name)
         // A fixed host port keeps the address stable if the container is restarted.
         .with_mapped_port(ports.main, inner)
-        .with_cmd(spec.command(settings, password));
+        .with_cmd(spec.command(settings, password, ports));
     if let Some(admin) = spec.admin_port() {
         request = request.with_mapped_port(ports.admin, admin.tcp());
     }

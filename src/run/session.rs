@@ -397,6 +397,7 @@ impl Session {
             drained: !stopped_early && !drain_timed_out,
             outbox: plan.producers.outbox.is_some(),
             reported_by_library: plan.queue.variant.workers.is_some(),
+            at_least_once: plan.database.engine.supports().at_least_once_completions,
         };
         let mut admin = self
             .backend

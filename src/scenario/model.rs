@@ -250,6 +250,9 @@ pub struct QueueSection {
     /// RabbitMQ only: the kind of queue the jobs go to (default `quorum`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rabbitmq_queue: Option<RabbitQueue>,
+    /// Kafka only: the partitions of the jobs' and retries' topics (default 12, 1–1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<u32>,
     /// Reproduce a planning hazard on purpose: ANALYZE the queue table while it is still
     /// empty, before the prefill and before the workers first plan their statements, as a
     /// table created (or truncated) and analyzed while empty would be. Workers that keep
@@ -272,6 +275,7 @@ impl Default for QueueSection {
             max_retries: defaults::max_retries(),
             backoff: BackoffSection::default(),
             rabbitmq_queue: None,
+            partitions: None,
             stale_statistics: false,
         }
     }

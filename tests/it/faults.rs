@@ -614,6 +614,7 @@ async fn the_outbox_never_runs_a_rolled_back_job_and_pays_each_order_once() {
         drained: true,
         outbox: true,
         reported_by_library: false,
+        at_least_once: false,
     };
     let proof = prove_again(&*queue, &outcome.ledger, opts).await;
     let o = proof.outbox.unwrap();

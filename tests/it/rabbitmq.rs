@@ -152,6 +152,7 @@ async fn jobs_taken_off_the_queue_behind_the_runs_back_on_rabbitmq_are_named_los
         drained: false,
         outbox: false,
         reported_by_library: false,
+        at_least_once: false,
     };
     let proof = prove_again(&*queue, &outcome.ledger, not_drained).await;
     let lost: Vec<(i64, &str)> = proof

@@ -220,6 +220,7 @@ async fn entries_acknowledged_outside_the_run_on_redis_are_named_lost() {
         drained: false,
         outbox: false,
         reported_by_library: false,
+        at_least_once: false,
     };
     let proof = prove_again(&*queue, &outcome.ledger, not_drained).await;
     let lost: Vec<(i64, &str)> = proof
@@ -360,7 +361,7 @@ fn redis_refuses_what_only_databases_have_in_one_line() {
         ),
         (
             "consumers.claim_mode=\"in_transaction\"",
-            "consumers.claim_mode: a claim held in the worker's transaction on PostgreSQL, MariaDB, RabbitMQ and the in-memory queue only",
+            "consumers.claim_mode: a claim held in the worker's transaction on PostgreSQL, MariaDB, RabbitMQ, Kafka API and the in-memory queue only",
         ),
     ];
     for (set, expected) in cases {

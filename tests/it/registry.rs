@@ -41,7 +41,7 @@ fn every_engine_is_one_folder_and_one_registry_line() {
                 facts.name,
                 install.build_script
             );
-            assert!(!install.package.is_empty());
+            assert!(!install.local_install.is_empty());
             // scripts/test builds each image its script names, under the variable the
             // script's name gives: the facts must say the same.
             let script = std::fs::read_to_string(install.build_script).unwrap();

@@ -25,6 +25,7 @@ static URL: OnceLock<String> = OnceLock::new();
 static MARIADB_URL: OnceLock<String> = OnceLock::new();
 static REDIS_URL: OnceLock<String> = OnceLock::new();
 static RABBITMQ_URL: OnceLock<String> = OnceLock::new();
+static KAFKA_URL: OnceLock<String> = OnceLock::new();
 static CLUSTERS: Mutex<Vec<LocalCluster>> = Mutex::new(Vec::new());
 
 extern "C" fn stop_clusters() {
@@ -125,6 +126,26 @@ pub fn shared_rabbitmq_url() -> &'static str {
     })
 }
 
+/// URL of the Kafka-API broker shared by the tests (`DBQ_TEST_KAFKA_URL`, else a local
+/// Tansu started once, with the client settings Tansu needs).
+pub fn shared_kafka_url() -> &'static str {
+    KAFKA_URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("DBQ_TEST_KAFKA_URL") {
+            return url;
+        }
+        require_kafka_binaries();
+        let port = start_shared(Engine::Kafka, &[]);
+        format!("kafka://127.0.0.1:{port}?batch.num.messages=1&fetch.wait.max.ms=10")
+    })
+}
+
+/// A plan from scenario text on the shared Kafka-API broker.
+pub fn kafka_plan(text: &str, sets: &[&str]) -> Plan {
+    let mut sets = sets.to_vec();
+    sets.push("database.engine=\"kafka\"");
+    build_plan(text, &sets, ProviderKind::Url, Some(shared_kafka_url()))
+}
+
 /// A plan from scenario text on the shared RabbitMQ broker.
 pub fn rabbitmq_plan(text: &str, sets: &[&str]) -> Plan {
     let mut sets = sets.to_vec();
@@ -204,7 +225,7 @@ pub fn require_rabbitmq_binaries() {
     require_binaries(Engine::Rabbitmq, "DBQ_TEST_RABBITMQ_URL");
 }
 
-/// The server of `engine` from the machine's packages, as its folder's facts name them;
+/// The server of `engine` installed on this machine, as its folder's facts name them;
 /// `test_url` is the variable that names a server of the tester's own instead.
 fn require_binaries(engine: Engine, test_url: &str) {
     let servers = backend::driver(engine)
@@ -212,10 +233,10 @@ fn require_binaries(engine: Engine, test_url: &str) {
         .expect("an engine whose servers the harness starts");
     if let Err(e) = servers.local().binaries() {
         let facts = engine.facts();
-        let package = facts.install.as_ref().map_or("", |i| i.package);
+        let install = facts.install.as_ref().map_or("", |i| i.local_install);
         panic!(
-            "missing prerequisite: {} from the machine's packages ({e:#}). Install it \
-             (`apt-get install {package}`) or set {test_url} to a server of yours; {SET_UP_ALL}",
+            "missing prerequisite: {} on this machine ({e:#}). Install it \
+             (`{install}`) or set {test_url} to a server of yours; {SET_UP_ALL}",
             facts.label
         );
     }
@@ -225,6 +246,17 @@ fn require_binaries(engine: Engine, test_url: &str) {
 /// default); see [`require_engine_image`].
 pub fn require_rabbitmq_image() -> String {
     require_engine_image(Engine::Rabbitmq)
+}
+
+/// The Kafka-API broker image the container tests start (DBQ_KAFKA_IMAGE, else the one
+/// docker/build-kafka-image.sh builds); see [`require_engine_image`].
+pub fn require_kafka_image() -> String {
+    require_engine_image(Engine::Kafka)
+}
+
+/// Tansu, the Kafka-API broker the local provider runs (scripts/install-tansu).
+pub fn require_kafka_binaries() {
+    require_binaries(Engine::Kafka, "DBQ_TEST_KAFKA_URL");
 }
 
 /// The Redis image the container tests start (DBQ_REDIS_IMAGE, else the official default);
@@ -474,6 +506,7 @@ pub const DRAINED_AUDITED: dbq_bench::accounting::ProofOptions =
         drained: true,
         outbox: false,
         reported_by_library: false,
+        at_least_once: false,
     };
 
 /// The URL of the server of `engine` that the tests share (started on first use).
@@ -483,6 +516,7 @@ pub fn shared_server(engine: Engine) -> &'static str {
         Engine::Mariadb => shared_mariadb_url(),
         Engine::Rabbitmq => shared_rabbitmq_url(),
         Engine::Redis => shared_redis_url(),
+        Engine::Kafka => shared_kafka_url(),
         Engine::Memory => "memory://",
     }
 }

@@ -23,7 +23,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         image: "mariadb:10.11",
         variable: "DBQ_MARIADB_IMAGE",
         build_script: "docker/build-mariadb-image.sh",
-        package: "mariadb-server",
+        local_install: "apt-get install mariadb-server",
         built_tag: "dbq-bench-mariadb:10.11",
     }),
     supports: Supports {
@@ -52,6 +52,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         own_keys: &[],
         completion_audit: true,
         bystander: true,
+        at_least_once_completions: false,
         planner_statistics: true,
     },
     words: Words {

@@ -120,7 +120,12 @@ impl ContainerImage for Container {
     }
 
     /// `--key=value …`: the official image passes its arguments to `mariadbd`.
-    fn command(&self, settings: &[(String, String)], _password: &str) -> Vec<String> {
+    fn command(
+        &self,
+        settings: &[(String, String)],
+        _password: &str,
+        _ports: Ports,
+    ) -> Vec<String> {
         settings.iter().map(|(k, v)| format!("--{k}={v}")).collect()
     }
 

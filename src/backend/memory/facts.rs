@@ -21,6 +21,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         own_keys: &[],
         completion_audit: true,
         bystander: true,
+        at_least_once_completions: false,
         planner_statistics: false,
     },
     words: Words {

@@ -17,7 +17,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         image: "postgres:17",
         variable: "DBQ_POSTGRES_IMAGE",
         build_script: "docker/build-postgres-image.sh",
-        package: "postgresql",
+        local_install: "apt-get install postgresql",
         built_tag: "dbq-bench-postgres:15",
     }),
     supports: Supports {
@@ -43,6 +43,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         own_keys: &[],
         completion_audit: true,
         bystander: true,
+        at_least_once_completions: false,
         planner_statistics: true,
     },
     words: Words {

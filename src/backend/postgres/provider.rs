@@ -144,7 +144,12 @@ impl ContainerImage for Container {
     }
 
     /// `postgres -c key=value …`: the official image passes the arguments to the server.
-    fn command(&self, settings: &[(String, String)], _password: &str) -> Vec<String> {
+    fn command(
+        &self,
+        settings: &[(String, String)],
+        _password: &str,
+        _ports: Ports,
+    ) -> Vec<String> {
         let mut cmd = vec!["postgres".to_string()];
         for (k, v) in settings {
             cmd.push("-c".into());

@@ -17,7 +17,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         image: "rabbitmq:3.10",
         variable: "DBQ_RABBITMQ_IMAGE",
         build_script: "docker/build-rabbitmq-image.sh",
-        package: "rabbitmq-server",
+        local_install: "apt-get install rabbitmq-server",
         built_tag: "dbq-bench-rabbitmq:3.10",
     }),
     supports: Supports {
@@ -38,6 +38,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         own_keys: &["queue.rabbitmq_queue"],
         completion_audit: false,
         bystander: false,
+        at_least_once_completions: false,
         planner_statistics: false,
     },
     words: Words {

@@ -11,6 +11,7 @@
 
 use super::link::{RabbitLink, describe};
 use super::{admin, within};
+use crate::backend::broker::{mismatches, untracked};
 use crate::backend::error::BackendError;
 use crate::backend::figures::{DbSample, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
@@ -190,24 +191,15 @@ impl Inspect for RabbitLink {
         expected: &[&str],
     ) -> Result<Vec<TableMismatch>, BackendError> {
         let snap = self.snapshot().await?;
-        let mut out = Vec::new();
-        for (id, expected) in ids.iter().zip(expected) {
-            let status = match snap.held.get(id) {
+        Ok(mismatches(ids, expected, |id, expected| {
+            match snap.held.get(&id) {
                 Some((s, _)) => s.as_str().to_string(),
                 // Gone from the broker: acknowledged, as the ledger says, or lost.
-                None if snap.complete && *expected == "done" => "done".to_string(),
+                None if snap.complete && expected == "done" => "done".to_string(),
                 None if snap.complete => "missing".to_string(),
                 None => "unknown (consumers attached)".to_string(),
-            };
-            if status != *expected || !matches!(status.as_str(), "done" | "dead_letter") {
-                out.push(TableMismatch {
-                    id: *id,
-                    table_status: status,
-                    expected: expected.to_string(),
-                });
             }
-        }
-        Ok(out)
+        }))
     }
 
     async fn untracked_between(
@@ -216,16 +208,10 @@ impl Inspect for RabbitLink {
         from: JobId,
         to: JobId,
     ) -> Result<Vec<(JobId, String)>, BackendError> {
-        let known: HashSet<JobId> = known.iter().copied().collect();
         let snap = self.snapshot().await?;
-        let mut out: Vec<(JobId, String)> = snap
-            .held
-            .into_iter()
-            .filter(|(id, _)| (from..to).contains(id) && !known.contains(id))
-            .map(|(id, (s, _))| (id, s.as_str().to_string()))
-            .collect();
-        out.sort();
-        Ok(out)
+        let held = snap.held.into_iter();
+        let held = held.map(|(id, (s, _))| (id, s.as_str().to_string()));
+        Ok(untracked(held, known, from, to))
     }
 
     async fn audited_completions(

@@ -147,7 +147,7 @@ impl ContainerImage for Container {
 
     /// `rabbitmq-server -rabbit loopback_users [] …`: `guest` may connect through the
     /// container's port, with the run's password.
-    fn command(&self, settings: &[(String, String)], password: &str) -> Vec<String> {
+    fn command(&self, settings: &[(String, String)], password: &str, _ports: Ports) -> Vec<String> {
         let mut cmd: Vec<String> = [
             "rabbitmq-server",
             "-rabbit",

@@ -12,7 +12,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         image: "redis:7.0",
         variable: "DBQ_REDIS_IMAGE",
         build_script: "docker/build-redis-image.sh",
-        package: "redis-server",
+        local_install: "apt-get install redis-server",
         built_tag: "dbq-bench-redis:7.0",
     }),
     supports: Supports {
@@ -33,6 +33,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         own_keys: &[],
         completion_audit: true,
         bystander: true,
+        at_least_once_completions: false,
         planner_statistics: false,
     },
     words: Words {

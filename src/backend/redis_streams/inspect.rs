@@ -10,6 +10,7 @@
 
 use super::GROUP;
 use super::link::RedisLink;
+use crate::backend::broker::mismatches;
 use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::figures::{DbSample, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
@@ -340,27 +341,17 @@ impl Inspect for RedisLink {
         expected: &[&str],
     ) -> Result<Vec<TableMismatch>, BackendError> {
         let broker = self.broker_view().await?;
-        let states = self.states(ids).await?;
-        let mut out = Vec::new();
-        for ((id, expected), state) in ids.iter().zip(expected).zip(states) {
-            let status = match broker.get(id) {
-                Some(held) => held.as_str().to_string(),
-                None => match state.as_deref().and_then(parse_state) {
-                    // Not in the stream nor among the dead: the state hash says how it ended.
-                    Some((JobStatus::Done, _)) => "done".to_string(),
-                    Some((s, _)) => format!("{s} (no entry left)"),
-                    None => "missing".to_string(),
-                },
-            };
-            if status != *expected || !matches!(status.as_str(), "done" | "dead_letter") {
-                out.push(TableMismatch {
-                    id: *id,
-                    table_status: status,
-                    expected: expected.to_string(),
-                });
-            }
-        }
-        Ok(out)
+        let states: HashMap<JobId, Option<String>> =
+            ids.iter().copied().zip(self.states(ids).await?).collect();
+        Ok(mismatches(ids, expected, |id, _| match broker.get(&id) {
+            Some(held) => held.as_str().to_string(),
+            None => match states[&id].as_deref().and_then(parse_state) {
+                // Not in the stream nor among the dead: the state hash says how it ended.
+                Some((JobStatus::Done, _)) => "done".to_string(),
+                Some((s, _)) => format!("{s} (no entry left)"),
+                None => "missing".to_string(),
+            },
+        }))
     }
 
     async fn untracked_between(

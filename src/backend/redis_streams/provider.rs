@@ -122,7 +122,7 @@ impl ContainerImage for Container {
     }
 
     /// `redis-server --requirepass … --key value …`.
-    fn command(&self, settings: &[(String, String)], password: &str) -> Vec<String> {
+    fn command(&self, settings: &[(String, String)], password: &str, _ports: Ports) -> Vec<String> {
         let mut cmd = vec![
             "redis-server".to_string(),
             "--requirepass".into(),

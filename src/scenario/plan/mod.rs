@@ -8,7 +8,8 @@ use super::faults::{FaultSpec, Repeat};
 use super::thresholds::{self, Threshold};
 use super::values::{DurationDist, Rate};
 use crate::backend::queue::{
-    ClaimMode, ExternalWorkers, Finish, QueuePlan, VariantName, VariantPlan, required_files,
+    ClaimMode, DEFAULT_PARTITIONS, ExternalWorkers, Finish, QueuePlan, VariantName, VariantPlan,
+    required_files,
 };
 use crate::backend::sql::declared::Declaration;
 use crate::backend::{Engine, engine::Supports};
@@ -124,10 +125,13 @@ impl Plan {
         consumers.processes |= queue.variant.workers.is_some();
         check_design_claims(&queue, &consumers, &scenario.reaper)
             .map_err(|(key, reason)| err(key, reason))?;
-        if scenario.database.engine == Engine::Rabbitmq && queue.redeliveries_count {
-            let kind = queue.variant.rabbitmq_queue;
-            kind.counts_deliveries()
-                .map_err(|reason| err("reaper.count_as_attempt", reason))?;
+        if queue.redeliveries_count {
+            let counted = match scenario.database.engine {
+                Engine::Rabbitmq => queue.variant.rabbitmq_queue.counts_deliveries(),
+                Engine::Kafka => Err(crate::backend::kafka::NO_DELIVERY_COUNT.into()),
+                _ => Ok(()),
+            };
+            counted.map_err(|reason| err("reaper.count_as_attempt", reason))?;
         }
         let default_rate = scenario.producers.rate;
         let phases = phase_plans(

@@ -50,6 +50,12 @@ pub(super) fn needs(scenario: &Scenario) -> Vec<Need> {
             s.own_keys.contains(&"queue.rabbitmq_queue")
         }));
     }
+    if q.partitions.is_some() {
+        let what = "the topics' partitions are chosen".to_string();
+        needs.push(Need::new("queue.partitions", what, |s| {
+            s.own_keys.contains(&"queue.partitions")
+        }));
+    }
     match scenario.consumers.claim_mode {
         Some(ClaimMode::InTransaction) => {
             let what = "a claim held in the worker's transaction".to_string();

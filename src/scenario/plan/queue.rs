@@ -14,6 +14,12 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
             format!("must be between 0 and 1000, got {}", q.max_retries),
         ));
     }
+    if let Some(p) = q.partitions.filter(|p| !(1..=1000).contains(p)) {
+        return Err(err(
+            "queue.partitions",
+            format!("must be between 1 and 1000, got {p}"),
+        ));
+    }
     let b = &q.backoff;
     check_backoff(b).map_err(|(key, reason)| err(key, reason))?;
     let claim_batch = claim_batch_of(q).map_err(|r| err("queue.claim_batch", r))?;
@@ -47,6 +53,7 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
         backoff: b.into(),
         stale_statistics: q.stale_statistics,
         redeliveries_count: scenario.reaper.enabled && scenario.reaper.count_as_attempt,
+        partitions: q.partitions.unwrap_or(DEFAULT_PARTITIONS),
         // Keys that are not integers are refused with the producers' section.
         priorities: {
             let set: std::collections::BTreeSet<i32> = scenario

@@ -1,0 +1,146 @@
+//! What the proof and the sampler read a Kafka queue with: a consumer that belongs to no
+//! group (it only asks the workers' group for its committed offsets), which reads the topics'
+//! watermarks and walks their records from each partition's start. Reading takes nothing from
+//! the workers. Every call blocks in librdkafka, so each runs on a blocking thread.
+
+use super::record::describe;
+use super::{ANSWER_WITHIN, Shared};
+use crate::backend::error::{BackendError, ErrorClass};
+use crate::backend::job::JobId;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A consumer of no group's membership (it only asks the workers' group for its offsets).
+pub struct Reader {
+    consumer: Arc<BaseConsumer>,
+}
+
+/// One record as the proof reads it.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// 0 jobs, 1 retries, 2 dead letters: a later stage of a job's life.
+    pub stage: u8,
+    pub retries: i32,
+    pub offset: i64,
+    pub committed: bool,
+    pub id: JobId,
+    pub key: String,
+}
+
+/// Where each partition of a topic stands: (partition, low, high, committed).
+pub type Marks = Vec<(i32, i64, i64, i64)>;
+
+fn blocking_failed(e: tokio::task::JoinError) -> BackendError {
+    BackendError::new(ErrorClass::Connection, e.to_string())
+}
+
+impl Reader {
+    pub fn new(shared: &Shared, role: &str) -> Result<Reader, BackendError> {
+        let client = format!("dbq-bench/{}/{role}", shared.namespace);
+        let consumer: BaseConsumer = shared
+            .config(&[
+                ("client.id", &client),
+                ("group.id", &shared.topics.group),
+                ("enable.auto.commit", "false"),
+                ("enable.auto.offset.store", "false"),
+            ])
+            .create()?;
+        Ok(Reader {
+            consumer: Arc::new(consumer),
+        })
+    }
+
+    /// The low and high watermarks of every partition of `topic`, and the group's
+    /// committed offset (the low watermark where it has none).
+    pub async fn marks(&self, topic: &str, partitions: i32) -> Result<Marks, BackendError> {
+        let c = self.consumer.clone();
+        let topic = topic.to_string();
+        tokio::task::spawn_blocking(move || {
+            let mut list = TopicPartitionList::new();
+            let mut out = Vec::new();
+            for p in 0..partitions {
+                let (low, high) = c.fetch_watermarks(&topic, p, ANSWER_WITHIN)?;
+                list.add_partition(&topic, p);
+                out.push((p, low, high, low));
+            }
+            let committed = c.committed_offsets(list, ANSWER_WITHIN)?;
+            for e in committed.elements() {
+                if let Offset::Offset(at) = e.offset() {
+                    out[e.partition() as usize].3 = at.max(out[e.partition() as usize].1);
+                }
+            }
+            Ok::<_, rdkafka::error::KafkaError>(out)
+        })
+        .await
+        .map_err(blocking_failed)?
+        .map_err(Into::into)
+    }
+
+    /// Every record of `topic` from each partition's low to its high watermark.
+    pub async fn walk(
+        &self,
+        topic: &str,
+        stage: u8,
+        marks: &Marks,
+    ) -> Result<Vec<Record>, BackendError> {
+        let c = self.consumer.clone();
+        let topic = topic.to_string();
+        let marks = marks.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut list = TopicPartitionList::new();
+            let mut left = 0;
+            for (p, low, high, _) in &marks {
+                if high > low {
+                    list.add_partition_offset(&topic, *p, Offset::Offset(*low))?;
+                    left += 1;
+                }
+            }
+            let mut out = Vec::new();
+            if left == 0 {
+                return Ok(out);
+            }
+            c.assign(&list)?;
+            let started = Instant::now();
+            let mut done = HashSet::new();
+            while done.len() < left && started.elapsed() < ANSWER_WITHIN {
+                let Some(m) = c.poll(Duration::from_millis(200)) else {
+                    continue;
+                };
+                let m = m?.detach();
+                let (p, _, high, committed) = marks[m.partition() as usize];
+                if m.offset() + 1 >= high {
+                    done.insert(p);
+                }
+                // A record the harness did not write (no job id) is not a job of the run.
+                let Ok(d) = describe(&m) else {
+                    continue;
+                };
+                let key = crate::backend::broker::payload_key(m.payload().unwrap_or(b""))
+                    .unwrap_or_default()
+                    .to_string();
+                out.push(Record {
+                    stage,
+                    retries: d.retries,
+                    offset: m.offset(),
+                    committed: m.offset() < committed,
+                    id: d.id,
+                    key,
+                });
+            }
+            c.unassign()?;
+            if done.len() < left {
+                return Err(rdkafka::error::KafkaError::Global(
+                    rdkafka::types::RDKafkaErrorCode::OperationTimedOut,
+                ));
+            }
+            Ok(out)
+        })
+        .await
+        .map_err(blocking_failed)?
+        .map_err(Into::into)
+    }
+}
