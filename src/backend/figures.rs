@@ -118,3 +118,20 @@ pub struct ClaimProbe {
     /// The plan's nodes, outermost first (e.g. "Index Scan using idx_job_queue_pending").
     pub plan: Vec<String>,
 }
+
+/// A workers' group as its coordinator describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupView {
+    /// The coordinator's word for the group's state (Kafka's `Stable`, `PreparingRebalance`…).
+    pub state: String,
+    /// No member is joining or leaving: every member has its part and keeps it.
+    pub settled: bool,
+    pub members: usize,
+}
+
+impl GroupView {
+    /// The group has settled with exactly `expected` members.
+    pub fn formed(&self, expected: usize) -> bool {
+        self.settled && self.members == expected
+    }
+}

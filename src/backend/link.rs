@@ -2,7 +2,8 @@
 //! required part is what every queue does: enqueue ([`Enqueue`]), claim, finish and fail
 //! ([`Work`]), the proof's and the sampler's view ([`Inspect`]) and ending sessions
 //! ([`Disrupt`]). What only some engines have is a capability a link offers or not
-//! ([`Link::bystander`], [`Link::planner`], [`Link::outbox`]): absent by default, so an engine
+//! ([`Link::bystander`], [`Link::planner`], [`Link::outbox`], [`Link::group`]): absent by
+//! default, so an engine
 //! without it writes nothing. The engine's facts declare the same capabilities for
 //! validation, which refuses a scenario that needs one before any server is reached; a test
 //! walking the registry holds the two together. Within [`Disrupt`], the operations of MVCC
@@ -10,7 +11,7 @@
 //! otherwise, and `clean_up` does nothing where the engine cleans up by itself.
 
 use super::error::BackendError;
-use super::figures::{ClaimProbe, DbSample, TableStats};
+use super::figures::{ClaimProbe, DbSample, GroupView, TableStats};
 use super::job::{ClaimedJob, FailOutcome, Insert, JobId, JobStatus, NewJob, TableMismatch};
 use crate::backend::queue::ClaimMode;
 use async_trait::async_trait;
@@ -46,6 +47,20 @@ pub trait Link: Connection + Enqueue + Work + Inspect + Disrupt {
     fn outbox(&mut self) -> Option<&mut dyn Outbox> {
         None
     }
+    /// The workers' group, where workers share the queue only as members of one (Kafka's
+    /// consumer group): a step's load starts once it has formed.
+    fn group(&mut self) -> Option<&mut dyn Group> {
+        None
+    }
+}
+
+/// A queue whose workers take their share of it by joining one group, which hands each
+/// member its part and hands it out again whenever a member joins or leaves (every member
+/// pausing meanwhile).
+#[async_trait]
+pub trait Group: Send {
+    /// The group as its coordinator describes it now.
+    async fn describe_group(&mut self) -> Result<GroupView, BackendError>;
 }
 
 /// What a query planner offers: statistics refreshed on demand, and the claim's plan.

@@ -23,7 +23,7 @@ pub mod seam;
 pub mod sql;
 
 pub use error::{BackendError, ErrorClass};
-pub use figures::{ClaimProbe, DbSample, TableStats};
+pub use figures::{ClaimProbe, DbSample, GroupView, TableStats};
 pub use job::{
     ClaimedJob, FailOutcome, Handout, Insert, JobId, JobPayload, JobStatus, NewJob, TableMismatch,
 };

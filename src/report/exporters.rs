@@ -189,6 +189,9 @@ fn md_figures(s: &Summary) -> String {
         j.reaped
     ));
     md.push_str(&format!("Producers: {}.\n\n", s.producers.describe()));
+    if let Some(g) = &s.run.group_forming {
+        md.push_str(&format!("Workers: {}.\n\n", g.sentence()));
+    }
 
     md.push_str("## Latency (ms, measured phases)\n\n| metric | count | p50 | p90 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|\n");
     for (name, l) in s.latency_ms.rows() {

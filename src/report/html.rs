@@ -134,6 +134,13 @@ fn key_figures(s: &Summary) -> Section {
         s.throughput.window_s,
         escape(&s.producers.describe())
     );
+    if let Some(g) = &s.run.group_forming {
+        let _ = write!(
+            h,
+            "<p class=\"note\">Workers: {}.</p>",
+            escape(&g.sentence())
+        );
+    }
     Section::new("Key figures", h)
 }
 

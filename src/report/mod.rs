@@ -23,7 +23,7 @@ pub mod terminal;
 pub mod thresholds;
 pub mod verdict;
 
-pub use summary::{RunFacts, Summary};
+pub use summary::{GroupForming, RunFacts, Summary};
 
 use crate::metrics::TimelineRow;
 use anyhow::{Context, Result};

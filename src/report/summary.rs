@@ -148,6 +148,46 @@ pub struct RunInfo {
     pub drain_timed_out: bool,
     /// Timeline samples that arrived after their second was written (put in a later one).
     pub late_timeline_samples: u64,
+    /// How the workers' group formed before the load started, where workers share the queue
+    /// as one group (Kafka).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_forming: Option<GroupForming>,
+}
+
+/// The wait, before a step's load, for its workers to form their group: the load's
+/// schedule starts when it has, so that no window carries the group's hand-outs (each
+/// member joining pauses every member).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupForming {
+    /// The step's workers.
+    pub expected: usize,
+    /// Members when the wait ended.
+    pub members: usize,
+    /// The coordinator's word for the group's state when the wait ended.
+    pub state: String,
+    /// From the workers' start to the group first settling with every worker, seconds on
+    /// the run clock (none when it did not).
+    pub formed_s: Option<f64>,
+    /// From the workers' start to the load's start, seconds on the run clock: the group
+    /// settled and then held so for a few seconds (or the wait gave up).
+    pub waited_s: f64,
+    pub formed: bool,
+}
+
+impl GroupForming {
+    pub fn sentence(&self) -> String {
+        if let (true, Some(formed_s)) = (self.formed, self.formed_s) {
+            format!(
+                "the load started once the workers' group had formed ({} members, {formed_s:.1} s after the workers started) and held so until {:.1} s",
+                self.members, self.waited_s
+            )
+        } else {
+            format!(
+                "the workers' group had not formed after {:.0} s ({} of {} members, {}): the load started anyway, and its first windows carry the group's hand-outs",
+                self.waited_s, self.members, self.expected, self.state
+            )
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -215,6 +255,7 @@ pub struct RunFacts {
     pub aborted_by_threshold: Option<String>,
     /// The bystander measured alone before the load, when the run had one.
     pub bystander_quiet: Option<crate::metrics::LatencySummary>,
+    pub group_forming: Option<GroupForming>,
 }
 
 fn secs(us: u64) -> f64 {
@@ -417,6 +458,7 @@ impl RunInfo {
             drain_s: facts.drain_s,
             drain_timed_out: facts.drain_timed_out,
             late_timeline_samples,
+            group_forming: facts.group_forming.clone(),
         }
     }
 }

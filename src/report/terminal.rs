@@ -23,6 +23,9 @@ pub fn render(s: &Summary) -> String {
     ));
     t.push_str(&jobs(s));
     t.push_str(&format!("producers  {}\n", s.producers.describe()));
+    if let Some(g) = &s.run.group_forming {
+        t.push_str(&format!("workers    {}\n", g.sentence()));
+    }
     if s.faults.any() {
         t.push_str(&format!(
             "faults     {} injected; {}\n",

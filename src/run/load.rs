@@ -23,12 +23,12 @@ use crate::metrics::{
 };
 use crate::progress::Progress;
 use crate::provider::Server;
-use crate::report;
+use crate::report::{self, GroupForming};
 use crate::scenario::Plan;
 use anyhow::Context;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
@@ -145,6 +145,7 @@ pub(super) struct Load {
     /// Cancelled by Ctrl-C, or by `--abort-on-fail`.
     stop_load: CancellationToken,
     progress: Progress,
+    group_forming: Option<GroupForming>,
 }
 
 /// What a step's load leaves: its measurements and how its drain went.
@@ -155,31 +156,48 @@ pub(super) struct Ended {
     /// The load was stopped early (Ctrl-C or `--abort-on-fail`): the queue was not drained.
     pub stopped_early: bool,
     pub aborted_by_threshold: Option<String>,
+    pub group_forming: Option<GroupForming>,
 }
 
 impl Load {
-    /// Starts the recorder (holding `earlier_events`, e.g. the prefill) and every fleet.
-    pub(super) fn start(
+    /// Starts the consumers, waits for their group to form where they share the queue as
+    /// one ([`super::forming`]), then fixes the step's time line from now and starts the
+    /// recorder (holding `earlier_events`, e.g. the prefill, and what the consumers said
+    /// meanwhile) and every other fleet.
+    pub(super) async fn start(
         target: LoadTarget,
         plan: &Plan,
         opts: &RunOptions,
-        timeline: &Timeline,
         earlier_events: Vec<Event>,
         shutdown: &CancellationToken,
     ) -> Load {
         let clock = target.clock;
-        let live = Arc::new(LiveStats::new());
-        let (recorder, events, snapshot_requests) =
-            start_recorder(plan, timeline, clock, &live, earlier_events);
+        let (events, recorded) = tokio::sync::mpsc::unbounded_channel();
+        for event in earlier_events {
+            let _ = events.send(event);
+        }
         let ctx = FleetContext {
             backend: target.backend.clone(),
             clock,
             events,
         };
-        let (sampler, sampler_stop) = start_sampler(plan, &ctx, timeline);
         let stop_consumers = CancellationToken::new();
         let registry = Arc::new(WorkerRegistry::new(plan.consumers.count));
         let consumers = start_consumers(plan, opts, &ctx, &registry, &stop_consumers);
+        let group_forming =
+            super::forming::await_group(&ctx, plan.consumers.count, &opts.status, shutdown).await;
+        let timeline = Timeline::of(plan, clock);
+        opts.status.line(&format!(
+            "load started: {} phase(s), {:.0} s",
+            plan.phases.len(),
+            plan.phases
+                .iter()
+                .map(|p| p.duration.as_secs_f64())
+                .sum::<f64>()
+        ));
+        let live = Arc::new(LiveStats::new());
+        let (recorder, snapshot_requests) = start_recorder(plan, &timeline, clock, &live, recorded);
+        let (sampler, sampler_stop) = start_sampler(plan, &ctx, &timeline);
         let mut chores = start_chores(plan, &ctx, &stop_consumers);
         if target.analyze {
             let at_us = timeline.load_start_us + ANALYZE_AFTER.as_micros() as u64;
@@ -199,8 +217,8 @@ impl Load {
             ))
         });
         drop(snapshot_requests);
-        let producers = start_producers(plan, &target, timeline, &ctx, &stop_load);
-        let bystander = start_bystander(plan, &target, timeline, &ctx, &stop_load);
+        let producers = start_producers(plan, &target, &timeline, &ctx, &stop_load);
+        let bystander = start_bystander(plan, &target, &timeline, &ctx, &stop_load);
         let fault_ctx = FaultContext {
             clock,
             events: ctx.events.clone(),
@@ -235,6 +253,7 @@ impl Load {
             watcher,
             stop_load,
             progress,
+            group_forming,
         }
     }
 
@@ -318,6 +337,7 @@ impl Load {
             drain_timed_out,
             stopped_early: self.stop_load.is_cancelled(),
             aborted_by_threshold,
+            group_forming: self.group_forming,
         })
     }
 }
@@ -372,23 +392,15 @@ async fn analyze_now(ctx: &FleetContext, rows: u64) {
     });
 }
 
-/// The recorder, holding `earlier_events` (the prefill); where events and requests for
-/// the figures so far are sent.
+/// The recorder of what was sent on `recorded`; where requests for the figures so far
+/// are sent.
 fn start_recorder(
     plan: &Plan,
     timeline: &Timeline,
     clock: RunClock,
     live: &Arc<LiveStats>,
-    earlier_events: Vec<Event>,
-) -> (
-    JoinHandle<Measurements>,
-    UnboundedSender<Event>,
-    UnboundedSender<SnapshotRequest>,
-) {
-    let (events, rx) = tokio::sync::mpsc::unbounded_channel();
-    for event in earlier_events {
-        let _ = events.send(event);
-    }
+    recorded: UnboundedReceiver<Event>,
+) -> (JoinHandle<Measurements>, UnboundedSender<SnapshotRequest>) {
     let recorder = Recorder::new(
         timeline.windows.clone(),
         timeline.load_start_us,
@@ -396,8 +408,8 @@ fn start_recorder(
         live.clone(),
     );
     let (snapshot_requests, snapshots) = tokio::sync::mpsc::unbounded_channel();
-    let handle = tokio::spawn(recorder.run(rx, snapshots, clock, timeline.load_start_wall));
-    (handle, events, snapshot_requests)
+    let handle = tokio::spawn(recorder.run(recorded, snapshots, clock, timeline.load_start_wall));
+    (handle, snapshot_requests)
 }
 
 /// The producers of the step, on its schedule.

@@ -1,7 +1,9 @@
 //! One run, start to finish: provision → set-up (namespace, queue, prefill) → load steps
 //! (phases with faults, drain, proof, results) → tear-down. The stages live in
-//! [`session`]; the fleets of a step in [`load`].
+//! [`session`]; the fleets of a step in [`load`], its workers' group formed first
+//! ([`forming`]).
 
+mod forming;
 mod load;
 mod session;
 

@@ -3,7 +3,7 @@
 //! first step's load and again each time it doubles), any number of load steps on that one queue (each with its own
 //! recorder, drain, proof and results), and tear-down. `run` is one step; `capacity` runs many on one queue.
 
-use super::load::{Ended, Load, LoadTarget, Timeline};
+use super::load::{Ended, Load, LoadTarget};
 use super::{RunOptions, RunOutcome, default_out_dir, utc_now};
 use crate::accounting::{self, EarlierSteps, ProofOptions};
 use crate::backend::{self, Backend, InstallError, Link};
@@ -309,27 +309,11 @@ impl Session {
     ) -> Result<RunOutcome, Failure> {
         let claim_plan_start = self.explain_claim().await?;
         let prefilled = self.prefilled.take().unwrap_or_default();
-        let timeline = Timeline::of(plan, self.clock);
         let started_at = match self.steps {
             0 => self.started_at.clone(),
             _ => utc_now(),
         };
-        opts.status.line(&format!(
-            "load started: {} phase(s), {:.0} s",
-            plan.phases.len(),
-            plan.phases
-                .iter()
-                .map(|p| p.duration.as_secs_f64())
-                .sum::<f64>()
-        ));
-        let load = Load::start(
-            self.target(),
-            plan,
-            opts,
-            &timeline,
-            prefilled.events,
-            shutdown,
-        );
+        let load = Load::start(self.target(), plan, opts, prefilled.events, shutdown).await;
         let ended = load.finish(plan, shutdown).await?;
         self.steps += 1;
         let drained = !ended.stopped_early && !ended.drain_timed_out;
@@ -354,6 +338,7 @@ impl Session {
             server_settings: self.record.settings.clone(),
             aborted_by_threshold: ended.aborted_by_threshold.clone(),
             bystander_quiet: self.bystander_quiet,
+            group_forming: ended.group_forming.clone(),
         };
         self.conclude(plan, opts, ended, facts).await
     }

@@ -10,12 +10,14 @@ use crate::support::{
 };
 use dbq_bench::accounting::ProofOptions;
 use dbq_bench::backend::{self, NewJob};
+use dbq_bench::run::{self, RunOptions, Session};
 use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// A client configuration of the test's own for the shared broker.
 fn config() -> ClientConfig {
@@ -71,6 +73,41 @@ async fn the_seed_runs_on_kafka_with_every_job_accounted_for() {
     assert_eq!(dead as u64, s.jobs.dead_lettered, "the dead letters");
     queue.drop_namespace().await.unwrap();
     backend::release(&**queue);
+}
+
+/// Workers started together join the group one after another, and each join hands every
+/// member its part again, pausing them all. A step's load starts only once the group has
+/// settled with every worker in it (the coordinator's own description), on a second step of
+/// the same session too (a capacity search's), once the first step's members have left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_steps_load_starts_once_the_workers_group_has_formed() {
+    let p = kafka_plan(SMALL, &["queue.partitions=4", "consumers.count=3"]);
+    let dir = tempfile::tempdir().unwrap();
+    let shutdown = CancellationToken::new();
+    let mut opts = RunOptions {
+        worker_exe: Some(env!("CARGO_BIN_EXE_dbq-bench").into()),
+        ..RunOptions::default()
+    };
+    let server = run::provision(&p, &opts.status).await.unwrap();
+    let mut session = Session::set_up(&p, &opts, &server, &shutdown)
+        .await
+        .unwrap();
+    for step in 0..2 {
+        opts.out_dir = Some(dir.path().join(format!("step-{step}")));
+        let outcome = session.step(&p, &opts, &shutdown).await.unwrap();
+        let s = &outcome.results.summary;
+        assert_nothing_lost(s);
+        let g = s
+            .run
+            .group_forming
+            .as_ref()
+            .expect("a group was waited for");
+        assert!(g.formed, "step {step}: {}", g.sentence());
+        assert_eq!((g.members, g.expected), (3, 3), "step {step}");
+        assert_eq!(g.state, "Stable", "step {step}");
+    }
+    assert!(session.tear_down(false, &opts.status).await.is_none());
+    run::release(server, false, &opts.status).await;
 }
 
 /// Workers that crash mid-batch (their connection dropped, their consumer gone from the

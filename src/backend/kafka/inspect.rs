@@ -5,15 +5,15 @@
 //! dead-lettered; in the jobs' or retries' topic below its partition's committed offset it
 //! ended done, at or above it is waiting. A job with no record left ended as the ledger says
 //! when the ledger has it done (retention removes consumed records), and is `missing` (lost)
-//! otherwise.
+//! otherwise. The workers' group is read the same way: as its coordinator describes it.
 
 use super::link::KafkaLink;
 use super::reader::{Marks, Reader, Record};
 use crate::backend::broker::{mismatches, untracked};
 use crate::backend::error::BackendError;
-use crate::backend::figures::{DbSample, TableStats};
+use crate::backend::figures::{DbSample, GroupView, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
-use crate::backend::seam::{Disrupt, Inspect};
+use crate::backend::seam::{Disrupt, Group, Inspect};
 use async_trait::async_trait;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -194,5 +194,13 @@ impl Disrupt for KafkaLink {
         _count: u32,
     ) -> Result<(&'static str, u64), BackendError> {
         Err(BackendError::unsupported("kill_backends", "Kafka"))
+    }
+}
+
+#[async_trait]
+impl Group for KafkaLink {
+    async fn describe_group(&mut self) -> Result<GroupView, BackendError> {
+        let group = self.shared.topics.group.clone();
+        self.reader()?.group(&group).await
     }
 }

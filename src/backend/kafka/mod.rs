@@ -285,6 +285,9 @@ impl Endpoint for KafkaEndpoint {
                 )
             })?;
         }
+        reader::Reader::new(&backend.shared, "install")?
+            .register_group(&[&t.jobs, &t.retry], p)
+            .await?;
         Ok(Arc::new(backend))
     }
 }
@@ -327,7 +330,7 @@ impl Backend for KafkaQueue {
     }
 
     async fn connect(&self, role: &str) -> Result<Box<dyn Link>, BackendError> {
-        Ok(Box::new(KafkaLink::open(self.shared.clone(), role)?))
+        Ok(Box::new(KafkaLink::open(self.shared.clone(), role).await?))
     }
 
     /// The URL with its password (never shown).

@@ -6,8 +6,9 @@
 use super::record::describe;
 use super::{ANSWER_WITHIN, Shared};
 use crate::backend::error::{BackendError, ErrorClass};
+use crate::backend::figures::GroupView;
 use crate::backend::job::JobId;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use std::collections::HashSet;
@@ -74,6 +75,56 @@ impl Reader {
                 }
             }
             Ok::<_, rdkafka::error::KafkaError>(out)
+        })
+        .await
+        .map_err(blocking_failed)?
+        .map_err(Into::into)
+    }
+
+    /// Commits the start of every partition of `topics` for the workers' group, as a new
+    /// queue's group starts anyway (from the earliest record). It makes the group known from
+    /// the install on: Tansu 0.6.0 lists (ListGroups, which librdkafka asks before it
+    /// describes a group) only groups that have committed offsets, so the wait for the group
+    /// to form would otherwise see none until the first job was done.
+    pub async fn register_group(
+        &self,
+        topics: &[&str],
+        partitions: i32,
+    ) -> Result<(), BackendError> {
+        let c = self.consumer.clone();
+        let mut list = TopicPartitionList::new();
+        for topic in topics {
+            for p in 0..partitions {
+                list.add_partition_offset(topic, p, Offset::Offset(0))?;
+            }
+        }
+        tokio::task::spawn_blocking(move || c.commit(&list, CommitMode::Sync))
+            .await
+            .map_err(blocking_failed)?
+            .map_err(Into::into)
+    }
+
+    /// The workers' group as its coordinator describes it (DescribeGroups): settled when
+    /// `Stable`, every member having been handed its part.
+    pub async fn group(&self, group: &str) -> Result<GroupView, BackendError> {
+        let c = self.consumer.clone();
+        let group = group.to_string();
+        tokio::task::spawn_blocking(move || {
+            let list = c.fetch_group_list(Some(&group), ANSWER_WITHIN)?;
+            Ok::<_, rdkafka::error::KafkaError>(
+                match list.groups().iter().find(|g| g.name() == group) {
+                    Some(g) => GroupView {
+                        state: g.state().to_string(),
+                        settled: g.state() == "Stable",
+                        members: g.members().len(),
+                    },
+                    None => GroupView {
+                        state: "Dead".into(),
+                        settled: false,
+                        members: 0,
+                    },
+                },
+            )
         })
         .await
         .map_err(blocking_failed)?
