@@ -77,6 +77,24 @@ pub struct LocalBinaries {
     pub init: PathBuf,
 }
 
+impl LocalBinaries {
+    /// Where a local provider looks for an engine's programs, in order: `variable`'s
+    /// directory when it is set (and then only it), else `defaults`, then PATH.
+    pub fn search_dirs(variable: &str, defaults: &[&str]) -> Vec<PathBuf> {
+        if let Some(dir) = std::env::var_os(variable).filter(|d| !d.is_empty()) {
+            return vec![PathBuf::from(dir)];
+        }
+        let path = std::env::var_os("PATH");
+        let mut dirs: Vec<PathBuf> = defaults
+            .iter()
+            .map(PathBuf::from)
+            .chain(path.iter().flat_map(std::env::split_paths))
+            .collect();
+        dirs.dedup();
+        dirs
+    }
+}
+
 /// The host's ports a server is reached on: its protocol's, and an administrative HTTP API's
 /// for an engine that has one (RabbitMQ's management API; the others ignore it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

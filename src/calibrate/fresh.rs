@@ -136,10 +136,11 @@ impl FreshRequest {
         }
         if !matches!(p.consumers.handler.duration, DurationDist::Fixed(_))
             || p.consumers.handler.error_rate > 0.0
+            || p.consumers.handler.slow.is_some()
         {
             return err(
                 "consumers.handler",
-                "runs the handler as pgbench's \\sleep: a fixed duration and no errors",
+                "runs the handler as pgbench's \\sleep: a fixed duration, no slow runs and no errors",
             );
         }
         if p.producers.job_types.len() != 1 || p.producers.priorities.len() != 1 {

@@ -176,6 +176,7 @@ impl CalibrateRequest {
                 duration: DurationDist::Fixed(HumanDuration::from_millis(0)),
                 error_rate: 0.0,
                 cpu_bound: false,
+                slow: None,
             }),
             PlanChange::Phases(vec![load]),
             PlanChange::RunThresholds(BTreeMap::new()),

@@ -413,9 +413,15 @@ impl Worker {
             jobs: Vec::new(),
         })?;
         let claimed_us = clock.now_us();
+        let found = !jobs.is_empty();
         let jobs = self.set_aside_dead_letters(jobs, claimed_us);
         if jobs.is_empty() {
             conn.idle(mode).await.map_err(at(&[], false))?;
+            // A claim whose every job went to the dead letters found work: no empty poll,
+            // and the next claim follows at once.
+            if found {
+                return Ok(Step::Worked);
+            }
             self.ctx.emit(Event::EmptyPoll { at_us: claimed_us });
             return Ok(Step::Empty);
         }

@@ -1,5 +1,7 @@
 //! The simulated job handler: sleeps for a duration drawn from the scenario's distribution
-//! and fails with the configured probability. Sleeps use tokio's timer, whose resolution is
+//! (or, for the fraction of runs `handler.slow` makes slow, its fixed duration) and fails with
+//! the configured probability. A draw takes no random numbers for an option that is off, so
+//! a seed draws the same runs as before the option existed. Sleeps use tokio's timer, whose resolution is
 //! about 1 ms; the `handler` histogram records the time actually spent.
 
 use crate::scenario::{DurationDist, HandlerPlan};
@@ -40,8 +42,11 @@ impl SimulatedHandler {
                 LogNormal::new(median.0.as_secs_f64().ln(), sigma).map_or(0.0, |d| d.sample(rng))
             }
         };
+        let slow = self.plan.slow.filter(|s| rng.random_bool(s.fraction));
         HandlerRun {
-            duration: Duration::from_secs_f64(secs.clamp(0.0, 3600.0)),
+            duration: slow.map_or(Duration::from_secs_f64(secs.clamp(0.0, 3600.0)), |s| {
+                s.duration
+            }),
             fails: self.plan.error_rate > 0.0 && rng.random_bool(self.plan.error_rate),
         }
     }
@@ -73,6 +78,7 @@ mod tests {
             duration: dist,
             error_rate: 0.0,
             cpu_bound: false,
+            slow: None,
         });
         let mut rng = StdRng::seed_from_u64(9);
         (0..20_000)
@@ -110,9 +116,38 @@ mod tests {
             duration: DurationDist::default(),
             error_rate: 0.25,
             cpu_bound: false,
+            slow: None,
         });
         let mut rng = StdRng::seed_from_u64(1);
         let fails = (0..10_000).filter(|_| h.draw(&mut rng).fails).count();
         assert!((2300..2700).contains(&fails), "{fails}");
+    }
+
+    #[test]
+    fn slow_runs_take_their_duration_in_their_fraction() {
+        let plan = |slow| HandlerPlan {
+            duration: DurationDist::Fixed(HumanDuration::from_millis(1)),
+            error_rate: 0.25,
+            cpu_bound: false,
+            slow,
+        };
+        let slow = crate::scenario::SlowRuns {
+            fraction: 0.1,
+            duration: Duration::from_secs(2),
+        };
+        let runs = |h: SimulatedHandler| {
+            let mut rng = StdRng::seed_from_u64(3);
+            (0..10_000).map(|_| h.draw(&mut rng)).collect::<Vec<_>>()
+        };
+        let with = runs(SimulatedHandler::new(plan(Some(slow))));
+        let long = with.iter().filter(|r| r.duration == slow.duration).count();
+        let short = with.iter().filter(|r| r.duration.as_millis() == 1).count();
+        assert!((900..1100).contains(&long), "{long}");
+        assert_eq!(long + short, with.len());
+        // Off, it draws what it drew before the option existed: no random number taken.
+        let without = runs(SimulatedHandler::new(plan(None)));
+        let mut rng = StdRng::seed_from_u64(3);
+        let fails: Vec<bool> = (0..10_000).map(|_| rng.random_bool(0.25)).collect();
+        assert_eq!(without.iter().map(|r| r.fails).collect::<Vec<_>>(), fails);
     }
 }

@@ -7,6 +7,7 @@ pub mod container;
 pub mod local;
 
 use crate::backend::engine::ShutdownMode;
+use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::seam::Servers;
 use crate::backend::{self, Driver, Endpoint};
 use crate::error::{Failure, InputError};
@@ -168,7 +169,8 @@ impl Liveness for Unknown {
 
 /// Connects, retrying every 100 ms until `timeout` has passed. Between attempts `alive` is
 /// asked whether the server can still come up; an error from it ends the wait at once, and
-/// so does a refusal that waiting cannot change (a wrong password, an unknown database).
+/// so does a refusal that waiting cannot change (a wrong password, an unknown database). An
+/// attempt that does not answer is given up at the deadline, so the wait says what it took.
 pub async fn wait_until_ready(
     endpoint: &dyn Endpoint,
     timeout: Duration,
@@ -176,7 +178,15 @@ pub async fn wait_until_ready(
 ) -> Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
-        match endpoint.ping().await {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let attempt = tokio::time::timeout(left.max(Duration::from_millis(100)), endpoint.ping());
+        let answer = attempt.await.unwrap_or_else(|_| {
+            Err(BackendError::new(
+                ErrorClass::Connection,
+                "no answer before the deadline",
+            ))
+        });
+        match answer {
             Ok(()) => return Ok(()),
             Err(e) if e.is_permanent() => {
                 return Err(e).context("the server answered but refused the connection");
@@ -330,5 +340,51 @@ fn last_lines(text: &str, n: usize) -> String {
         "(empty)".to_string()
     } else {
         tail.join(" | ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::queue::QueuePlan;
+    use crate::backend::seam::{InstallError, ServerFacts};
+
+    /// A server that takes connections and never answers.
+    struct Silent;
+
+    #[async_trait]
+    impl Endpoint for Silent {
+        fn address(&self) -> String {
+            "silent://".into()
+        }
+        async fn ping(&self) -> Result<(), BackendError> {
+            std::future::pending().await
+        }
+        async fn describe(&self) -> Result<ServerFacts, BackendError> {
+            std::future::pending().await
+        }
+        async fn install(
+            &self,
+            _: &str,
+            _: &QueuePlan,
+            _: bool,
+        ) -> Result<Arc<dyn backend::Backend>, InstallError> {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_never_answers_is_given_up_at_the_deadline() {
+        let started = Instant::now();
+        let waited = tokio::time::timeout(
+            Duration::from_secs(60),
+            wait_until_ready(&Silent, Duration::from_secs(10), Unknown),
+        )
+        .await
+        .expect("the wait ends by itself");
+        let e = waited.unwrap_err().to_string();
+        assert!(e.contains("within 10s"), "{e}");
+        // Paused time: the virtual clock says when it gave up.
+        assert!(started.elapsed() < Duration::from_secs(11), "{e}");
     }
 }

@@ -3,7 +3,6 @@
 //! events; the recorder turns them into the step's measurements.
 
 use super::RunOptions;
-use crate::accounting;
 use crate::backend::Backend;
 use crate::backend::ExternalWorkers;
 use crate::clock::RunClock;
@@ -35,8 +34,6 @@ use tokio_util::sync::CancellationToken;
 /// Time between starting the fleets and the first phase, so every producer is connected
 /// before its first scheduled job.
 const LOAD_LEAD: Duration = Duration::from_millis(200);
-/// How often the drain asks the table about in-doubt outcomes.
-const SETTLE_EVERY: Duration = Duration::from_millis(500);
 /// How far into the load the queue table is first analyzed when nothing was in it at
 /// set-up: by then the load has put rows in it, and the workers' plans made since are made
 /// again.
@@ -289,7 +286,7 @@ impl Load {
                 humantime::format_duration(plan.drain_timeout)
             ));
         }
-        let (drain_s, drain_timed_out) = drain(
+        let (drain_s, drain_timed_out) = super::drain::drain(
             plan.drain_timeout,
             &self.ctx,
             &self.live,
@@ -596,60 +593,6 @@ fn library_fleet(plan: &Plan, workers: &ExternalWorkers, ctx: &FleetContext) -> 
     }
 }
 
-/// Drain: the consumers finish what was committed, bounded by the timeout, while outcomes in
-/// doubt are settled from the table. Drained is both views' word: the ledger has every job
-/// finished, and the queue holds nothing waiting or in flight (a broker may still hold a
-/// copy of a finished job whose acknowledgement it never got, which would run again).
-/// Returns how long it took and whether it timed out.
-async fn drain(
-    timeout: Duration,
-    ctx: &FleetContext,
-    live: &LiveStats,
-    stop_load: &CancellationToken,
-    shutdown: &CancellationToken,
-) -> (f64, bool) {
-    let clock = ctx.clock;
-    let drain_start = clock.now_us();
-    let mut last_settle = 0;
-    let mut last_look = 0;
-    while !stop_load.is_cancelled() {
-        let now = clock.now_us();
-        if live.drained() && now - last_look > SETTLE_EVERY.as_micros() as u64 {
-            last_look = now;
-            if queue_is_empty(ctx).await {
-                break;
-            }
-        }
-        if now - drain_start > timeout.as_micros() as u64 {
-            return ((clock.now_us() - drain_start) as f64 / 1e6, true);
-        }
-        if now - last_settle > SETTLE_EVERY.as_micros() as u64 {
-            last_settle = now;
-            settle_in_doubt(ctx, live).await;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
-            _ = shutdown.cancelled() => {}
-        }
-    }
-    ((clock.now_us() - drain_start) as f64 / 1e6, false)
-}
-
-/// Whether the queue itself holds no job waiting or in flight (asked on a connection of its
-/// own; a queue that cannot be asked counts as empty, the ledger's word standing).
-async fn queue_is_empty(ctx: &FleetContext) -> bool {
-    let Ok(mut conn) = ctx.backend.connect("drain").await else {
-        return true;
-    };
-    let counts = conn.status_counts().await;
-    conn.close().await;
-    counts.is_ok_and(|counts| {
-        counts
-            .iter()
-            .all(|(status, n)| *n == 0 || !matches!(status.as_str(), "pending" | "processing"))
-    })
-}
-
 /// `--abort-on-fail`: after each phase (and a second's grace for its last jobs) judges the
 /// thresholds that can be judged so far; the first failure stops the load. Returns it.
 /// How long after a phase's end `--abort-on-fail` judges it: its last jobs may finish.
@@ -692,23 +635,4 @@ async fn watch_thresholds(
         }
     }
     None
-}
-
-/// Asks the table about in-doubt outcomes the recorder listed, and reports what it says.
-async fn settle_in_doubt(ctx: &FleetContext, live: &LiveStats) {
-    let (keys, jobs) = live.unresolved();
-    if keys.is_empty() && jobs.is_empty() {
-        return;
-    }
-    let Ok(mut conn) = ctx.backend.connect(crate::backend::link::SETTLE_ROLE).await else {
-        return;
-    };
-    if let Ok(events) =
-        accounting::settle(&mut *conn, &keys, &jobs, ctx.clock.now_us(), false).await
-    {
-        for e in events {
-            ctx.emit(e);
-        }
-    }
-    conn.close().await;
 }

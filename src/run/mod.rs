@@ -3,6 +3,7 @@
 //! [`session`]; the fleets of a step in [`load`], its workers' group formed first
 //! ([`forming`]).
 
+mod drain;
 mod forming;
 mod load;
 mod session;

@@ -475,6 +475,14 @@ mod tests {
                 "--set producers.count=-1: producers.count: invalid value: `-1`, expected a whole number from 0 to 4294967295",
             ),
             (
+                "queue.partitions=\"x\"",
+                "--set queue.partitions=\"x\": queue.partitions: invalid type: \"x\", expected a whole number from 1 to 1000",
+            ),
+            (
+                "queue.partitions=0",
+                "--set queue.partitions=0: queue.partitions: must be between 1 and 1000, got 0",
+            ),
+            (
                 "phases=[5]",
                 "--set phases=[5]: phases[0]: invalid type: `5`, expected a table, e.g. { key = value }",
             ),

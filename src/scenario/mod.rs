@@ -24,7 +24,7 @@ pub use model::{
 };
 pub use plan::{
     BystanderPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan, PhasePlan,
-    Plan, ProducerPlan, ReaperPlan,
+    Plan, ProducerPlan, ReaperPlan, SlowRuns,
 };
 pub use thresholds::Threshold;
 pub use values::{Confirm, DurationDist, FirstVacuum, HumanDuration, Rate};

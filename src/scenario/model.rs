@@ -4,7 +4,7 @@
 //! which each run saves as `scenario.resolved.toml`.
 
 use super::faults::FaultSpec;
-use super::values::{Confirm, DurationDist, FirstVacuum, HumanDuration, Rate};
+use super::values::{Confirm, DurationDist, FirstVacuum, HumanDuration, Rate, Whole};
 use crate::backend::Engine;
 use crate::backend::queue::{BackoffPlan, ClaimMode, Jitter, VariantName};
 use crate::backend::rabbitmq::settings::RabbitQueue;
@@ -238,7 +238,7 @@ pub struct QueueSection {
     pub rotation_period: Option<HumanDuration>,
     /// The queue table's fillfactor (10–100), for HOT updates; default: the server's (100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fillfactor: Option<u32>,
+    pub fillfactor: Option<Whole<10, 100>>,
     /// Make the queue table UNLOGGED (no WAL; emptied by a crash).
     #[serde(default)]
     pub unlogged: bool,
@@ -252,7 +252,7 @@ pub struct QueueSection {
     pub rabbitmq_queue: Option<RabbitQueue>,
     /// Kafka only: the partitions of the jobs' and retries' topics (default 12, 1–1000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partitions: Option<u32>,
+    pub partitions: Option<Whole<1, 1000>>,
     /// Reproduce a planning hazard on purpose: ANALYZE the queue table while it is still
     /// empty, before the prefill and before the workers first plan their statements, as a
     /// table created (or truncated) and analyzed while empty would be. Workers that keep
@@ -450,6 +450,19 @@ pub struct HandlerSection {
     /// run inside the harness's process, which takes CPU from the load generator itself.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cpu_bound: bool,
+    /// A fraction of runs that take a long time instead (a head-of-line case: on a log such
+    /// as Kafka's, the records behind a slow one in its partition wait for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow: Option<SlowRunsSection>,
+}
+
+/// `[consumers.handler.slow]`: each run of the handler is slow with probability `fraction`,
+/// and then takes `duration` instead of a draw from `handler.duration`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SlowRunsSection {
+    pub fraction: f64,
+    pub duration: HumanDuration,
 }
 
 /// The seed's stale-job reaper (run from cron every 1–5 minutes in the article).

@@ -1,5 +1,6 @@
 //! Value types of scenario files that need more than serde's defaults: human-readable
-//! durations, offered rates, and handler-duration distributions. Each one parses with an
+//! durations, offered rates, handler-duration distributions, and whole numbers within a
+//! key's own bounds. Each one parses with an
 //! error message that says what was expected, and serializes back to the same notation so a
 //! resolved scenario reads like the file the user wrote.
 
@@ -84,6 +85,51 @@ impl schemars::JsonSchema for HumanDuration {
             "description": "A duration with its unit: \"500ms\", \"10s\", \"2m\", \"1h 30m\" (or \"0\").",
             "examples": ["500ms", "10s", "2m", "1h 30m"]
         })
+    }
+}
+
+/// A whole number from `MIN` to `MAX`: out of range or not a number, the error names the
+/// key's own bounds (serde's `u32` would say "from 0 to 4294967295").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Whole<const MIN: u32, const MAX: u32>(pub u32);
+
+impl<const MIN: u32, const MAX: u32> Serialize for Whole<MIN, MAX> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(self.0)
+    }
+}
+
+impl<'de, const MIN: u32, const MAX: u32> Deserialize<'de> for Whole<MIN, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<const MIN: u32, const MAX: u32>;
+        impl<const MIN: u32, const MAX: u32> Visitor<'_> for V<MIN, MAX> {
+            type Value = Whole<MIN, MAX>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a whole number from {MIN} to {MAX}")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                match u32::try_from(v) {
+                    Ok(n) if (MIN..=MAX).contains(&n) => Ok(Whole(n)),
+                    _ => Err(E::custom(format!(
+                        "must be between {MIN} and {MAX}, got {v}"
+                    ))),
+                }
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
+            }
+        }
+        d.deserialize_any(V::<MIN, MAX>)
+    }
+}
+
+impl<const MIN: u32, const MAX: u32> schemars::JsonSchema for Whole<MIN, MAX> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("Whole{MIN}To{MAX}").into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "integer", "minimum": MIN, "maximum": MAX })
     }
 }
 

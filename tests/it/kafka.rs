@@ -5,10 +5,9 @@
 //! are named lost.
 
 use crate::support::{
-    SMALL, assert_bad_input, assert_nothing_lost, kafka_plan, prove_again, run_plan,
-    shared_kafka_url,
+    NOT_DRAINED, SMALL, assert_bad_input, assert_nothing_lost, assert_proof_adds_up, kafka_plan,
+    lost_named, prove_again, run_plan, shared_kafka_url,
 };
-use dbq_bench::accounting::ProofOptions;
 use dbq_bench::backend::{self, NewJob};
 use dbq_bench::run::{self, RunOptions, Session};
 use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
@@ -183,26 +182,11 @@ async fn records_removed_before_they_were_consumed_are_named_lost() {
         made.unwrap();
     }
 
-    let not_drained = ProofOptions {
-        audit: false,
-        drained: false,
-        outbox: false,
-        reported_by_library: false,
-        at_least_once: false,
-    };
-    let proof = prove_again(&*queue, &outcome.ledger, not_drained).await;
-    let lost: Vec<(i64, &str)> = proof
-        .lost
-        .iter()
-        .map(|p| (p.id, p.table.as_str()))
-        .collect();
+    let proof = prove_again(&*queue, &outcome.ledger, NOT_DRAINED).await;
+    let lost = lost_named(&proof);
     let expected: Vec<(i64, &str)> = ids.iter().map(|id| (*id, "missing")).collect();
     assert_eq!(lost, expected, "{}", proof.verdict);
-    assert_eq!(
-        proof.done + proof.dead_lettered + proof.unfinished + proof.lost_total,
-        proof.committed,
-        "{proof:?}"
-    );
+    assert_proof_adds_up(&proof);
     queue.drop_namespace().await.unwrap();
     backend::release(&*queue);
 }

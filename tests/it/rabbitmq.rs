@@ -4,9 +4,9 @@
 //! dead letters holding exactly the dead-lettered jobs.
 
 use crate::support::{
-    SMALL, assert_nothing_lost, prove_again, rabbitmq_plan, run_plan, shared_rabbitmq_url,
+    NOT_DRAINED, SMALL, assert_nothing_lost, assert_proof_adds_up, lost_named, prove_again,
+    rabbitmq_plan, run_plan, shared_rabbitmq_url,
 };
-use dbq_bench::accounting::ProofOptions;
 use dbq_bench::backend::{self, Backend, NewJob};
 use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
 use lapin::options::BasicGetOptions;
@@ -147,19 +147,8 @@ async fn jobs_taken_off_the_queue_behind_the_runs_back_on_rabbitmq_are_named_los
     }
     conn.close(200, "OK".into()).await.ok();
 
-    let not_drained = ProofOptions {
-        audit: false,
-        drained: false,
-        outbox: false,
-        reported_by_library: false,
-        at_least_once: false,
-    };
-    let proof = prove_again(&*queue, &outcome.ledger, not_drained).await;
-    let lost: Vec<(i64, &str)> = proof
-        .lost
-        .iter()
-        .map(|p| (p.id, p.table.as_str()))
-        .collect();
+    let proof = prove_again(&*queue, &outcome.ledger, NOT_DRAINED).await;
+    let lost = lost_named(&proof);
     assert_eq!(
         lost,
         vec![(ids[0], "missing"), (ids[1], "missing")],
@@ -167,11 +156,7 @@ async fn jobs_taken_off_the_queue_behind_the_runs_back_on_rabbitmq_are_named_los
         proof.verdict
     );
     assert_eq!(proof.unfinished, 1, "{}", proof.verdict);
-    assert_eq!(
-        proof.done + proof.dead_lettered + proof.unfinished + proof.lost_total,
-        proof.committed,
-        "{proof:?}"
-    );
+    assert_proof_adds_up(&proof);
     queue.drop_namespace().await.unwrap();
     backend::release(&*queue);
 }

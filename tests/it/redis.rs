@@ -4,7 +4,8 @@
 //! the dead-letter stream holding exactly the dead-lettered jobs.
 
 use crate::support::{
-    SMALL, assert_nothing_lost, prove_again, redis_plan, run_plan, shared_redis_url,
+    NOT_DRAINED, SMALL, assert_nothing_lost, assert_proof_adds_up, lost_named, prove_again,
+    redis_plan, run_plan, shared_redis_url,
 };
 use dbq_bench::accounting::ProofOptions;
 use dbq_bench::backend::{self, Backend, FailOutcome, NewJob};
@@ -215,19 +216,12 @@ async fn entries_acknowledged_outside_the_run_on_redis_are_named_lost() {
     outcome.ledger.stale(ids[0]);
     link.close().await;
 
-    let not_drained = ProofOptions {
+    let audited = ProofOptions {
         audit: true,
-        drained: false,
-        outbox: false,
-        reported_by_library: false,
-        at_least_once: false,
+        ..NOT_DRAINED
     };
-    let proof = prove_again(&*queue, &outcome.ledger, not_drained).await;
-    let lost: Vec<(i64, &str)> = proof
-        .lost
-        .iter()
-        .map(|p| (p.id, p.table.as_str()))
-        .collect();
+    let proof = prove_again(&*queue, &outcome.ledger, audited).await;
+    let lost = lost_named(&proof);
     let stranded = "acknowledged outside the run, never delivered again";
     assert_eq!(
         lost,
@@ -236,11 +230,7 @@ async fn entries_acknowledged_outside_the_run_on_redis_are_named_lost() {
         proof.verdict
     );
     assert_eq!(proof.unfinished, 1, "{}", proof.verdict);
-    assert_eq!(
-        proof.done + proof.dead_lettered + proof.unfinished + proof.lost_total,
-        proof.committed,
-        "{proof:?}"
-    );
+    assert_proof_adds_up(&proof);
     assert!(
         proof.verdict.contains(&format!("id {}", ids[1])),
         "{}",

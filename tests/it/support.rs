@@ -509,6 +509,34 @@ pub const DRAINED_AUDITED: dbq_bench::accounting::ProofOptions =
         at_least_once: false,
     };
 
+/// The proof of a queue looked at before it drained (after a test's own change to it), with
+/// no audit.
+pub const NOT_DRAINED: dbq_bench::accounting::ProofOptions = dbq_bench::accounting::ProofOptions {
+    audit: false,
+    drained: false,
+    outbox: false,
+    reported_by_library: false,
+    at_least_once: false,
+};
+
+/// The jobs a proof names lost, each with what the queue said of it.
+pub fn lost_named(proof: &dbq_bench::accounting::AccountingProof) -> Vec<(i64, &str)> {
+    proof
+        .lost
+        .iter()
+        .map(|p| (p.id, p.table.as_str()))
+        .collect()
+}
+
+/// Every committed job is in exactly one of the proof's places.
+pub fn assert_proof_adds_up(proof: &dbq_bench::accounting::AccountingProof) {
+    assert_eq!(
+        proof.done + proof.dead_lettered + proof.unfinished + proof.lost_total,
+        proof.committed,
+        "committed = done + dead-lettered + unfinished + lost: {proof:?}"
+    );
+}
+
 /// The URL of the server of `engine` that the tests share (started on first use).
 pub fn shared_server(engine: Engine) -> &'static str {
     match engine {

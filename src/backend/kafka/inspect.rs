@@ -19,11 +19,11 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 impl KafkaLink {
-    fn reader(&mut self) -> Result<&Reader, BackendError> {
+    fn reader(&mut self) -> Result<&mut Reader, BackendError> {
         if self.reader.is_none() {
             self.reader = Some(Reader::new(&self.shared, &self.role)?);
         }
-        Ok(self.reader.as_ref().expect("just made"))
+        Ok(self.reader.as_mut().expect("just made"))
     }
 
     /// The marks of the jobs', retries' and dead letters' topics.

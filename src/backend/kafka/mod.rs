@@ -59,6 +59,10 @@ pub static DRIVER: KafkaDriver = KafkaDriver;
 /// How long one request to the broker may take before the link counts as broken.
 const ANSWER_WITHIN: Duration = Duration::from_secs(30);
 
+/// How long a ping waits for the cluster's metadata: a provider asks again until its own
+/// deadline, and a metadata request cannot be cancelled once it runs on its thread.
+const PING_WITHIN: Duration = Duration::from_secs(1);
+
 impl From<KafkaError> for BackendError {
     fn from(e: KafkaError) -> BackendError {
         use RDKafkaErrorCode as C;
@@ -228,11 +232,11 @@ impl KafkaEndpoint {
         KafkaEndpoint { settings, software }
     }
 
-    /// The brokers the cluster's metadata names.
-    async fn brokers(&self) -> Result<usize, BackendError> {
+    /// The brokers the cluster's metadata names, asked for `within`.
+    async fn brokers(&self, within: Duration) -> Result<usize, BackendError> {
         let admin = admin(&self.settings)?;
         let metadata =
-            tokio::task::spawn_blocking(move || admin.inner().fetch_metadata(None, ANSWER_WITHIN))
+            tokio::task::spawn_blocking(move || admin.inner().fetch_metadata(None, within))
                 .await
                 .map_err(|e| BackendError::new(ErrorClass::Connection, e.to_string()))??;
         Ok(metadata.brokers().len())
@@ -246,11 +250,11 @@ impl Endpoint for KafkaEndpoint {
     }
 
     async fn ping(&self) -> Result<(), BackendError> {
-        self.brokers().await.map(drop)
+        self.brokers(PING_WITHIN).await.map(drop)
     }
 
     async fn describe(&self) -> Result<ServerFacts, BackendError> {
-        let brokers = self.brokers().await?;
+        let brokers = self.brokers(ANSWER_WITHIN).await?;
         let version = self.software.clone().unwrap_or_else(|| {
             "a Kafka-API broker (its software is not reported over the protocol)".into()
         });

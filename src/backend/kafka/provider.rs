@@ -65,17 +65,7 @@ impl LocalServer for Local {
     /// `DBQ_TANSU_BINDIR` when set, else target/tansu/bin (where scripts/install-tansu puts
     /// it) and PATH.
     fn binaries(&self) -> Result<LocalBinaries> {
-        let dirs: Vec<PathBuf> =
-            match std::env::var_os("DBQ_TANSU_BINDIR").filter(|d| !d.is_empty()) {
-                Some(dir) => vec![PathBuf::from(dir)],
-                None => std::iter::once(PathBuf::from("target/tansu/bin"))
-                    .chain(
-                        std::env::var_os("PATH")
-                            .into_iter()
-                            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()),
-                    )
-                    .collect(),
-            };
+        let dirs = LocalBinaries::search_dirs("DBQ_TANSU_BINDIR", &["target/tansu/bin"]);
         match dirs.iter().find(|d| d.join("tansu").is_file()) {
             Some(dir) => Ok(LocalBinaries {
                 bin_dir: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()),

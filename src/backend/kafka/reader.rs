@@ -1,7 +1,8 @@
 //! What the proof and the sampler read a Kafka queue with: a consumer that belongs to no
 //! group (it only asks the workers' group for its committed offsets), which reads the topics'
-//! watermarks and walks their records from each partition's start. Reading takes nothing from
-//! the workers. Every call blocks in librdkafka, so each runs on a blocking thread.
+//! watermarks and walks their records from each partition's start (a reader remembers what it
+//! walked and reads only what was added since). Reading takes nothing from the workers. Every
+//! call blocks in librdkafka, so each runs on a blocking thread.
 
 use super::record::describe;
 use super::{ANSWER_WITHIN, Shared};
@@ -11,13 +12,23 @@ use crate::backend::job::JobId;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A consumer of no group's membership (it only asks the workers' group for its offsets).
 pub struct Reader {
     consumer: Arc<BaseConsumer>,
+    /// What earlier walks read, by topic and partition: a walk reads only what was added
+    /// since (a settle during the drain and the proof's questions each walk every topic).
+    walked: HashMap<String, HashMap<i32, Walked>>,
+}
+
+/// One partition's records read so far, and the offset after the last of them.
+#[derive(Default)]
+struct Walked {
+    records: Vec<Record>,
+    next: i64,
 }
 
 /// One record as the proof reads it.
@@ -52,6 +63,7 @@ impl Reader {
             .create()?;
         Ok(Reader {
             consumer: Arc::new(consumer),
+            walked: HashMap::new(),
         })
     }
 
@@ -131,67 +143,100 @@ impl Reader {
         .map_err(Into::into)
     }
 
-    /// Every record of `topic` from each partition's low to its high watermark.
+    /// Every record of `topic` from each partition's low to its high watermark, each
+    /// marked committed when it lies below the group's committed offset. Only the records
+    /// past what an earlier walk read are fetched.
     pub async fn walk(
-        &self,
+        &mut self,
         topic: &str,
         stage: u8,
         marks: &Marks,
     ) -> Result<Vec<Record>, BackendError> {
         let c = self.consumer.clone();
-        let topic = topic.to_string();
-        let marks = marks.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut list = TopicPartitionList::new();
-            let mut left = 0;
-            for (p, low, high, _) in &marks {
-                if high > low {
-                    list.add_partition_offset(&topic, *p, Offset::Offset(*low))?;
-                    left += 1;
-                }
-            }
-            let mut out = Vec::new();
-            if left == 0 {
-                return Ok(out);
-            }
-            c.assign(&list)?;
-            let started = Instant::now();
-            let mut done = HashSet::new();
-            while done.len() < left && started.elapsed() < ANSWER_WITHIN {
-                let Some(m) = c.poll(Duration::from_millis(200)) else {
-                    continue;
-                };
-                let m = m?.detach();
-                let (p, _, high, committed) = marks[m.partition() as usize];
-                if m.offset() + 1 >= high {
-                    done.insert(p);
-                }
-                // A record the harness did not write (no job id) is not a job of the run.
-                let Ok(d) = describe(&m) else {
-                    continue;
-                };
-                let key = crate::backend::broker::payload_key(m.payload().unwrap_or(b""))
-                    .unwrap_or_default()
-                    .to_string();
-                out.push(Record {
-                    stage,
-                    retries: d.retries,
-                    offset: m.offset(),
-                    committed: m.offset() < committed,
-                    id: d.id,
-                    key,
-                });
-            }
-            c.unassign()?;
-            if done.len() < left {
-                return Err(rdkafka::error::KafkaError::Global(
-                    rdkafka::types::RDKafkaErrorCode::OperationTimedOut,
-                ));
-            }
-            Ok(out)
+        let mut seen = self.walked.remove(topic).unwrap_or_default();
+        let (name, ahead) = (topic.to_string(), marks.clone());
+        let (seen, read) = tokio::task::spawn_blocking(move || {
+            let read = read_new(&c, &name, stage, &ahead, &mut seen);
+            (seen, read)
         })
         .await
-        .map_err(blocking_failed)?
-        .map_err(Into::into)
+        .map_err(blocking_failed)?;
+        let out = marks
+            .iter()
+            .filter_map(|(p, _, _, committed)| Some((seen.get(p)?, *committed)))
+            .flat_map(|(w, committed)| {
+                w.records.iter().map(move |r| Record {
+                    committed: r.offset < committed,
+                    ..r.clone()
+                })
+            })
+            .collect();
+        self.walked.insert(topic.to_string(), seen);
+        read?;
+        Ok(out)
+    }
+}
+
+/// Reads each partition of `topic` from where `seen` ends (or its low watermark, if later:
+/// records below it are gone) to its high watermark, adding to `seen`. What was read stays
+/// in `seen` when the broker stops answering.
+fn read_new(
+    c: &BaseConsumer,
+    topic: &str,
+    stage: u8,
+    marks: &Marks,
+    seen: &mut HashMap<i32, Walked>,
+) -> Result<(), BackendError> {
+    let mut list = TopicPartitionList::new();
+    let mut left = HashSet::new();
+    for (p, low, high, _) in marks {
+        let w = seen.entry(*p).or_default();
+        w.records.retain(|r| r.offset >= *low);
+        w.next = w.next.max(*low);
+        if *high > w.next {
+            list.add_partition_offset(topic, *p, Offset::Offset(w.next))?;
+            left.insert(*p);
+        }
+    }
+    if left.is_empty() {
+        return Ok(());
+    }
+    c.assign(&list)?;
+    let started = Instant::now();
+    while !left.is_empty() && started.elapsed() < ANSWER_WITHIN {
+        let Some(m) = c.poll(Duration::from_millis(200)) else {
+            continue;
+        };
+        let m = m?.detach();
+        let p = m.partition();
+        let (_, _, high, _) = marks[p as usize];
+        if m.offset() + 1 >= high {
+            left.remove(&p);
+        }
+        let w = seen.entry(p).or_default();
+        w.next = w.next.max(m.offset() + 1);
+        // A record the harness did not write (no job id) is not a job of the run.
+        let Ok(d) = describe(&m) else {
+            continue;
+        };
+        let key = crate::backend::broker::payload_key(m.payload().unwrap_or(b""))
+            .unwrap_or_default()
+            .to_string();
+        w.records.push(Record {
+            stage,
+            retries: d.retries,
+            offset: m.offset(),
+            committed: false,
+            id: d.id,
+            key,
+        });
+    }
+    c.unassign()?;
+    match left.is_empty() {
+        true => Ok(()),
+        false => Err(rdkafka::error::KafkaError::Global(
+            rdkafka::types::RDKafkaErrorCode::OperationTimedOut,
+        )
+        .into()),
     }
 }

@@ -6,7 +6,7 @@ use super::MariaEndpoint;
 use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer, Ports};
 use anyhow::{Result, anyhow};
 use sqlx::mysql::MySqlConnectOptions;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
@@ -24,20 +24,10 @@ impl LocalServer for Local {
 
     /// `DBQ_MARIADB_BINDIR` when set, else the directories Debian installs them in, and PATH.
     fn binaries(&self) -> Result<LocalBinaries> {
-        let mut dirs: Vec<PathBuf> =
-            match std::env::var_os("DBQ_MARIADB_BINDIR").filter(|d| !d.is_empty()) {
-                Some(dir) => vec![PathBuf::from(dir)],
-                None => ["/usr/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"]
-                    .iter()
-                    .map(PathBuf::from)
-                    .chain(
-                        std::env::var_os("PATH")
-                            .into_iter()
-                            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()),
-                    )
-                    .collect(),
-            };
-        dirs.dedup();
+        let dirs = LocalBinaries::search_dirs(
+            "DBQ_MARIADB_BINDIR",
+            &["/usr/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"],
+        );
         let server = dirs.iter().find(|d| d.join("mariadbd").is_file());
         let install = dirs
             .iter()

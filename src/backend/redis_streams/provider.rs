@@ -47,17 +47,7 @@ impl LocalServer for Local {
 
     /// `DBQ_REDIS_BINDIR` when set, else /usr/bin and PATH.
     fn binaries(&self) -> Result<LocalBinaries> {
-        let dirs: Vec<PathBuf> =
-            match std::env::var_os("DBQ_REDIS_BINDIR").filter(|d| !d.is_empty()) {
-                Some(dir) => vec![PathBuf::from(dir)],
-                None => std::iter::once(PathBuf::from("/usr/bin"))
-                    .chain(
-                        std::env::var_os("PATH")
-                            .into_iter()
-                            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()),
-                    )
-                    .collect(),
-            };
+        let dirs = LocalBinaries::search_dirs("DBQ_REDIS_BINDIR", &["/usr/bin"]);
         match dirs.iter().find(|d| d.join("redis-server").is_file()) {
             Some(dir) => Ok(LocalBinaries {
                 bin_dir: dir.clone(),

@@ -77,6 +77,15 @@ pub struct HandlerPlan {
     pub error_rate: f64,
     /// Keep the worker's thread busy for the duration instead of sleeping.
     pub cpu_bound: bool,
+    /// A fraction of runs that take this long instead (`consumers.handler.slow`).
+    pub slow: Option<SlowRuns>,
+}
+
+/// `consumers.handler.slow`, checked: a fraction in (0, 1] and a duration of at most 1 h.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SlowRuns {
+    pub fraction: f64,
+    pub duration: Duration,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -231,6 +240,7 @@ pub(super) fn consumer_plan(
         ));
     }
     check_dist(&h.duration, source)?;
+    let slow = h.slow.map(|s| slow_runs(s, source)).transpose()?;
     let consumers = ConsumerPlan {
         count: c.count as usize,
         poll_interval: c.poll_interval.0,
@@ -246,9 +256,30 @@ pub(super) fn consumer_plan(
             duration: h.duration,
             error_rate: h.error_rate,
             cpu_bound: h.cpu_bound,
+            slow,
         },
     };
     Ok(consumers)
+}
+
+fn slow_runs(s: SlowRunsSection, source: &str) -> Result<SlowRuns, InputError> {
+    let err = |key: &str, reason: String| Err(InputError::new(source, key, reason));
+    if !(s.fraction > 0.0 && s.fraction <= 1.0) {
+        return err(
+            "consumers.handler.slow.fraction",
+            format!("must be above 0.0 and at most 1.0, got {}", s.fraction),
+        );
+    }
+    if s.duration.0 > HOUR {
+        return err(
+            "consumers.handler.slow.duration",
+            format!("must be at most 1h, got {}", s.duration),
+        );
+    }
+    Ok(SlowRuns {
+        fraction: s.fraction,
+        duration: s.duration.0,
+    })
 }
 
 /// The outbox's orders table: one order row per job the phases can schedule (Poisson gaps

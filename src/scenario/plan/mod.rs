@@ -17,7 +17,7 @@ use crate::error::InputError;
 use crate::named_params::{ClaimParam, MarkParam, takes};
 use crate::scenario::model::{
     Arrival, BystanderSection, ConsumersSection, DatabaseSection, PhaseSection, ProducersSection,
-    ProviderKind, Scenario,
+    ProviderKind, Scenario, SlowRunsSection,
 };
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -30,7 +30,9 @@ mod queue;
 
 pub use database::DatabasePlan;
 use database::database_plan;
-pub use fleets::{BystanderPlan, ConsumerPlan, HandlerPlan, OutboxPlan, ProducerPlan, ReaperPlan};
+pub use fleets::{
+    BystanderPlan, ConsumerPlan, HandlerPlan, OutboxPlan, ProducerPlan, ReaperPlan, SlowRuns,
+};
 use fleets::{bystander_plan, consumer_plan, outbox_plan, producer_plan};
 use needs::check_engine;
 pub use phases::PhasePlan;
@@ -386,6 +388,14 @@ mod tests {
             (
                 "[consumers.handler]\nduration = { uniform = { min = \"5ms\", max = \"1ms\" } }",
                 "consumers.handler.duration",
+            ),
+            (
+                "[consumers.handler.slow]\nfraction = 0\nduration = \"2s\"",
+                "consumers.handler.slow.fraction",
+            ),
+            (
+                "[consumers.handler.slow]\nfraction = 0.5\nduration = \"2h\"",
+                "consumers.handler.slow.duration",
             ),
             (
                 "[consumers]\npoll_interval = \"0s\"",

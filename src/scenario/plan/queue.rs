@@ -14,23 +14,9 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
             format!("must be between 0 and 1000, got {}", q.max_retries),
         ));
     }
-    if let Some(p) = q.partitions.filter(|p| !(1..=1000).contains(p)) {
-        return Err(err(
-            "queue.partitions",
-            format!("must be between 1 and 1000, got {p}"),
-        ));
-    }
     let b = &q.backoff;
     check_backoff(b).map_err(|(key, reason)| err(key, reason))?;
     let claim_batch = claim_batch_of(q).map_err(|r| err("queue.claim_batch", r))?;
-    if let Some(ff) = q.fillfactor
-        && !(10..=100).contains(&ff)
-    {
-        return Err(err(
-            "queue.fillfactor",
-            format!("must be between 10 and 100, got {ff}"),
-        ));
-    }
     let (dir, workers) = custom_dir_of(q, source).map_err(|r| err("queue.dir", r))?;
     let visibility_timeout =
         visibility_timeout_of(q).map_err(|r| err("queue.visibility_timeout", r))?;
@@ -42,7 +28,7 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
         visibility_timeout,
         rotation_period,
         dir,
-        fillfactor: q.fillfactor,
+        fillfactor: q.fillfactor.map(|f| f.0),
         unlogged: q.unlogged,
         rabbitmq_queue: q.rabbitmq_queue.unwrap_or_default(),
         workers,
@@ -53,7 +39,7 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
         backoff: b.into(),
         stale_statistics: q.stale_statistics,
         redeliveries_count: scenario.reaper.enabled && scenario.reaper.count_as_attempt,
-        partitions: q.partitions.unwrap_or(DEFAULT_PARTITIONS),
+        partitions: q.partitions.map_or(DEFAULT_PARTITIONS, |p| p.0),
         // Keys that are not integers are refused with the producers' section.
         priorities: {
             let set: std::collections::BTreeSet<i32> = scenario
