@@ -37,6 +37,7 @@ fn events() -> Vec<Event> {
             intended_us: Some(t),
             handler_us: 5_000,
             committed_us: t + 6_500,
+            busy_us: 5_500,
         });
     }
     v

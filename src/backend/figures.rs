@@ -51,6 +51,9 @@ pub struct DbSample {
     pub oldest_xact_s: f64,
     /// Fraction of the LISTEN/NOTIFY queue in use.
     pub notify_queue_usage: f64,
+    /// Checkpoints the server has made so far (timed and requested), where it counts them.
+    #[serde(default)]
+    pub checkpoints: i64,
     /// The run's non-idle sessions by wait event (`type:event`, or CPU).
     pub wait_events: BTreeMap<String, i64>,
     /// A broker's own figures, in its own words (`unacked`, `node_memory_bytes`); a name

@@ -19,7 +19,7 @@ pub(super) fn conclude(
     let between_vacuums = best_rate(&steps);
     let first_failing = steps
         .iter()
-        .filter(|s| !s.passed)
+        .filter(|s| !s.passed && !s.disturbed)
         .map(|s| s.offered_per_s)
         .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))));
     let limited = steps.iter().any(|s| s.load_generator_limited);
@@ -47,11 +47,18 @@ pub(super) fn conclude(
             None => answer.unconfirmed(request.search.start_per_s),
         },
     } + &scanned_note(&steps, confirmation.as_ref());
+    let machine_limited = end == End::LoadMachine
+        || confirmation
+            .as_ref()
+            .is_some_and(|c| c.load_machine_limited);
     let max_sustainable = match &confirmation {
+        Some(c) if c.load_machine_limited => c.confirmed_per_s().or_else(|| c.screened_per_s()),
         Some(c) => c.confirmed_per_s(),
         None => between_vacuums,
     };
-    Capacity {
+    let limit = super::limit::of_answer(max_sustainable, &steps, confirmation.as_ref());
+    let summary = summary + &limit.as_ref().map_or(String::new(), |l| l.sentence());
+    let mut capacity = Capacity {
         schema_version: 1,
         scenario: request.plan.source.clone(),
         variant,
@@ -64,6 +71,8 @@ pub(super) fn conclude(
         first_failing_per_s: first_failing,
         knee_per_s: knee(&steps),
         load_generator_limited: limited,
+        load_machine_limited: machine_limited,
+        limit,
         budget_spent: end == End::BudgetSpent,
         interrupted: end == End::Interrupted,
         backlog_left: end == End::BacklogLeft,
@@ -73,7 +82,9 @@ pub(super) fn conclude(
         confirmation,
         at: None,
         summary,
-    }
+    };
+    capacity.summary += &capacity.stalls_sentence();
+    capacity
 }
 
 /// The answer of `--at`: whether the rate held on every fresh queue it was tried on.
@@ -99,7 +110,9 @@ pub(super) fn at_rate(
         (rate, runs, held),
         interrupted,
     ) + &scanned_note(&[], Some(&confirmation));
-    Capacity {
+    let limit = super::limit::of_answer(all.then_some(rate), &[], Some(&confirmation));
+    let summary = summary + &limit.as_ref().map_or(String::new(), |l| l.sentence());
+    let mut capacity = Capacity {
         schema_version: 1,
         scenario: request.plan.source.clone(),
         variant,
@@ -110,6 +123,8 @@ pub(super) fn at_rate(
         first_failing_per_s: (!all).then_some(rate),
         knee_per_s: None,
         load_generator_limited: false,
+        load_machine_limited: confirmation.load_machine_limited,
+        limit,
         budget_spent: false,
         interrupted,
         backlog_left: false,
@@ -119,7 +134,9 @@ pub(super) fn at_rate(
         at: Some(super::AtRate { rate, runs, held }),
         confirmation: Some(confirmation),
         summary,
-    }
+    };
+    capacity.summary += &capacity.stalls_sentence();
+    capacity
 }
 
 /// "The seed design … holds 600 jobs/s …: it held on 3 of 3 fresh queues …".
@@ -132,9 +149,9 @@ fn at_sentence(
 ) -> String {
     let design = capitalised(design);
     let held_for = HumanDuration(std::time::Duration::from_secs_f64(c.held_for_s));
-    let tried = c.tries.len();
-    let broken: Vec<String> = c
-        .tries
+    let judged: Vec<&super::confirm::Try> = c.tries.iter().filter(|t| !t.disturbed).collect();
+    let tried = judged.len();
+    let broken: Vec<String> = judged
         .iter()
         .enumerate()
         .filter(|(_, t)| !t.held)
@@ -193,7 +210,10 @@ fn scanned_note(steps: &[Step], c: Option<&Confirmation>) -> String {
 /// The rate at which p99 starts climbing: the first step whose p99 is more than twice the
 /// lowest step's.
 fn knee(steps: &[Step]) -> Option<f64> {
-    let mut by_rate: Vec<&Step> = steps.iter().filter(|s| s.e2e_p99_ms.is_finite()).collect();
+    let mut by_rate: Vec<&Step> = steps
+        .iter()
+        .filter(|s| s.e2e_p99_ms.is_finite() && !s.disturbed)
+        .collect();
     by_rate.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
     let low = by_rate.first()?;
     by_rate

@@ -13,6 +13,7 @@
 //! a whole confirmation that does not hold is stepped down (× [`STEP_DOWN`]).
 
 use super::hold::{self, HoldEffect};
+use super::search::REMEASURES;
 use super::{CapacityRequest, Step, judge_phase};
 use crate::error::{Failure, InputError};
 use crate::provider::Server;
@@ -33,6 +34,10 @@ use tokio_util::sync::CancellationToken;
 pub const STEP_DOWN: f64 = 0.85;
 /// A screen that did not hold, with none held yet, is tried again at this share.
 pub const SCREEN_DOWN: f64 = 0.6;
+/// A screen that held, with none broken yet, is tried again at this multiple: the search's
+/// figure is a capacity between vacuums, on a queue earlier steps have worked, and a fresh
+/// queue may hold more.
+pub const SCREEN_UP: f64 = 1.25;
 /// Screens bisect until the lowest rate that broke is within this factor of the highest
 /// that held. Finer is not worth its minutes: near the limit, rates 10% apart held and broke
 /// by turns in measurements here (a tail stall decides a window's p99).
@@ -64,6 +69,13 @@ pub struct Confirmation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_horizon_s: Option<f64>,
     pub tries: Vec<Try>,
+    /// Tries measured again because the load machine stalled in the window that broke.
+    #[serde(default)]
+    pub remeasured: u32,
+    /// The load machine stalled in a try and in every measurement of it again: the
+    /// confirmation stopped there, and the answer is the last rate that held cleanly.
+    #[serde(default)]
+    pub load_machine_limited: bool,
 }
 
 impl Confirmation {
@@ -73,6 +85,15 @@ impl Confirmation {
             .iter()
             .find(|t| t.held && !t.screen)
             .map(|t| t.rate)
+    }
+
+    /// The highest rate whose screen held.
+    pub fn screened_per_s(&self) -> Option<f64> {
+        self.tries
+            .iter()
+            .filter(|t| t.held && t.screen)
+            .map(|t| t.rate)
+            .reduce(f64::max)
     }
 }
 
@@ -89,6 +110,10 @@ pub struct Try {
     pub window_s: f64,
     /// The windows, judged as the search judges its steps, with what the database did.
     pub windows: Vec<Step>,
+    /// The window that broke did so while the load machine stalled: the try is measured
+    /// again at the same rate, not judged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disturbed: bool,
     /// With `capacity.hold_horizon`: the windows while the horizon was held and after.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold: Option<HoldEffect>,
@@ -169,17 +194,27 @@ pub enum Next {
     Whole(f64),
 }
 
-/// The rates a confirmation tries: screens from the search's figure down (× [`SCREEN_DOWN`])
-/// until one holds, bisected until within [`SCREEN_PRECISION`] of the lowest that broke; a
-/// whole confirmation at the highest that held, stepped down (× [`STEP_DOWN`]) while whole
+/// The rates a confirmation tries: screens from the search's figure up (× [`SCREEN_UP`])
+/// while they hold, or down (× [`SCREEN_DOWN`]) until one holds, then bisected until the
+/// highest that held is within [`SCREEN_PRECISION`] of the lowest that broke; a whole
+/// confirmation at the highest that held, stepped down (× [`STEP_DOWN`]) while whole
 /// confirmations break. Without screens, whole confirmations from the search's figure down.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Ladder {
     held: Option<f64>,
     broke: Option<f64>,
+    /// Screens offer no more than this (the search's `max_rate`).
+    ceiling: f64,
 }
 
 impl Ladder {
+    pub fn new(ceiling: f64) -> Ladder {
+        Ladder {
+            ceiling,
+            ..Ladder::default()
+        }
+    }
+
     /// The first try at the search's figure.
     pub fn first(found: f64, screens: bool) -> Next {
         if screens {
@@ -211,11 +246,24 @@ impl Ladder {
         }
     }
 
-    /// After a screen held: the whole confirmation at the highest rate that held, or a screen
-    /// between it and the lowest that broke.
+    /// With one try left, a screen would leave nothing confirmed: the whole confirmation at
+    /// the highest screen that held instead.
+    pub fn last_chance(&self, next: Next) -> Next {
+        match (next, self.held) {
+            (Next::Screen(_), Some(held)) => Next::Whole(held),
+            _ => next,
+        }
+    }
+
+    /// After a screen held: a screen above it while none broke (up to the ceiling), a
+    /// screen between it and the lowest that broke, or the whole confirmation at it.
     fn between(&self, held: f64) -> Next {
         let Some(broke) = self.broke else {
-            return Next::Whole(held);
+            let up = (held * SCREEN_UP).round().min(self.ceiling);
+            return match up > held {
+                true => Next::Screen(up),
+                false => Next::Whole(held),
+            };
         };
         let mid = (held * broke).sqrt().round();
         if broke / held <= SCREEN_PRECISION || mid <= held || mid >= broke {
@@ -304,7 +352,51 @@ impl Confirmation {
             screen_s: schedule.first_naptime.as_secs_f64(),
             hold_horizon_s: request.search.hold_horizon.map(|h| h.as_secs_f64()),
             tries: Vec::new(),
+            remeasured: 0,
+            load_machine_limited: false,
         }
+    }
+
+    /// Runs `tried` on a fresh queue, again while the load machine disturbs it (at most
+    /// [`REMEASURES`] times more); every try is kept. `None` after Ctrl-C; else whether the
+    /// last one held, and whether it too was disturbed.
+    async fn try_until_clean(
+        &mut self,
+        request: &CapacityRequest,
+        (server, schedule): (&Arc<Server>, &Schedule),
+        tried: Next,
+        shutdown: &CancellationToken,
+    ) -> Result<Option<(bool, bool, DesignRecord)>, Failure> {
+        for again in 0..=REMEASURES {
+            if shutdown.is_cancelled() {
+                return Ok(None);
+            }
+            let index = self.tries.len() as u32;
+            let (t, design) = match one_try(request, server, index, tried, schedule, shutdown).await
+            {
+                Err(Failure::Interrupted) => return Ok(None),
+                other => other?,
+            };
+            let (held, disturbed) = (t.held, t.disturbed);
+            self.tries.push(t);
+            if !disturbed || again == REMEASURES {
+                self.load_machine_limited |= disturbed;
+                return Ok(Some((held, disturbed, design)));
+            }
+            self.remeasured += 1;
+            request.status.line(&format!(
+                "  the load machine stalled in the window that broke: measuring {:.0} jobs/s again ({} of {REMEASURES})",
+                rate_of(tried),
+                again + 1
+            ));
+        }
+        unreachable!("the loop returns at its last turn")
+    }
+}
+
+fn rate_of(tried: Next) -> f64 {
+    match tried {
+        Next::Screen(r) | Next::Whole(r) => r,
     }
 }
 
@@ -318,18 +410,26 @@ pub async fn confirm(
     shutdown: &CancellationToken,
 ) -> Result<Confirmation, Failure> {
     let mut confirmation = Confirmation::new(request, &schedule);
-    let mut ladder = Ladder::default();
+    let mut ladder = Ladder::new(request.search.max_per_s);
     let mut next = Some(Ladder::first(found, schedule.screens()));
-    for index in 0..request.search.confirm_tries {
-        let Some(tried) = next.filter(|_| !shutdown.is_cancelled()) else {
+    let tries = request.search.confirm_tries;
+    for left in (1..=tries).rev() {
+        let Some(mut tried) = next.filter(|_| !shutdown.is_cancelled()) else {
             break;
         };
-        let (t, _) = match one_try(request, server, index, tried, &schedule, shutdown).await {
-            Err(Failure::Interrupted) => break,
-            other => other?,
-        };
-        next = ladder.after(tried, t.held);
-        confirmation.tries.push(t);
+        if left == 1 {
+            tried = ladder.last_chance(tried);
+        }
+        let on = (server, &schedule);
+        match confirmation
+            .try_until_clean(request, on, tried, shutdown)
+            .await?
+        {
+            None => break,
+            // Disturbed every time: the load machine, not the queue, ends the confirmation.
+            Some((_, true, _)) => break,
+            Some((held, false, _)) => next = ladder.after(tried, held),
+        }
     }
     Ok(confirmation)
 }
@@ -346,17 +446,16 @@ pub async fn at(
 ) -> Result<(Confirmation, Option<DesignRecord>), Failure> {
     let mut confirmation = Confirmation::new(request, &schedule);
     let mut design = None;
-    for index in 0..runs {
-        if shutdown.is_cancelled() {
-            break;
-        }
+    for _ in 0..runs {
+        let on = (server, &schedule);
         let whole = Next::Whole(rate);
-        let (t, d) = match one_try(request, server, index, whole, &schedule, shutdown).await {
-            Err(Failure::Interrupted) => break,
-            other => other?,
+        match confirmation
+            .try_until_clean(request, on, whole, shutdown)
+            .await?
+        {
+            None => break,
+            Some((_, _, d)) => design.get_or_insert(d),
         };
-        design.get_or_insert(d);
-        confirmation.tries.push(t);
     }
     Ok((confirmation, design))
 }
@@ -434,6 +533,14 @@ fn judge_try(
     let held = windows.len() + held_windows.len() == judged
         && windows.iter().chain(&held_windows).all(|w| w.passed)
         && results.summary.accounting.sound;
+    // The window that broke, broken while the load machine stalled: not the queue's.
+    let disturbed = !held
+        && results.summary.accounting.sound
+        && windows
+            .iter()
+            .chain(&held_windows)
+            .find(|w| !w.passed)
+            .is_some_and(|w| w.disturbed);
     for (name, w) in &whole {
         request.status.line(&format!("  {name}: {}", w.line()));
     }
@@ -454,6 +561,7 @@ fn judge_try(
             .find(|p| p.name == "window-1")
             .map_or(0.0, |w| w.duration.as_secs_f64()),
         windows,
+        disturbed,
         hold,
         dir,
     }
@@ -516,7 +624,7 @@ mod tests {
     /// Runs the ladder against a queue that holds every rate up to `capacity` (screens) and
     /// `whole` (whole confirmations); the tries made.
     fn climb(found: f64, capacity: f64, whole: f64, screens: bool) -> Vec<Next> {
-        let mut ladder = Ladder::default();
+        let mut ladder = Ladder::new(20_000.0);
         let mut next = Some(Ladder::first(found, screens));
         let mut tried = Vec::new();
         while let Some(t) = next {
@@ -561,12 +669,38 @@ mod tests {
         }
     }
 
+    fn ladder_after_two() -> Ladder {
+        let mut ladder = Ladder::new(20_000.0);
+        ladder.after(Next::Screen(800.0), true);
+        ladder.after(Next::Screen(1000.0), true);
+        ladder
+    }
+
     #[test]
-    fn a_found_rate_that_holds_is_confirmed_whole_at_once() {
+    fn a_found_rate_that_holds_is_probed_above_before_it_is_confirmed() {
+        use Next::{Screen, Whole};
         assert_eq!(
             climb(800.0, 900.0, 900.0, true),
-            [Next::Screen(800.0), Next::Whole(800.0)]
+            [Screen(800.0), Screen(1000.0), Screen(894.0), Whole(894.0)]
         );
+        // The search said 1,700 (its steps spoiled by the overloaded ones before them); a
+        // fresh queue holds 2,100: the confirmation finds it within the screens' precision.
+        let tried = climb(1700.0, 2100.0, 2100.0, true);
+        assert_eq!(tried.first(), Some(&Screen(1700.0)));
+        let Some(Whole(r)) = tried.last().copied() else {
+            panic!("{tried:?}")
+        };
+        assert!(r <= 2100.0 && r * SCREEN_PRECISION >= 2100.0, "{tried:?}");
+        // The last try confirms the highest screen that held rather than screen again.
+        assert_eq!(
+            ladder_after_two().last_chance(Screen(1250.0)),
+            Whole(1000.0)
+        );
+        assert_eq!(Ladder::new(900.0).last_chance(Screen(800.0)), Screen(800.0));
+        // Never above the ceiling.
+        let mut ladder = Ladder::new(900.0);
+        assert_eq!(ladder.after(Screen(800.0), true), Some(Screen(900.0)));
+        assert_eq!(ladder.after(Screen(900.0), true), Some(Whole(900.0)));
     }
 
     #[test]
@@ -576,7 +710,14 @@ mod tests {
         let tried = climb(400.0, 400.0, 300.0, true);
         assert_eq!(
             tried,
-            [Screen(400.0), Whole(400.0), Whole(340.0), Whole(289.0)]
+            [
+                Screen(400.0),
+                Screen(500.0),
+                Screen(447.0),
+                Whole(400.0),
+                Whole(340.0),
+                Whole(289.0)
+            ]
         );
         // Without screens: the search's figure, then × 0.85 each time.
         let tried = climb(100.0, 0.0, 72.0, false);

@@ -26,6 +26,7 @@ fn steps_table(steps: &[Step], first: &str) -> Table {
         "bystander p99 ms",
         "WAL bytes/job",
         "objective",
+        "limit",
     ]
     .map(String::from)
     .to_vec();
@@ -51,11 +52,17 @@ fn steps_table(steps: &[Step], first: &str) -> Table {
                 s.upkeep
                     .wal_bytes_per_job
                     .map_or("–".into(), |v| format!("{v:.0}")),
-                if s.passed {
-                    "met".to_string()
-                } else {
-                    format!("broken: {}", s.why.join("; "))
+                match (s.passed, s.disturbed) {
+                    (true, _) => "met".to_string(),
+                    (false, true) => format!(
+                        "broken while the load machine stalled (measured again): {}",
+                        s.why.join("; ")
+                    ),
+                    (false, false) => format!("broken: {}", s.why.join("; ")),
                 },
+                s.limit
+                    .as_ref()
+                    .map_or("–".into(), |l| l.kind.label().to_string()),
             ]
         })
         .collect();
@@ -85,7 +92,11 @@ impl Capacity {
                 i + 1,
                 t.rate,
                 c.basis,
-                if t.held { "held" } else { "did not hold" }
+                match (t.held, t.disturbed) {
+                    (true, _) => "held",
+                    (false, true) => "disturbed by the load machine, measured again",
+                    (false, false) => "did not hold",
+                }
             );
             tables.push((heading, steps_table(&t.windows, "window")));
             if let Some(h) = &t.hold {
@@ -133,7 +144,12 @@ impl Capacity {
 
     /// The two curves against offered load.
     fn charts(&self) -> String {
-        let mut by_rate = self.steps.clone();
+        let mut by_rate: Vec<Step> = self
+            .steps
+            .iter()
+            .filter(|s| !s.disturbed)
+            .cloned()
+            .collect();
         by_rate.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
         let hi = by_rate.last().map_or(1.0, |s| s.offered_per_s);
         let series = |name: &str, f: fn(&Step) -> f64| Series {
@@ -223,6 +239,7 @@ impl Document for Capacity {
             callouts: vec![Callout {
                 // An unconfirmed rate is a capacity between vacuums only.
                 tone: if self.load_generator_limited
+                    || self.load_machine_limited
                     || (found && !self.confirmed && self.search.consumers_for_rate.is_none())
                 {
                     Tone::Warn

@@ -9,12 +9,14 @@
 
 use crate::error::{Failure, InputError};
 use crate::report::design::DesignRecord;
+use crate::report::limit::Limit;
 use crate::report::{Summary, article, artifact, summary, verdict};
 
 mod answer;
 pub mod confirm;
 mod document;
 pub mod hold;
+pub mod limit;
 mod search;
 
 use crate::backend::Engine;
@@ -353,6 +355,13 @@ pub struct Step {
     /// What the database did meanwhile: the evidence for why a rate held or not.
     #[serde(default)]
     pub upkeep: Upkeep,
+    /// What limited the window, with its evidence and the figures it was read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Limit>,
+    /// It broke the objective while the load machine stalled: not the queue's failure, so
+    /// it is measured again rather than judged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disturbed: bool,
     pub dir: PathBuf,
 }
 
@@ -379,11 +388,16 @@ pub struct Upkeep {
 }
 
 impl Step {
-    /// One line: its figures and whether it met the objective.
+    /// One line: its figures, whether it met the objective and what limited it.
     pub fn line(&self) -> String {
         let u = &self.upkeep;
+        let limit = match (&self.limit, self.disturbed) {
+            (Some(l), true) => format!("; DISTURBED, measured again: {}", l.evidence),
+            (Some(l), false) => format!("; limit: {}", l.kind.label()),
+            (None, _) => String::new(),
+        };
         format!(
-            "{:.0} completed/s, e2e p50 {:.1} ms, p99 {:.1} ms, claim p50 {:.2} ms, {} autovacuum(s), dead tuples up to {}{}{}: {}",
+            "{:.0} completed/s, e2e p50 {:.1} ms, p99 {:.1} ms, claim p50 {:.2} ms, {} autovacuum(s), dead tuples up to {}{}{}: {}{limit}",
             self.completed_per_s,
             self.e2e_p50_ms,
             self.e2e_p99_ms,
@@ -433,6 +447,14 @@ pub struct Capacity {
     pub knee_per_s: Option<f64>,
     /// The search stopped because the load generator could not send the rate offered.
     pub load_generator_limited: bool,
+    /// The load machine stalled in a window that broke and again each time it was measured
+    /// again: the answer is the last rate that held cleanly.
+    #[serde(default)]
+    pub load_machine_limited: bool,
+    /// What limited the answer: read in the window that broke just above it (or in its own
+    /// window when none did), with its evidence and action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<limit::AnswerLimit>,
     pub budget_spent: bool,
     /// Ctrl-C stopped the search: the answer is from the steps that finished.
     #[serde(default)]

@@ -56,7 +56,13 @@ pub(super) enum End {
     Interrupted,
     /// A step's backlog did not drain: later steps would have measured it.
     BacklogLeft,
+    /// The load machine stalled in a step and again each time it was measured again.
+    LoadMachine,
 }
+
+/// How many times a step (or a confirmation's try) broken by a stall of the load machine is
+/// measured again before the answer says the load machine limited the measurement.
+pub const REMEASURES: u32 = 2;
 
 /// Ramp, then bisect. Returns the steps in the order run, and how the search ended.
 pub(super) async fn search(
@@ -68,6 +74,7 @@ pub(super) async fn search(
     let mut steps: Vec<Step> = Vec::new();
     let mut bounds = Bounds::default();
     let mut at = request.first();
+    let mut remeasured = 0;
     loop {
         if shutdown.is_cancelled() {
             return Ok((steps, End::Interrupted));
@@ -81,11 +88,27 @@ pub(super) async fn search(
             Ok(_) if shutdown.is_cancelled() => return Ok((steps, End::Interrupted)),
             other => other?,
         };
-        let limited = step.load_generator_limited;
-        bounds.record(&step, request.search.consumers_for_rate.is_some());
+        let (limited, disturbed, passed) =
+            (step.load_generator_limited, step.disturbed, step.passed);
+        if !disturbed {
+            bounds.record(&step, request.search.consumers_for_rate.is_some());
+        }
         steps.push(step);
         if session.backlog_left() {
             return Ok((steps, End::BacklogLeft));
+        }
+        if disturbed {
+            // Not the queue's failure: the same setting again, a bounded number of times.
+            remeasured += 1;
+            if remeasured > REMEASURES {
+                return Ok((steps, End::LoadMachine));
+            }
+            continue;
+        }
+        remeasured = 0;
+        if !passed {
+            // The next step starts from what a vacuum leaves, not from this one's dead rows.
+            session.clean_up().await?;
         }
         if limited {
             // The harness cannot send more: searching higher would measure the harness.
@@ -202,6 +225,8 @@ pub fn judge(s: &Summary, rate: f64, consumers: u32, dir: PathBuf) -> Step {
             why: vec!["the step did not run its measured window".into()],
             load_generator_limited: false,
             upkeep: Upkeep::default(),
+            limit: None,
+            disturbed: false,
             dir,
         },
     }
@@ -253,6 +278,8 @@ pub fn judge_phase(
     if !s.accounting.sound {
         why.push("the accounting proof failed".into());
     }
+    let passed = why.is_empty();
+    let limit = p.limit.as_ref().map(|l| l.rejudged(!passed));
     Step {
         offered_per_s: rate,
         consumers,
@@ -261,13 +288,36 @@ pub fn judge_phase(
         e2e_p99_ms: p.latency_ms.end_to_end.p99,
         backlog_slope_per_s: gap / window,
         sent_late_pct: 100.0 * c.sent_late as f64 / p.latency_ms.schedule_lag.count.max(1) as f64,
-        passed: why.is_empty(),
+        passed,
         // Only the producers fell short: the consumers finished what was sent in time.
         load_generator_limited: !delivered && consumers_kept_up && objective_met,
         why,
         upkeep: Upkeep::of(s, p),
+        // A proof that failed is the queue's, whatever else happened.
+        disturbed: s.accounting.sound && limit.as_ref().is_some_and(|l| stall_decided(s, p, l)),
+        limit,
         dir,
     }
+}
+
+/// The load machine stalled in the window, and the stalls decided it: every threshold the
+/// window broke is a latency that its seconds away from the stalls kept (a window that broke
+/// there too, or broke a threshold a stall cannot move, is the queue's).
+fn stall_decided(s: &Summary, p: &summary::PhaseSummary, limit: &Limit) -> bool {
+    let Some(away) = limit.figures.away_from_stalls.filter(|_| limit.disturbed()) else {
+        return false;
+    };
+    s.thresholds
+        .iter()
+        .filter(|t| !t.passed && t.phase.as_deref().is_none_or(|name| name == p.name))
+        .all(|t| {
+            let threshold =
+                crate::scenario::thresholds::parse(&t.metric, &t.condition, Some("step"));
+            match (threshold, away.figure(&t.metric)) {
+                (Ok(threshold), Some(figure)) => threshold.op.holds(figure, threshold.limit),
+                _ => false,
+            }
+        })
 }
 
 /// The share of the producers' own schedule they sent: measured against what they drew, not
@@ -304,6 +354,8 @@ mod tests {
             why: vec![],
             load_generator_limited: false,
             upkeep: Upkeep::default(),
+            limit: None,
+            disturbed: false,
             dir: PathBuf::new(),
         }
     }

@@ -30,9 +30,11 @@ pub struct CapacityArgs {
     /// How long the rate found must then hold on a fresh queue: auto (the larger of 3 min
     /// and 3 × the server's autovacuum_naptime), a duration such as 10m, or off; overrides
     /// capacity.confirm. Where that is longer than one naptime, shorter screens of a fresh
-    /// table's first naptime find the rate first (× 0.6 down until one holds, then bisected
-    /// to within 15%); a whole confirmation that does not hold is tried again at 0.85 × (all
-    /// tries together up to capacity.confirm_tries).
+    /// table's first naptime find the rate first (× 1.25 up from the search's figure while
+    /// they hold, or × 0.6 down until one holds, then bisected to within 15%); a whole
+    /// confirmation that does not hold is tried again at 0.85 × (all tries together up to
+    /// capacity.confirm_tries). A window broken while the load machine stalled is measured
+    /// again, at most twice, and not held against the rate.
     #[arg(long, value_name = "auto|off|DURATION", conflicts_with = "quick")]
     confirm: Option<Confirm>,
     /// When the confirmation's fresh table gets its first vacuum: late (default on

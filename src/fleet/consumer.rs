@@ -174,6 +174,9 @@ pub struct Worker {
     registry: Arc<WorkerRegistry>,
     wake_ups: WakeUps,
     on_crash: CrashAction,
+    /// When the busy time reported so far ends (run-clock µs): a step starts it at its
+    /// claim, and each report takes the time since.
+    busy_since_us: u64,
 }
 
 impl Worker {
@@ -196,7 +199,15 @@ impl Worker {
             registry,
             wake_ups,
             on_crash,
+            busy_since_us: 0,
         }
+    }
+
+    /// The busy time since the last report, up to `now_us`.
+    fn take_busy(&mut self, now_us: u64) -> u64 {
+        let busy = now_us.saturating_sub(self.busy_since_us);
+        self.busy_since_us = self.busy_since_us.max(now_us);
+        busy
     }
 
     /// Works until `stop` is cancelled; a job in hand is finished and committed first.
@@ -329,13 +340,14 @@ impl Worker {
     /// Reports how a job's run ended: `None` done (`stale`: its completion finished
     /// nothing), or the failure update's outcome.
     fn finished(
-        &self,
+        &mut self,
         job: &ClaimedJob,
         handler_us: u64,
         failed: Option<FailOutcome>,
         stale: bool,
     ) {
         let committed_us = self.ctx.clock.now_us();
+        let busy_us = self.take_busy(committed_us);
         let intended_us = job.payload.t;
         self.registry.set_in_flight(self.slot, None);
         self.ctx.emit(match failed {
@@ -344,18 +356,21 @@ impl Worker {
                 at_us: committed_us,
                 handler_us,
                 failure: false,
+                busy_us,
             },
             None => Event::Completed {
                 job: job.id,
                 intended_us,
                 handler_us,
                 committed_us,
+                busy_us,
             },
             Some(FailOutcome::Stale) => Event::Stale {
                 job: job.id,
                 at_us: committed_us,
                 handler_us,
                 failure: true,
+                busy_us,
             },
             Some(o) => Event::Failed {
                 job: job.id,
@@ -363,6 +378,7 @@ impl Worker {
                 handler_us,
                 committed_us,
                 dead_lettered: o == FailOutcome::DeadLettered,
+                busy_us,
             },
         });
     }
@@ -406,6 +422,7 @@ impl Worker {
     async fn step(&mut self, conn: &mut dyn Link) -> Result<Step, StepError> {
         let (clock, mode) = (self.ctx.clock, self.claim_mode);
         let started_us = clock.now_us();
+        self.busy_since_us = started_us;
         let jobs = conn.claim(mode).await.map_err(|error| StepError {
             // A claim that commits by itself may have committed.
             in_doubt: mode == ClaimMode::Committed && error.outcome_unknown(),
@@ -422,7 +439,11 @@ impl Worker {
             if found {
                 return Ok(Step::Worked);
             }
-            self.ctx.emit(Event::EmptyPoll { at_us: claimed_us });
+            let busy_us = self.take_busy(clock.now_us());
+            self.ctx.emit(Event::EmptyPoll {
+                at_us: claimed_us,
+                busy_us,
+            });
             return Ok(Step::Empty);
         }
         let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();

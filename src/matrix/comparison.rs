@@ -7,6 +7,7 @@ use crate::report::Summary;
 use crate::report::artifact::{self, Document, Exporter};
 use crate::report::design::DesignRecord;
 use crate::report::headline::FIGURES;
+use crate::report::limit::LimitKind;
 use crate::report::page::{self, Callout, Page, Section, Tone};
 use crate::report::svg::bars;
 use anyhow::{Context, Result, bail};
@@ -71,6 +72,9 @@ pub struct CellRun {
     /// measured that plan, not the queue.
     #[serde(default)]
     pub table_scanned: bool,
+    /// What limited the run's measured phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<LimitKind>,
     #[serde(deserialize_with = "nulls_as_nan")]
     pub figures: BTreeMap<String, f64>,
 }
@@ -95,6 +99,29 @@ pub struct CellComparison {
     /// The workers' claim scanned the table in some repeat: its figures measure that plan.
     #[serde(default)]
     pub table_scanned: bool,
+}
+
+impl CellComparison {
+    /// What limited its repeats: `the workers`, or `the workers ×2, the load machine ×1`
+    /// when they differ.
+    pub fn limits(&self) -> String {
+        let mut counts: Vec<(LimitKind, usize)> = Vec::new();
+        for kind in self.runs.iter().filter_map(|r| r.limit) {
+            match counts.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((kind, 1)),
+            }
+        }
+        match counts.as_slice() {
+            [] => "–".into(),
+            [(kind, _)] => kind.label().into(),
+            many => many
+                .iter()
+                .map(|(k, n)| format!("{} ×{n}", k.label()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -212,6 +239,7 @@ impl Comparison {
     fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
         let mut header = vec!["cell".to_string(), "design".to_string(), "runs".to_string()];
         header.extend(FIGURES.iter().map(|f| f.heading.to_string()));
+        header.push("limit".to_string());
         let rows = self
             .cells
             .iter()
@@ -238,6 +266,7 @@ impl Comparison {
                     }
                     row.push(text);
                 }
+                row.push(c.limits());
                 row
             })
             .collect();
@@ -448,6 +477,7 @@ fn read_runs(cell_dir: &Path) -> Result<Vec<CellRun>> {
                 accounting_ok: s.accounting.sound,
                 producers_kept_schedule: s.verdict.producers_kept_schedule,
                 table_scanned: s.verdict.table_scanned,
+                limit: s.limit.as_ref().map(|l| l.kind),
                 figures: FIGURES
                     .iter()
                     .map(|f| (f.key.to_string(), (f.read)(&s)))

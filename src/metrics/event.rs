@@ -85,14 +85,25 @@ pub enum Event {
         #[serde(default = "first_of_its_claim")]
         first: bool,
     },
-    /// A claim found no ready job.
-    EmptyPoll { at_us: u64 },
+    /// A claim found no ready job. `busy_us`: the worker's time on that claim (statement and
+    /// the transaction's end), before it went idle.
+    EmptyPoll {
+        at_us: u64,
+        #[serde(default)]
+        busy_us: u64,
+    },
     /// A job's `done` update committed.
     Completed {
         job: JobId,
         intended_us: Option<u64>,
         handler_us: u64,
         committed_us: u64,
+        /// The worker's busy time since its last report (its claim statement, handlers and
+        /// outcome statements): a step's reports add up to the step, so the recorder can tell
+        /// how much of its time a worker spent working rather than idle. A library's worker
+        /// reports its handler's time only (its claim is the library's).
+        #[serde(default)]
+        busy_us: u64,
     },
     /// A worker's completion (or failure update) finished nothing: the job was no longer its
     /// (reaped, and maybe run or finished by another worker since), and the design refused
@@ -102,6 +113,8 @@ pub enum Event {
         at_us: u64,
         handler_us: u64,
         failure: bool,
+        #[serde(default)]
+        busy_us: u64,
     },
     /// A job's failure update committed (back to `pending`, or `dead_letter`).
     Failed {
@@ -110,6 +123,8 @@ pub enum Event {
         handler_us: u64,
         committed_us: u64,
         dead_lettered: bool,
+        #[serde(default)]
+        busy_us: u64,
     },
     /// A worker's transaction ended in a database error; `jobs` (those it held: one, or a
     /// claimed batch) were rolled back, or their outcome is unknown when `in_doubt` (the

@@ -21,6 +21,23 @@ pub struct HarnessSample {
     pub process_cpu_s: Option<f64>,
     /// Share of the machine's CPU time that was busy (0–1), when `/proc` can tell.
     pub machine_busy: Option<f64>,
+    /// CPU seconds of the harness's child processes (worker processes, a library's workers).
+    #[serde(default)]
+    pub children_cpu_s: Option<f64>,
+    /// CPU seconds of the server's processes, when the run started the server.
+    #[serde(default)]
+    pub server_cpu_s: Option<f64>,
+    /// CPU seconds of everything else on the machine: its busy time less the harness's,
+    /// its children's and the server's.
+    #[serde(default)]
+    pub others_cpu_s: Option<f64>,
+    /// The busiest of those other processes, by name, with their CPU seconds (busiest
+    /// first, a few).
+    #[serde(default)]
+    pub busiest_others: Vec<(String, f64)>,
+    /// Share of the machine's time its hypervisor took (steal), 0–1.
+    #[serde(default)]
+    pub steal: Option<f64>,
 }
 
 /// User + system CPU seconds of this process, from `/proc/self/stat` (Linux's USER_HZ is
@@ -40,32 +57,12 @@ fn parse_process_cpu_s(stat: &str) -> Option<f64> {
     Some((utime + stime) / 100.0)
 }
 
-/// (busy, total) CPU ticks of the whole machine, from `/proc/stat`.
-pub(super) fn machine_ticks() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    parse_machine_ticks(&stat)
-}
+/// A timer wake-up at least this late is a stall of the load machine: the harness could not
+/// run for that long, so every clock it keeps (schedules, latencies, the bystander) stalled
+/// with it. Far beyond what sharing its cores with a server costs it (a few ms).
+pub const STALL_MS: f64 = 100.0;
 
-fn parse_machine_ticks(stat: &str) -> Option<(u64, u64)> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal (guest time is inside user already).
-    let total: u64 = v.iter().take(8).sum();
-    let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
-    Some((total - idle, total))
-}
-
-pub(super) fn busy_share(a: (u64, u64), b: (u64, u64)) -> Option<f64> {
-    let total = b.1.checked_sub(a.1)?;
-    let busy = b.0.checked_sub(a.0)?;
-    (total > 0).then(|| busy as f64 / total as f64)
-}
-
-/// The harness's figures over a window (the measured phases).
+/// The harness's figures over a window (the measured phases, or one of them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HarnessSummary {
     /// Share of the timer task's wake-ups later than `late_after`, %.
@@ -78,6 +75,34 @@ pub struct HarnessSummary {
     pub machine_busy_pct: Option<f64>,
     /// Cores the machine has.
     pub machine_cores: usize,
+    /// Cores' worth of CPU the harness's child processes used (worker processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub children_cores: Option<f64>,
+    /// Cores' worth of CPU the server's processes used, when the run started the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cores: Option<f64>,
+    /// Cores' worth of CPU everything else on the machine used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_cores: Option<f64>,
+    /// The busiest other processes by name, and the cores they used (busiest first, a few).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busiest_others: Vec<(String, f64)>,
+    /// Share of the machine's time its hypervisor took, %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_pct: Option<f64>,
+    /// The seconds in which the timer woke at least [`STALL_MS`] late: the load machine
+    /// stalled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls: Vec<Stall>,
+}
+
+/// One second in which the harness stalled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stall {
+    /// When the second ended, seconds after the window's start.
+    pub at_s: f64,
+    /// How late the timer woke, ms.
+    pub lag_ms: f64,
 }
 
 impl HarnessSummary {
@@ -91,18 +116,30 @@ impl HarnessSummary {
         if ticks == 0 {
             return None;
         }
-        let seconds: f64 = inside.iter().map(|s| s.interval_s).sum();
-        let cpu: Option<f64> = inside.iter().map(|s| s.process_cpu_s).sum();
         let busy: Option<Vec<f64>> = inside.iter().map(|s| s.machine_busy).collect();
+        let stalls = inside
+            .iter()
+            .filter(|s| s.max_lag_us as f64 / 1e3 >= STALL_MS)
+            .map(|s| Stall {
+                at_s: (s.at_us - from_us) as f64 / 1e6,
+                lag_ms: s.max_lag_us as f64 / 1e3,
+            })
+            .collect();
         Some(HarnessSummary {
             timer_late_pct: 100.0 * inside.iter().map(|s| s.late_ticks).sum::<u64>() as f64
                 / ticks as f64,
             timer_max_lag_ms: inside.iter().map(|s| s.max_lag_us).max().unwrap_or(0) as f64 / 1e3,
-            process_cores: cpu.map(|c| c / seconds.max(1e-9)),
+            process_cores: cores_of(&inside, |s| s.process_cpu_s),
             machine_busy_pct: busy
                 .filter(|b| !b.is_empty())
                 .map(|b| 100.0 * b.iter().sum::<f64>() / b.len() as f64),
-            machine_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            machine_cores: cores(),
+            children_cores: cores_of(&inside, |s| s.children_cpu_s),
+            server_cores: cores_of(&inside, |s| s.server_cpu_s),
+            others_cores: cores_of(&inside, |s| s.others_cpu_s),
+            busiest_others: busiest(&inside),
+            steal_pct: mean_of(&inside, |s| s.steal).map(|x| 100.0 * x),
+            stalls,
         })
     }
 
@@ -110,6 +147,11 @@ impl HarnessSummary {
     /// (1%): it could not keep its own timers, so it could not keep the producers' schedule.
     pub fn saturated(&self) -> bool {
         self.timer_late_pct > 1.0
+    }
+
+    /// The cores of the machine the harness and its child processes used together.
+    pub fn load_machine_cores(&self) -> Option<f64> {
+        Some(self.process_cores? + self.children_cores.unwrap_or(0.0))
     }
 
     /// The figures in a few words, for the verdict.
@@ -128,6 +170,49 @@ impl HarnessSummary {
             ));
         }
         parts.join(", ")
+    }
+}
+
+/// Cores' worth of CPU over the samples that have the figure (`None` when none has it).
+fn cores_of(inside: &[&HarnessSample], f: impl Fn(&HarnessSample) -> Option<f64>) -> Option<f64> {
+    let with: Vec<(f64, f64)> = inside
+        .iter()
+        .filter_map(|s| Some((f(s)?, s.interval_s)))
+        .collect();
+    let seconds: f64 = with.iter().map(|(_, i)| i).sum();
+    (seconds > 0.0).then(|| with.iter().map(|(c, _)| c).sum::<f64>() / seconds)
+}
+
+fn mean_of(inside: &[&HarnessSample], f: impl Fn(&HarnessSample) -> Option<f64>) -> Option<f64> {
+    let v: Vec<f64> = inside.iter().filter_map(|s| f(s)).collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The other processes that used the most CPU over the window, by name, in cores.
+fn busiest(inside: &[&HarnessSample]) -> Vec<(String, f64)> {
+    let mut by_name: std::collections::BTreeMap<&str, f64> = Default::default();
+    for s in inside {
+        for (name, cpu) in &s.busiest_others {
+            *by_name.entry(name).or_default() += cpu;
+        }
+    }
+    let seconds: f64 = inside.iter().map(|s| s.interval_s).sum();
+    if seconds <= 0.0 {
+        return Vec::new();
+    }
+    let mut all: Vec<(String, f64)> = by_name
+        .into_iter()
+        .map(|(name, cpu)| (name.to_string(), cpu / seconds))
+        .collect();
+    all.sort_by(|a, b| b.1.total_cmp(&a.1));
+    all.truncate(super::machine::NAMED);
+    all
+}
+
+impl HarnessSummary {
+    /// The busiest other process, and the cores it used.
+    pub fn busiest_other(&self) -> Option<&(String, f64)> {
+        self.busiest_others.first()
     }
 }
 
@@ -159,9 +244,6 @@ mod tests {
     fn proc_files_parse() {
         let stat = "4242 (dbq bench) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 8 0 100 0 0";
         assert_eq!(parse_process_cpu_s(stat), Some(3.0));
-        let machine = "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4\n";
-        assert_eq!(parse_machine_ticks(machine), Some((150, 1000)));
-        assert_eq!(busy_share((150, 1000), (300, 1200)), Some(0.75));
     }
 
     #[test]
@@ -174,6 +256,7 @@ mod tests {
             max_lag_us: 7_000,
             process_cpu_s: Some(cpu),
             machine_busy: Some(0.5),
+            ..HarnessSample::default()
         };
         let samples = [
             s(1_000_000, 50, 9.0),
@@ -201,6 +284,13 @@ mod tests {
                 process_cores: Some(x / 97.0),
                 machine_busy_pct: Some(x * 0.7),
                 machine_cores: 2,
+                server_cores: Some(x / 51.0),
+                busiest_others: vec![("yes".into(), x / 13.0)],
+                stalls: vec![Stall {
+                    at_s: x / 7.0,
+                    lag_ms: x * 11.0,
+                }],
+                ..HarnessSummary::default()
             };
             let back: HarnessSummary =
                 serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();

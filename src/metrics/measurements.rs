@@ -101,6 +101,17 @@ pub struct PhaseCounts {
     /// A bystander's statements that failed.
     #[serde(default)]
     pub bystander_errors: u64,
+    /// The workers' busy time (claim statements, handlers and outcome statements, as the
+    /// workers report it), µs summed over workers: against the workers' time in the window,
+    /// how much of it they worked rather than waited for jobs.
+    #[serde(default)]
+    pub workers_busy_us: u64,
+    /// The handlers' part of that time, µs.
+    #[serde(default)]
+    pub handler_busy_us: u64,
+    /// The producers' inserts under way (from sending to commit), µs summed over inserts.
+    #[serde(default)]
+    pub producers_busy_us: u64,
 }
 
 impl PhaseCounts {
@@ -129,6 +140,9 @@ impl PhaseCounts {
         self.poison_enqueued += o.poison_enqueued;
         self.crash_enqueued += o.crash_enqueued;
         self.bystander_errors += o.bystander_errors;
+        self.workers_busy_us += o.workers_busy_us;
+        self.handler_busy_us += o.handler_busy_us;
+        self.producers_busy_us += o.producers_busy_us;
     }
 }
 
@@ -160,6 +174,12 @@ pub struct TimelineRow {
     /// The bystander's p99 in this second (statements answered in it).
     #[serde(default)]
     pub bystander_p99_ms: Option<f64>,
+    /// Workers busy in this second, in workers (busy seconds reported in it: 7.6 of 8).
+    #[serde(default)]
+    pub workers_busy: f64,
+    /// Producer inserts under way in this second, in connections (insert seconds in it).
+    #[serde(default)]
+    pub producers_busy: f64,
 }
 
 /// Everything the recorder measured, handed over when the event stream ends.

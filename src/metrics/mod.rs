@@ -1,17 +1,21 @@
 //! Measurements: the events fleets send (`event`), HDR histograms per metric
 //! (`histogram`), the harness's job ledger (`ledger`), the recorder that turns events into
-//! figures (`recorder`) and those figures as plain data (`measurements`), live counters for progress and drain (`live`), the database
-//! sampler (`sampler`), and the harness's figures of itself (`harness`, `monitor`).
+//! figures (`recorder`, a second at a time: `second`) and those figures as plain data
+//! (`measurements`), live counters for progress and drain (`live`), the database sampler
+//! (`sampler`), and the harness's figures of itself and its machine (`harness`, `monitor`,
+//! `machine`).
 
 pub mod event;
 pub mod harness;
 pub mod histogram;
 pub mod ledger;
 pub mod live;
+pub mod machine;
 pub mod measurements;
 pub mod monitor;
 pub mod recorder;
 pub mod sampler;
+mod second;
 
 pub use event::{Event, FaultRecord, JobId};
 pub use harness::{HarnessSample, HarnessSummary};

@@ -13,7 +13,7 @@
 //! - timeline seconds and interval-log intervals hold what happened in that second.
 
 use super::event::{Event, FaultRecord, JobId};
-use super::histogram::{MAX_US, Metric, MetricSet};
+use super::histogram::{Metric, MetricSet};
 use super::ledger::Ledger;
 use super::live::LiveStats;
 use super::measurements::{
@@ -40,12 +40,7 @@ pub struct Snapshot {
 /// A request for a [`Snapshot`], answered on the enclosed channel.
 pub type SnapshotRequest = tokio::sync::oneshot::Sender<Snapshot>;
 
-#[derive(Default)]
-struct SecondBucket {
-    counts: PhaseCounts,
-    depth: Option<i64>,
-    metrics: MetricSet,
-}
+use super::second::SecondBucket;
 
 pub struct Recorder {
     windows: Vec<PhaseWindow>,
@@ -241,10 +236,12 @@ impl Recorder {
         let late = open_loop && lag > self.late_after_us;
         let (wi, wc) = (self.window_of(intended_us), self.window_of(committed_us));
         self.metrics[wi].record(Metric::Enqueue, latency);
+        let insert_us = committed_us.saturating_sub(sent_us);
         let c = &mut self.counts[wc];
         c.enqueued += 1;
         c.poison_enqueued += poison as u64;
         c.crash_enqueued += crash as u64;
+        c.producers_busy_us += insert_us;
         if open_loop {
             self.metrics[wi].record(Metric::ScheduleLag, lag);
             self.counts[wi].sent_late += late as u64;
@@ -252,6 +249,7 @@ impl Recorder {
         }
         let b = self.bucket(committed_us);
         b.counts.enqueued += 1;
+        b.counts.producers_busy_us += insert_us;
         b.metrics.record(Metric::Enqueue, latency);
         if open_loop {
             b.metrics.record(Metric::ScheduleLag, lag);
@@ -339,10 +337,11 @@ impl Recorder {
                 claimed_us,
                 first,
             } => self.on_claimed(job, intended_us, started_us, claimed_us, first),
-            Event::EmptyPoll { at_us } => {
+            Event::EmptyPoll { at_us, busy_us } => {
                 let w = self.window_of(at_us);
                 self.counts[w].empty_polls += 1;
                 self.counts[w].claim_statements += 1;
+                self.busy(at_us, busy_us, 0);
                 let b = self.bucket(at_us);
                 b.counts.empty_polls += 1;
                 b.counts.claim_statements += 1;
@@ -352,14 +351,20 @@ impl Recorder {
                 intended_us,
                 handler_us,
                 committed_us,
-            } => self.on_completed(job, intended_us, handler_us, committed_us),
+                busy_us,
+            } => {
+                self.busy(committed_us, busy_us, handler_us);
+                self.on_completed(job, intended_us, handler_us, committed_us);
+            }
             Event::Failed {
                 job,
                 intended_us: _,
                 handler_us,
                 committed_us,
                 dead_lettered,
+                busy_us,
             } => {
+                self.busy(committed_us, busy_us, handler_us);
                 self.ledger.failed(job, dead_lettered);
                 let _ = self.release_frozen(job, committed_us);
                 self.live.add_failed(dead_lettered);
@@ -376,6 +381,17 @@ impl Recorder {
             other => return Some(other),
         }
         None
+    }
+
+    /// A worker's busy time (`handler_us` of it in a handler), in the window and second it
+    /// was reported in.
+    fn busy(&mut self, at_us: u64, busy_us: u64, handler_us: u64) {
+        let w = self.window_of(at_us);
+        self.counts[w].workers_busy_us += busy_us;
+        self.counts[w].handler_busy_us += handler_us;
+        let b = self.bucket(at_us);
+        b.counts.workers_busy_us += busy_us;
+        b.counts.handler_busy_us += handler_us;
     }
 
     /// A claim: its time in the window and second it committed in, the job's wait in the
@@ -469,8 +485,10 @@ impl Recorder {
                 job,
                 at_us,
                 failure,
-                ..
+                handler_us,
+                busy_us,
             } => {
+                self.busy(at_us, busy_us, handler_us);
                 self.ledger.stale(job);
                 let _ = self.release_frozen(job, at_us);
                 let w = self.window_of(at_us);
@@ -682,29 +700,8 @@ impl Recorder {
 
     fn push_row(&mut self, s: i64, b: &SecondBucket) {
         let at_us = self.load_start_us + (s.max(0) as u64) * 1_000_000;
-        let e2e = b.metrics.get(Metric::EndToEnd);
-        let lag = b.metrics.get(Metric::ScheduleLag);
-        let pct = |h: &hdrhistogram::Histogram<u64>, q: f64| {
-            (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1000.0)
-        };
-        self.timeline.push(TimelineRow {
-            second: s,
-            phase: self.windows[self.window_of(at_us)].name.clone(),
-            enqueued: b.counts.enqueued,
-            completed: b.counts.completed,
-            failed: b.counts.failed,
-            dead_lettered: b.counts.dead_lettered,
-            enqueue_errors: b.counts.enqueue_errors,
-            worker_errors: b.counts.worker_errors,
-            queue_depth: b.depth,
-            claim_statements: b.counts.claim_statements,
-            e2e_p50_ms: pct(e2e, 0.5),
-            e2e_p99_ms: pct(e2e, 0.99),
-            e2e_max_ms: (!e2e.is_empty()).then(|| e2e.max().min(MAX_US) as f64 / 1000.0),
-            schedule_lag_max_ms: (!lag.is_empty()).then(|| lag.max() as f64 / 1000.0),
-            claim_p50_ms: pct(b.metrics.get(Metric::Claim), 0.5),
-            bystander_p99_ms: pct(b.metrics.get(Metric::Bystander), 0.99),
-        });
+        let phase = self.windows[self.window_of(at_us)].name.clone();
+        self.timeline.push(b.row(s, phase));
     }
 
     /// Consumes events until every sender is gone, writing finished seconds as it goes.

@@ -53,6 +53,7 @@ async fn latency_belongs_to_the_phase_that_scheduled_the_job() {
         intended_us: Some(2_000_000),
         handler_us: 400,
         committed_us: 4_000_000,
+        busy_us: 900,
     })
     .unwrap();
     tx.send(Event::Completed {
@@ -60,6 +61,7 @@ async fn latency_belongs_to_the_phase_that_scheduled_the_job() {
         intended_us: Some(500_000),
         handler_us: 0,
         committed_us: 1_500_000,
+        busy_us: 0,
     })
     .unwrap();
     drop(tx);

@@ -57,11 +57,34 @@ pub struct DbContainer {
     container: ContainerAsync<GenericImage>,
     servers: &'static dyn Servers,
     pub image: String,
+    /// The container's main process as this machine numbers it (0: unknown), read when it
+    /// starts and after each restart.
+    pid: std::sync::atomic::AtomicU32,
 }
 
 impl DbContainer {
     pub fn id(&self) -> &str {
         self.container.id()
+    }
+
+    /// The container's main process on this machine, when Docker said.
+    pub fn process_id(&self) -> Option<u32> {
+        Some(self.pid.load(std::sync::atomic::Ordering::Relaxed)).filter(|p| *p > 0)
+    }
+
+    /// Asks Docker for the container's main process (0 when it cannot say).
+    async fn read_pid(&self) {
+        let pid = match Docker::connect_with_defaults() {
+            Ok(docker) => docker
+                .inspect_container(self.id(), None)
+                .await
+                .ok()
+                .and_then(|c| c.state?.pid)
+                .and_then(|p| u32::try_from(p).ok())
+                .unwrap_or(0),
+            Err(_) => 0,
+        };
+        self.pid.store(pid, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Stops the server in the container (the engine's signal for `mode`, sent to its main
@@ -88,6 +111,7 @@ impl DbContainer {
             .start()
             .await
             .context("starting the container again")?;
+        self.read_pid().await;
         Ok(())
     }
 
@@ -201,14 +225,16 @@ pub async fn start(
         .with_context(|| format!("starting a container from image {image}"))?;
     let endpoint = spec.endpoint(ports, &password);
     match wait_until_ready(&*endpoint, timeout, &container).await {
-        Ok(()) => Ok((
-            DbContainer {
+        Ok(()) => {
+            let c = DbContainer {
                 container,
                 servers,
                 image: image.to_string(),
-            },
-            endpoint,
-        )),
+                pid: Default::default(),
+            };
+            c.read_pid().await;
+            Ok((c, endpoint))
+        }
         Err(e) => {
             let log = container.stderr_to_vec().await.unwrap_or_default();
             let tail = last_lines(&String::from_utf8_lossy(&log), 3);

@@ -123,6 +123,11 @@ impl LocalCluster {
         Ok(())
     }
 
+    /// The server's main process, while it runs.
+    pub fn process_id(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// Whether the server is still running (an error says how it ended).
     pub fn check_alive(&mut self) -> Result<()> {
         let program = self.spec().program();

@@ -87,6 +87,16 @@ impl Server {
         }
     }
 
+    /// The server's main process on this machine, when the run started it (its CPU is
+    /// told apart from everyone else's); `None` while a restart holds it.
+    pub fn process_id(&self) -> Option<u32> {
+        match &self.owned {
+            Owned::Nothing => None,
+            Owned::Container(c) => c.process_id(),
+            Owned::Local(l) => l.try_lock().ok()?.process_id(),
+        }
+    }
+
     /// Whether this run started the server (and so may stop it).
     pub fn is_owned(&self) -> bool {
         !matches!(self.owned, Owned::Nothing)

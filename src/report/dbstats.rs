@@ -44,6 +44,9 @@ pub struct PhaseDbStats {
     pub total_bytes_start: i64,
     pub total_bytes_end: i64,
     pub max_xmin_age_xids: i64,
+    /// Checkpoints the server made during the phase.
+    #[serde(default)]
+    pub checkpoints: i64,
     /// Sessions of the run seen waiting, by wait event, summed over the phase's samples.
     pub wait_events: BTreeMap<String, i64>,
     /// A broker's own figures over the phase, by name.
@@ -183,6 +186,7 @@ pub fn summarize(rows: &[DbStatsRow], phases: &[String]) -> DbStatsSummary {
                 total_bytes_start: start.total_bytes,
                 total_bytes_end: last.total_bytes,
                 max_xmin_age_xids: in_phase.iter().map(|s| s.xmin_age_xids).max().unwrap_or(0),
+                checkpoints: last.checkpoints - first.checkpoints,
                 wait_events: waits,
                 server,
             })
@@ -246,7 +250,7 @@ pub fn server_table(d: &DbStatsSummary) -> Option<(Vec<String>, Vec<Vec<String>>
     Some((header, rows))
 }
 
-const COLUMNS: [&str; 27] = [
+const COLUMNS: [&str; 28] = [
     "t_s",
     "phase",
     "pending",
@@ -270,6 +274,7 @@ const COLUMNS: [&str; 27] = [
     "notify_queue_usage",
     "waiting_sessions",
     "sample_ms",
+    "checkpoints",
     "seq_scans",
     "seq_rows_read",
     "index_scans",
@@ -324,6 +329,7 @@ pub fn write_csv(rows: &[DbStatsRow], out: &mut dyn Write) -> Result<()> {
         rec.push(format!("{}", s.notify_queue_usage));
         rec.push(s.wait_events.values().sum::<i64>().to_string());
         rec.push(format!("{:.3}", s.sample_ms));
+        rec.push(s.checkpoints.to_string());
         let reads = s
             .reads
             .map(|r| [r.seq_scans, r.seq_rows, r.index_scans, r.index_rows]);
@@ -411,6 +417,8 @@ pub fn read_csv(input: impl Read) -> Result<Vec<DbStatsRow>> {
             xmin_age_xids: int("xmin_age_xids")?,
             oldest_xact_s: float("oldest_xact_s")?,
             notify_queue_usage: float("notify_queue_usage")?,
+            // Files of older versions have no checkpoints.
+            checkpoints: optional_int("checkpoints")?.unwrap_or(0),
             // Only the total is in the file (waiting_sessions); the breakdown is in summary.json.
             wait_events: BTreeMap::new(),
             reads: match optional_int("seq_scans")? {

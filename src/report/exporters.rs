@@ -2,7 +2,7 @@
 //! `RunResults` (`report.md` and `report.html` through the document's Markdown and page).
 
 use super::artifact::Exporter;
-use super::{RunResults, Summary, ms};
+use super::{RunResults, Summary, capitalised, ms};
 use crate::metrics::LatencySummary;
 use anyhow::Result;
 use std::io::Write;
@@ -101,6 +101,14 @@ fn md_head(s: &Summary) -> String {
         ));
     }
     md.push_str(&format!("**Verdict.** {}\n\n", s.verdict.text));
+    if let Some(l) = &s.limit {
+        md.push_str(&format!(
+            "**What limited it: {}.** {}; {}.\n\n",
+            l.kind.label(),
+            capitalised(&l.evidence),
+            l.action
+        ));
+    }
     md.push_str(&format!("**Accounting.** {}\n\n", s.accounting.verdict));
     if let Some(h) = &s.harness {
         md.push_str(&format!("**Load generator.** {}.\n\n", h.describe()));
@@ -325,6 +333,17 @@ fn md_problems(s: &Summary) -> String {
     md
 }
 
+/// report.md: what limited each phase, and the figures it was read from.
+fn md_limits(s: &Summary) -> String {
+    let Some((header, rows)) = super::limit::table(s) else {
+        return String::new();
+    };
+    format!(
+        "## What limited it\n\n{}\n",
+        super::page::markdown_table(&header, &rows)
+    )
+}
+
 /// `report.md`: the summary for people.
 pub fn markdown(s: &Summary) -> String {
     [
@@ -332,6 +351,7 @@ pub fn markdown(s: &Summary) -> String {
         md_run(s),
         md_figures(s),
         md_phases(s),
+        md_limits(s),
         md_database(s),
         md_problems(s),
     ]

@@ -326,6 +326,7 @@ mod tests {
             schedule_lag_max_ms: None,
             claim_p50_ms: Some(1.0),
             bystander_p99_ms: None,
+            ..TimelineRow::default()
         }
     }
 

@@ -1,6 +1,7 @@
 //! `report.html`'s sections: thresholds, key figures, charts and tables, on the shell every
 //! document shares (`page`).
 
+use super::limit::LimitKind;
 use super::page::{Callout, Page, Section, Tone, note, table};
 use super::summary::Summary;
 use super::svg::{Band, Marker, Series, SpectrumChart, TimeChart, bars, escape};
@@ -33,6 +34,16 @@ pub fn page(r: &RunResults) -> Page {
         label: "Verdict.".into(),
         text: s.verdict.text.clone(),
     });
+    if let Some(l) = &s.limit {
+        callouts.push(Callout {
+            tone: match l.kind {
+                LimitKind::LoadMachine | LimitKind::OtherProcess => Tone::Warn,
+                _ => Tone::Plain,
+            },
+            label: format!("What limited it: {}.", l.kind.label()),
+            text: format!("{}; {}.", capitalised(&l.evidence), l.action),
+        });
+    }
     callouts.push(Callout {
         tone: Tone::of(s.accounting.ok),
         label: "Accounting.".into(),
@@ -51,6 +62,7 @@ pub fn page(r: &RunResults) -> Page {
         .collect();
     sections.extend(charts(r));
     sections.push(phases(s));
+    sections.extend(limits(s));
     sections.extend(
         [
             claim_probes(s),
@@ -291,7 +303,7 @@ fn charts(r: &RunResults) -> Vec<Section> {
         );
         sections.push(Section::new(
             "The queue's cost to a bystander",
-            chart + &super::page::note(&b.sentence()),
+            chart + &note(&b.sentence()),
         ));
     }
     sections.extend([
@@ -371,6 +383,21 @@ fn wait_events(s: &Summary) -> Section {
          <code>IO:*</code> and <code>LWLock:*</code> are the server's own contention.</p>",
     );
     Section::new("Wait events", h)
+}
+
+/// What limited each phase, as one table.
+fn limits(s: &Summary) -> Option<Section> {
+    let (header, rows) = super::limit::table(s)?;
+    let note = note(
+        "Workers busy: their claim, handler and outcome statements against their time in the window; \
+         server and others: cores' worth of CPU (others: everything on the machine besides the harness and the server); \
+         a stall: a second in which the harness's 10 ms timer woke at least 100 ms late; \
+         server waits: the run's busy sessions by what they waited on, sampled (client: the server waiting for the harness).",
+    );
+    Some(Section::new(
+        "What limited it",
+        table(&header, &rows) + &note,
+    ))
 }
 
 fn phases(s: &Summary) -> Section {

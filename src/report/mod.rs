@@ -13,6 +13,7 @@ pub mod exporters;
 pub mod faults;
 pub mod headline;
 pub mod html;
+pub mod limit;
 pub mod orphans;
 pub mod page;
 pub mod phases;

@@ -83,4 +83,7 @@ pub struct PhaseSummary {
     /// Completed jobs per second of `busy_s`: the consumers' rate while they had work.
     #[serde(default)]
     pub completed_per_busy_s: Option<f64>,
+    /// What limited the phase (load phases only), with the figures it was read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<super::limit::Limit>,
 }

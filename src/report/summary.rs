@@ -55,6 +55,11 @@ pub struct Summary {
     /// the machine's), which tell a load generator limit from a queue that fell behind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness: Option<crate::metrics::HarnessSummary>,
+    /// What limited the measured phases together: the workers, the producers, the server's
+    /// CPU, its waits, vacuum, the load machine, another process, or none found; with its
+    /// evidence, the action it implies and the figures it was read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<super::limit::Limit>,
     pub faults: FaultSummary,
     /// What the database reported during the run (sampled once per `sampler.interval`).
     pub db_stats: DbStatsSummary,
@@ -346,6 +351,16 @@ impl Summary {
         let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
         let db_stats = dbstats::summarize(&db_rows, &phase_names);
         let cost = measured_cost(&db_stats, &phases, plan.database.engine);
+        let mut phases = phases;
+        let workers = super::limit::Workers::of(plan);
+        super::limit::name_phase_limits(&mut phases, m, &db_stats, table_reads.as_ref(), &workers);
+        let limit = super::limit::measured_limit(
+            &phases,
+            (&measured_counts, &latency_ms),
+            (harness.clone(), &db_stats),
+            &workers,
+            !verdict.kept_up,
+        );
         Summary {
             schema_version: SCHEMA_VERSION,
             complete: complete(&facts, m),
@@ -372,6 +387,7 @@ impl Summary {
             queue: QueueInfo::of(&facts),
             verdict,
             harness,
+            limit,
             faults,
             db_stats,
             claim_probes,
@@ -391,6 +407,7 @@ impl Summary {
         self.thresholds = super::thresholds::judge(thresholds, &json);
         self.thresholds_passed =
             self.thresholds.iter().all(|t| t.passed) && self.aborted_by_threshold.is_none();
+        super::limit::rejudge_after_thresholds(self);
     }
 }
 
@@ -611,6 +628,7 @@ impl Phases {
                     .then(|| phase_kept_up(&counts, m.metrics[i].get(Metric::ScheduleLag).len())),
                 busy_s,
                 completed_per_busy_s: busy_s.map(|b| per_s(counts.completed, b)),
+                limit: None,
             });
         }
         let throughput = Throughput {

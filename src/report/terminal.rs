@@ -52,6 +52,9 @@ pub fn render(s: &Summary) -> String {
         t.push_str(&format!("aborted    {a}\n"));
     }
     t.push_str(&format!("verdict    {}\n", s.verdict.text));
+    if let Some(l) = &s.limit {
+        t.push_str(&format!("limit      {}\n", l.line()));
+    }
     t.push_str(&format!("accounting {}\n", s.accounting.verdict));
     if let Some(h) = &s.harness {
         t.push_str(&format!("harness    {}\n", h.describe()));

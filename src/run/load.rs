@@ -194,7 +194,7 @@ impl Load {
         ));
         let live = Arc::new(LiveStats::new());
         let (recorder, snapshot_requests) = start_recorder(plan, &timeline, clock, &live, recorded);
-        let (sampler, sampler_stop) = start_sampler(plan, &ctx, &timeline);
+        let (sampler, sampler_stop) = start_sampler(plan, &ctx, &timeline, target.server.as_ref());
         let mut chores = start_chores(plan, &ctx, &stop_consumers);
         if target.analyze {
             let at_us = timeline.load_start_us + ANALYZE_AFTER.as_micros() as u64;
@@ -493,6 +493,7 @@ fn start_sampler(
     plan: &Plan,
     ctx: &FleetContext,
     timeline: &Timeline,
+    server: Option<&Arc<Server>>,
 ) -> (JoinHandle<()>, CancellationToken) {
     let mut probes: Vec<(u64, String)> = timeline
         .windows
@@ -513,6 +514,10 @@ fn start_sampler(
         clock: ctx.clock,
         events: ctx.events.clone(),
         late_after: plan.producers.late_after,
+        server: server.filter(|s| s.is_owned()).map(|s| {
+            let s = s.clone();
+            Arc::new(move || s.process_id()) as crate::metrics::monitor::ServerPid
+        }),
     };
     let monitor = tokio::spawn(monitor.run(stop.clone()));
     let sampler = tokio::spawn(sampler.run(stop.clone()));

@@ -345,6 +345,22 @@ impl Session {
 
     /// The claim's plan, on a connection of its own; where the engine has no planner, the
     /// claim in the design's own words.
+    /// Cleans the queue table up now where the engine does that on demand (VACUUM), so the
+    /// next step does not start from the dead rows an overloaded one left behind.
+    pub async fn clean_up(&self) -> Result<(), Failure> {
+        let mut admin = self
+            .backend
+            .connect("main")
+            .await
+            .context("connecting to the queue")?;
+        let cleaned = admin
+            .clean_up()
+            .await
+            .context("cleaning the queue table up");
+        admin.close().await;
+        Ok(cleaned?)
+    }
+
     async fn explain_claim(&self) -> Result<Vec<String>, Failure> {
         let mut admin = self
             .backend

@@ -38,6 +38,17 @@ fn capacity(out: &Path, extra: &[&str]) -> (Output, Value) {
     (o, json)
 }
 
+/// The steps judged: a step broken while the load machine stalled is measured again, not
+/// judged (a loaded test machine stalls now and then).
+fn judged(c: &Value) -> Vec<&Value> {
+    c["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["disturbed"] != true)
+        .collect()
+}
+
 #[test]
 fn an_objective_no_step_can_meet_fails_fast() {
     let dir = tempfile::tempdir().unwrap();
@@ -52,7 +63,7 @@ fn an_objective_no_step_can_meet_fails_fast() {
         "expected exit 99 (no rate met the objective); stderr: {err}"
     );
     assert!(c["max_sustainable_per_s"].is_null(), "{c}");
-    let steps = c["steps"].as_array().unwrap();
+    let steps = judged(&c);
     assert!(
         !steps.is_empty() && steps.len() <= 3,
         "expected the search to give up within 3 steps, ran {}",
@@ -90,7 +101,7 @@ fn a_search_that_reaches_its_highest_rate_reports_it_with_every_step() {
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "stderr: {err}");
-    let steps = c["steps"].as_array().unwrap();
+    let steps = judged(&c);
     let offered: Vec<f64> = steps
         .iter()
         .map(|s| s["offered_per_s"].as_f64().unwrap())
@@ -198,7 +209,7 @@ fn a_consumer_count_search_finds_the_fewest_consumers_for_a_rate() {
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "stderr: {err}\n{c}");
-    let steps = c["steps"].as_array().unwrap();
+    let steps = judged(&c);
     let counts: Vec<u64> = steps
         .iter()
         .map(|s| s["consumers"].as_u64().unwrap())

@@ -9,6 +9,7 @@ mod docs;
 mod faults;
 mod kafka;
 mod libraries;
+mod limits;
 mod mariadb;
 mod matrix;
 mod plans;

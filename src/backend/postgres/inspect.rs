@@ -94,6 +94,7 @@ impl PgLink {
         s.xmin_age_xids = d.try_get("xmin_age_xids")?;
         s.oldest_xact_s = d.try_get("oldest_xact_s")?;
         s.notify_queue_usage = d.try_get("notify_queue_usage")?;
+        s.checkpoints = d.try_get("checkpoints")?;
         let sessions = format!("dbq-bench/{}/%", self.shared.namespace);
         s.wait_events = sqlx::query_as::<_, (String, i64)>(WAIT_EVENTS)
             .bind(sessions)

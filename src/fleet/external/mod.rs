@@ -378,12 +378,14 @@ impl Slot {
                         handler_us,
                         committed_us: now,
                         dead_lettered: !retrying,
+                        busy_us: handler_us,
                     },
                     _ => Event::Completed {
                         job,
                         intended_us,
                         handler_us,
                         committed_us: now,
+                        busy_us: handler_us,
                     },
                 });
                 serving.forget_before(now.saturating_sub(REPORT_DOUBT.as_micros() as u64));

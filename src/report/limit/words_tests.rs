@@ -1,0 +1,182 @@
+//! The limit rules on figures made by hand: each names its kind from its own evidence, and
+//! the load machine only for a window that fell short.
+
+use super::*;
+use crate::metrics::HarnessSummary;
+use crate::metrics::harness::Stall;
+use crate::report::limit::{Limit, LimitFigures, WaitShares};
+
+fn machine() -> HarnessSummary {
+    HarnessSummary {
+        timer_late_pct: 0.1,
+        timer_max_lag_ms: 4.0,
+        process_cores: Some(0.3),
+        machine_busy_pct: Some(40.0),
+        machine_cores: 2,
+        children_cores: Some(0.0),
+        server_cores: Some(0.4),
+        others_cores: Some(0.1),
+        busiest_others: vec![("dockerd".into(), 0.02)],
+        steal_pct: Some(0.0),
+        stalls: Vec::new(),
+    }
+}
+
+fn figures() -> LimitFigures {
+    LimitFigures {
+        window_s: 30.0,
+        workers: 8,
+        workers_busy_pct: Some(40.0),
+        handler_pct_of_busy: Some(70.0),
+        producer_connections: 16,
+        producers_busy_pct: Some(5.0),
+        machine: Some(machine()),
+        claim_p50_ms: 0.2,
+        ..LimitFigures::default()
+    }
+}
+
+#[test]
+fn busy_workers_in_their_handler_are_the_limit() {
+    let f = LimitFigures {
+        workers_busy_pct: Some(97.0),
+        handler_pct_of_busy: Some(85.0),
+        ..figures()
+    };
+    let (kind, evidence, action) = name(&f, true);
+    assert_eq!(kind, LimitKind::Workers);
+    assert!(evidence.contains("8 workers were busy 97%"), "{evidence}");
+    assert!(action.contains("--consumers-for"), "{action}");
+    // Whether or not the window held: they are what it runs against.
+    assert_eq!(name(&f, false).0, LimitKind::Workers);
+}
+
+#[test]
+fn a_stall_names_the_load_machine_only_where_the_window_fell_short() {
+    let mut m = machine();
+    m.stalls = vec![
+        Stall {
+            at_s: 5.0,
+            lag_ms: 1041.0,
+        },
+        Stall {
+            at_s: 20.0,
+            lag_ms: 1136.0,
+        },
+    ];
+    let f = LimitFigures {
+        machine: Some(m),
+        ..figures()
+    };
+    let (kind, evidence, _) = name(&f, true);
+    assert_eq!(kind, LimitKind::LoadMachine);
+    assert!(evidence.contains("2 second(s)"), "{evidence}");
+    assert!(
+        evidence.contains("1136 ms late (at 5 s, 20 s"),
+        "{evidence}"
+    );
+    assert!(Limit::judge(f.clone(), true).disturbed());
+    // A window that held through its stalls was not limited by them.
+    assert_eq!(name(&f, false).0, LimitKind::None);
+}
+
+#[test]
+fn another_process_on_a_busy_machine_is_named_with_its_share() {
+    let mut m = machine();
+    (m.others_cores, m.machine_busy_pct) = (Some(1.02), Some(96.0));
+    m.busiest_others = vec![("dbqhog".into(), 0.98)];
+    let f = LimitFigures {
+        machine: Some(m.clone()),
+        ..figures()
+    };
+    let (kind, evidence, _) = name(&f, true);
+    assert_eq!(kind, LimitKind::OtherProcess);
+    assert!(
+        evidence.contains("another process (dbqhog, 0.98 cores"),
+        "{evidence}"
+    );
+    // On a machine with room, it is only mentioned.
+    m.machine_busy_pct = Some(60.0);
+    let f = LimitFigures {
+        machine: Some(m),
+        ..figures()
+    };
+    let (kind, evidence, _) = name(&f, false);
+    assert_eq!(kind, LimitKind::None);
+    assert!(
+        evidence.contains("another process (dbqhog) 0.98 cores"),
+        "{evidence}"
+    );
+}
+
+#[test]
+fn the_servers_waits_name_flush_and_locks() {
+    let waits = |io: f64, lock: f64| WaitShares {
+        observed: 400,
+        client_pct: 20.0,
+        cpu_pct: 80.0 - io - lock,
+        io_pct: io,
+        lock_pct: lock,
+        other_pct: 0.0,
+        top: Some(("IO:WALSync".into(), io)),
+    };
+    let busy = LimitFigures {
+        workers_busy_pct: Some(98.0),
+        handler_pct_of_busy: Some(10.0),
+        ..figures()
+    };
+    let f = LimitFigures {
+        waits: Some(waits(40.0, 5.0)),
+        ..busy.clone()
+    };
+    let (kind, evidence, _) = name(&f, true);
+    assert_eq!(kind, LimitKind::Io);
+    assert!(
+        evidence.contains("50% of the server's busy samples"),
+        "{evidence}"
+    );
+    let f = LimitFigures {
+        waits: Some(waits(5.0, 40.0)),
+        ..busy.clone()
+    };
+    assert_eq!(name(&f, true).0, LimitKind::LockWaits);
+    // Nothing over its threshold: the largest of the server's classes, CPU here.
+    let f = LimitFigures {
+        waits: Some(waits(10.0, 10.0)),
+        ..busy
+    };
+    let (kind, evidence, _) = name(&f, true);
+    assert_eq!(kind, LimitKind::ServerCpu);
+    assert!(
+        evidence.contains("mostly in their statements"),
+        "{evidence}"
+    );
+}
+
+#[test]
+fn a_server_with_the_machine_is_the_servers_cpu() {
+    let mut m = machine();
+    (m.server_cores, m.machine_busy_pct, m.process_cores) = (Some(1.7), Some(97.0), Some(0.25));
+    let f = LimitFigures {
+        machine: Some(m),
+        ..figures()
+    };
+    let (kind, evidence, action) = name(&f, true);
+    assert_eq!(kind, LimitKind::ServerCpu);
+    assert!(
+        evidence.contains("the server used 1.70 of the machine's 2 cores"),
+        "{evidence}"
+    );
+    assert!(!action.contains("shares this machine"), "{action}");
+}
+
+#[test]
+fn nothing_near_its_limit_is_none_found() {
+    let (kind, evidence, action) = name(&figures(), false);
+    assert_eq!(kind, LimitKind::None);
+    assert!(evidence.contains("workers 40% busy"), "{evidence}");
+    assert!(evidence.contains("server 0.40 cores"), "{evidence}");
+    assert_eq!(action, "the queue had room at this rate");
+    let (_, _, action) = name(&figures(), true);
+    assert!(action.contains("fell short"), "{action}");
+}
