@@ -1,8 +1,9 @@
 //! The simulated job handler: sleeps for a duration drawn from the scenario's distribution
 //! (or, for the fraction of runs `handler.slow` makes slow, its fixed duration) and fails with
 //! the configured probability. A draw takes no random numbers for an option that is off, so
-//! a seed draws the same runs as before the option existed. Sleeps use tokio's timer, whose resolution is
-//! about 1 ms; the `handler` histogram records the time actually spent.
+//! a seed draws the same runs as before the option existed. Sleeps use a high-resolution
+//! timer of the worker's own (`sleep`), not tokio's 1 ms one; the `handler` histogram records
+//! the time actually spent.
 
 use crate::scenario::{DurationDist, HandlerPlan};
 use rand::distr::Distribution;
@@ -17,14 +18,17 @@ pub struct HandlerRun {
     pub fails: bool,
 }
 
-#[derive(Debug, Clone)]
 pub struct SimulatedHandler {
     plan: HandlerPlan,
+    sleep: super::sleep::PreciseSleep,
 }
 
 impl SimulatedHandler {
     pub fn new(plan: HandlerPlan) -> Self {
-        SimulatedHandler { plan }
+        SimulatedHandler {
+            plan,
+            sleep: Default::default(),
+        }
     }
 
     /// Draws the next run's duration and outcome.
@@ -52,12 +56,12 @@ impl SimulatedHandler {
     }
 
     /// Spends `d`: asleep, or (`cpu_bound`) busy on this thread, as a CPU-bound job would.
-    pub async fn spend(&self, d: Duration) {
+    pub async fn spend(&mut self, d: Duration) {
         if d.is_zero() {
             return;
         }
         if !self.plan.cpu_bound {
-            return tokio::time::sleep(d).await;
+            return self.sleep.sleep(d).await;
         }
         let end = std::time::Instant::now() + d;
         while std::time::Instant::now() < end {

@@ -14,6 +14,7 @@ pub mod producer;
 pub mod reaper;
 pub mod registry;
 pub mod schedule;
+pub mod sleep;
 
 use crate::backend::{Backend, Link};
 use crate::clock::RunClock;

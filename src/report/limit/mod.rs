@@ -374,4 +374,29 @@ mod tests {
         assert_eq!(wait_class("Sending data"), "cpu");
         assert!(WaitShares::of(&BTreeMap::new()).is_none());
     }
+
+    #[test]
+    fn the_seconds_away_from_a_stall_tell_what_the_window_would_have_shown() {
+        let rows: Vec<crate::metrics::TimelineRow> = (0..30)
+            .map(|second| crate::metrics::TimelineRow {
+                second,
+                e2e_p99_ms: Some(if (5..=7).contains(&second) {
+                    1100.0
+                } else {
+                    60.0
+                }),
+                e2e_p50_ms: Some(10.0),
+                e2e_max_ms: Some(if second == 6 { 1200.0 } else { 90.0 }),
+                ..Default::default()
+            })
+            .collect();
+        let rows: Vec<&crate::metrics::TimelineRow> = rows.iter().collect();
+        assert_eq!(AwayFromStalls::of(&rows, &[]), None);
+        let away = AwayFromStalls::of(&rows, &[6.0]).unwrap();
+        // Seconds 3 to 9 are near the stall: 23 are left, none slower than 60 ms at p99.
+        assert_eq!(away.seconds, 23);
+        assert_eq!(away.figure("end_to_end.p99"), Some(60.0));
+        assert_eq!(away.figure("end_to_end.max"), Some(90.0));
+        assert_eq!(away.figure("jobs.worker_errors"), None);
+    }
 }
