@@ -89,8 +89,12 @@ fn a_server_bound_run_names_the_server() {
     let s = json(&out.join("summary.json"));
     let limit = &s["limit"];
     let kind = limit["kind"].as_str().unwrap_or_default();
+    // On a test machine busy with other tests, those tests are another process: named so
+    // only when the figures say they took that much of the machine.
+    let others = limit["figures"]["machine"]["others_cores"].as_f64();
     assert!(
-        ["server_cpu", "io", "lock_waits"].contains(&kind),
+        ["server_cpu", "io", "lock_waits", "vacuum"].contains(&kind)
+            || (kind == "other_process" && others.is_some_and(|o| o >= 0.5)),
         "expected the server's limit, got {limit}; stderr: {}",
         String::from_utf8_lossy(&o.stderr)
     );

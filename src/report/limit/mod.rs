@@ -32,6 +32,8 @@ const OTHERS_CORES: f64 = 0.5;
 const STEAL_PCT: f64 = 10.0;
 /// A claim this slow (median, ms) with this many dead tuples names vacuum.
 const SLOW_CLAIM_MS: f64 = 2.0;
+/// A claim that slowed (doubled over the window) counts from this median, ms.
+const SLOWED_CLAIM_MS: f64 = 0.5;
 const MANY_DEAD_TUPLES: i64 = 50_000;
 
 /// What held a window back, as one word.
@@ -170,6 +172,13 @@ pub struct LimitFigures {
     /// What the server's sessions waited on.
     pub waits: Option<WaitShares>,
     pub claim_p50_ms: f64,
+    /// How the claim's cost moved over the window: the median of the per-second claim
+    /// medians in its first and its last quarter, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_trend_ms: Option<(f64, f64)>,
+    /// The queue table with its indexes at the window's first and last sample, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_bytes: Option<(i64, i64)>,
     pub dead_tuples_max: i64,
     pub autovacuums: i64,
     /// Checkpoints the server made in the window (where it counts them).
@@ -229,6 +238,25 @@ impl AwayFromStalls {
     }
 }
 
+/// The median of the per-second claim medians in the first and the last quarter of `rows`
+/// (at least four seconds with claims).
+pub fn claim_trend(rows: &[&crate::metrics::TimelineRow]) -> Option<(f64, f64)> {
+    let claims: Vec<f64> = rows.iter().filter_map(|r| r.claim_p50_ms).collect();
+    let quarter = claims.len() / 4;
+    if quarter == 0 {
+        return None;
+    }
+    let median = |xs: &[f64]| {
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Some((
+        median(&claims[..quarter]),
+        median(&claims[claims.len() - quarter..]),
+    ))
+}
+
 /// What [`LimitFigures::of`] reads: the window's counts and what was sampled over it.
 pub struct Window<'a> {
     pub window_s: f64,
@@ -239,6 +267,8 @@ pub struct Window<'a> {
     pub machine: Option<HarnessSummary>,
     pub waits: Option<&'a BTreeMap<String, i64>>,
     pub claim_p50_ms: f64,
+    pub claim_trend_ms: Option<(f64, f64)>,
+    pub table_bytes: Option<(i64, i64)>,
     pub dead_tuples_max: i64,
     pub autovacuums: i64,
     pub checkpoints: i64,
@@ -269,6 +299,8 @@ impl LimitFigures {
             machine: w.machine,
             waits: w.waits.and_then(WaitShares::of),
             claim_p50_ms: w.claim_p50_ms,
+            claim_trend_ms: w.claim_trend_ms,
+            table_bytes: w.table_bytes,
             dead_tuples_max: w.dead_tuples_max,
             autovacuums: w.autovacuums,
             checkpoints: w.checkpoints,
@@ -330,6 +362,7 @@ impl Thresholds {
     pub(super) const OTHERS_CORES: f64 = OTHERS_CORES;
     pub(super) const STEAL_PCT: f64 = STEAL_PCT;
     pub(super) const SLOW_CLAIM_MS: f64 = SLOW_CLAIM_MS;
+    pub(super) const SLOWED_CLAIM_MS: f64 = SLOWED_CLAIM_MS;
     pub(super) const MANY_DEAD_TUPLES: i64 = MANY_DEAD_TUPLES;
 }
 

@@ -154,13 +154,14 @@ fn producers(f: &LimitFigures, fell_short: bool) -> Named {
     })
 }
 
-/// Another process took the CPU of a busy machine, more of it than the server did.
+/// Another process took the CPU of a busy machine, at least half as much as the server
+/// did: without it the queue would have had that much more.
 fn other_process(f: &LimitFigures, fell_short: bool) -> Named {
     let m = f.machine.as_ref()?;
     let server = m.server_cores.unwrap_or(0.0);
     let others = m
         .others_cores
-        .filter(|o| *o >= T::OTHERS_CORES && *o >= server)?;
+        .filter(|o| *o >= T::OTHERS_CORES && *o >= 0.5 * server)?;
     let busy = m.machine_busy_pct.unwrap_or(0.0);
     if !(busy >= T::SATURATED_PCT || (fell_short && busy >= 80.0)) {
         return None;
@@ -187,17 +188,31 @@ fn busiest(m: &crate::metrics::HarnessSummary) -> Option<String> {
     ))
 }
 
-/// Dead tuples piled up and the claim slowed.
+/// Dead tuples piled up and the claim was slow, or slowed over the window (at least twice
+/// as slow in its last quarter as in its first).
 fn vacuum(f: &LimitFigures, fell_short: bool) -> Named {
-    let slow = f.claim_p50_ms >= T::SLOW_CLAIM_MS && f.dead_tuples_max >= T::MANY_DEAD_TUPLES;
-    (fell_short && slow).then(|| {
+    let slowed = f
+        .claim_trend_ms
+        .filter(|(from, to)| *to >= 2.0 * from && *to >= T::SLOWED_CLAIM_MS);
+    let slow = f.claim_p50_ms >= T::SLOW_CLAIM_MS || slowed.is_some();
+    (fell_short && slow && f.dead_tuples_max >= T::MANY_DEAD_TUPLES).then(|| {
+        let claim = match slowed {
+            Some((from, to)) => format!("the claim slowed from {from:.2} to {to:.2} ms over the window"),
+            None => format!("the claim's median was {:.2} ms", f.claim_p50_ms),
+        };
+        let grew = f.table_bytes.filter(|(a, b)| b > a).map_or(String::new(), |(a, b)| {
+            format!(
+                ", the table with its indexes grew from {:.0} to {:.0} MB",
+                a as f64 / 1e6,
+                b as f64 / 1e6
+            )
+        });
         (
             LimitKind::Vacuum,
             format!(
-                "dead tuples reached {} ({} autovacuum(s) in the window) and the claim's median was {:.2} ms{}",
+                "{claim} while dead tuples reached {} ({} autovacuum(s) in the window){grew}{}",
                 f.dead_tuples_max,
                 f.autovacuums,
-                f.claim_p50_ms,
                 f.rows_read_per_claim
                     .map_or(String::new(), |r| format!(", {r:.1} rows read per claim"))
             ),
@@ -321,11 +336,32 @@ fn server_cpu(f: &LimitFigures, fell_short: bool) -> Named {
     ))
 }
 
-/// The workers waited on their statements, and no other rule named why: the largest of the
-/// server's own wait classes.
+/// The workers waited on their statements, and no other rule named why. With the server
+/// and the machine short of saturation, the workers themselves: each runs one job at a time,
+/// so round trips to the queue bound them (more workers keep more jobs in flight). Else the
+/// largest of the server's own wait classes.
 fn statements(f: &LimitFigures, fell_short: bool) -> Named {
     if !(fell_short && workers_on_statements(f)) {
         return None;
+    }
+    let room = f.machine.as_ref().is_some_and(|m| {
+        m.machine_busy_pct.unwrap_or(100.0) < T::SATURATED_PCT
+            && m.server_cores
+                .is_none_or(|s| s < 0.8 * m.machine_cores as f64)
+    });
+    let busy = f.workers_busy_pct.unwrap_or(0.0);
+    if room {
+        return Some((
+            LimitKind::Workers,
+            format!(
+                "the {} workers were busy {busy:.0}% of the window, {:.0}% of it in their statements (claim median {:.2} ms), one job at a time each, while the server and the machine had room",
+                f.workers,
+                100.0 - f.handler_pct_of_busy.unwrap_or(0.0),
+                f.claim_p50_ms
+            ),
+            "add workers (`consumers.count`) to keep more jobs in flight, or claim several jobs at a time"
+                .into(),
+        ));
     }
     let w = f.waits.as_ref()?;
     let (kind, what) = [
@@ -339,10 +375,8 @@ fn statements(f: &LimitFigures, fell_short: bool) -> Named {
     Some((
         kind,
         format!(
-            "the {} workers were busy {:.0}% of the window, mostly in their statements (claim median {:.2} ms); the server's sessions were {what}",
-            f.workers,
-            f.workers_busy_pct.unwrap_or(0.0),
-            f.claim_p50_ms
+            "the {} workers were busy {busy:.0}% of the window, mostly in their statements (claim median {:.2} ms); the server's sessions were {what}",
+            f.workers, f.claim_p50_ms
         ),
         "the server is slow to answer: see its waits and CPU in report.html".into(),
     ))

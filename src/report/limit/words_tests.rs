@@ -140,9 +140,11 @@ fn the_servers_waits_name_flush_and_locks() {
         ..busy.clone()
     };
     assert_eq!(name(&f, true).0, LimitKind::LockWaits);
-    // Nothing over its threshold: the largest of the server's classes, CPU here.
+    // Nothing over its threshold, with no machine figures to show room (a server elsewhere):
+    // the largest of the server's classes, CPU here.
     let f = LimitFigures {
         waits: Some(waits(10.0, 10.0)),
+        machine: None,
         ..busy
     };
     let (kind, evidence, _) = name(&f, true);
@@ -179,4 +181,56 @@ fn nothing_near_its_limit_is_none_found() {
     assert_eq!(action, "the queue had room at this rate");
     let (_, _, action) = name(&figures(), true);
     assert!(action.contains("fell short"), "{action}");
+}
+
+#[test]
+fn a_claim_that_slowed_among_dead_tuples_names_vacuum() {
+    let f = LimitFigures {
+        claim_p50_ms: 0.6,
+        claim_trend_ms: Some((0.30, 1.20)),
+        table_bytes: Some((69_000_000, 102_000_000)),
+        dead_tuples_max: 210_867,
+        autovacuums: 1,
+        waits: Some(WaitShares {
+            observed: 400,
+            client_pct: 60.0,
+            cpu_pct: 8.0,
+            io_pct: 32.0,
+            ..WaitShares::default()
+        }),
+        ..figures()
+    };
+    let (kind, evidence, _) = name(&f, true);
+    assert_eq!(kind, LimitKind::Vacuum, "{evidence}");
+    assert!(
+        evidence.contains("the claim slowed from 0.30 to 1.20 ms over the window"),
+        "{evidence}"
+    );
+    assert!(evidence.contains("grew from 69 to 102 MB"), "{evidence}");
+    // A claim that kept its pace leaves the flush waits to name.
+    let steady = LimitFigures {
+        claim_trend_ms: Some((0.30, 0.33)),
+        ..f
+    };
+    assert_eq!(name(&steady, true).0, LimitKind::Io);
+}
+
+#[test]
+fn workers_waiting_on_a_queue_with_room_are_the_workers() {
+    // A broker: no wait events; the workers busy on their round trips, the machine with room.
+    let mut m = machine();
+    (m.server_cores, m.machine_busy_pct) = (Some(0.64), Some(54.0));
+    let f = LimitFigures {
+        workers_busy_pct: Some(99.0),
+        handler_pct_of_busy: Some(35.0),
+        machine: Some(m),
+        ..figures()
+    };
+    let (kind, evidence, action) = name(&f, true);
+    assert_eq!(kind, LimitKind::Workers, "{evidence}");
+    assert!(
+        evidence.contains("65% of it in their statements"),
+        "{evidence}"
+    );
+    assert!(action.contains("add workers"), "{action}");
 }
