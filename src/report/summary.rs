@@ -316,42 +316,30 @@ impl Summary {
         facts: RunFacts,
     ) -> Summary {
         let Phases {
-            phases,
+            mut phases,
             measured_counts,
             measured_metrics,
             throughput,
         } = Phases::of(plan, m, &facts);
-        let window_s = throughput.window_s;
         let all = all_counts(m);
         let jobs = JobCounts::of(&all, &proof, ledger, facts.prefilled);
         let faults = FaultSummary::build(m, &all, ledger, &proof, claim_rule(plan));
-        let scheduled = measured_metrics.get(Metric::ScheduleLag).len();
-        let harness = measured_span(m)
-            .and_then(|(from, to)| crate::metrics::HarnessSummary::over(&m.harness, from, to));
+        let harness = measured_harness(m);
         let producers = ProducerUse::of(plan, &all, &measured_counts);
-        let pace = ProducerPace::of(&measured_counts, producers);
         let latency_ms = LatencyReport::of(&measured_metrics);
         let mut verdict = verdict::judge(
             &measured_backlog(plan, m, &throughput),
             &throughput,
             &measured_counts,
             latency_ms.end_to_end.p50,
-            scheduled,
+            measured_metrics.get(Metric::ScheduleLag).len(),
             harness.as_ref(),
-            &pace,
+            &ProducerPace::of(&measured_counts, producers),
         );
         verdict::name_the_first_phase_behind(&mut verdict, &phases);
-        let claim_probes = claim_probe_summaries(m);
-        let meta = Metadata::of(plan, &facts);
-        let db_rows = dbstats::rows(m);
-        let table_reads = table_reads(plan, m, &facts, &db_rows, (&phases, &claim_probes));
-        if let Some(scanned) = table_reads.as_ref().and_then(|r| r.scanned.as_ref()) {
-            verdict::caveat_scanned(&mut verdict, scanned, &phases);
-        }
-        let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
-        let db_stats = dbstats::summarize(&db_rows, &phase_names);
+        let (db_stats, table_reads, claim_probes) =
+            database_side(plan, m, &facts, &phases, &mut verdict);
         let cost = measured_cost(&db_stats, &phases, plan.database.engine);
-        let mut phases = phases;
         let workers = super::limit::Workers::of(plan);
         super::limit::name_phase_limits(&mut phases, m, &db_stats, table_reads.as_ref(), &workers);
         let limit = super::limit::measured_limit(
@@ -369,7 +357,7 @@ impl Summary {
             tool: ToolInfo::this(),
             scenario: ScenarioInfo::of(plan),
             database: DatabaseInfo::of(plan, &facts),
-            run: RunInfo::of(&facts, window_s, m.late_samples),
+            run: RunInfo::of(&facts, throughput.window_s, m.late_samples),
             jobs,
             producers,
             throughput,
@@ -396,7 +384,7 @@ impl Summary {
             thresholds: Vec::new(),
             thresholds_passed: true,
             aborted_by_threshold: facts.aborted_by_threshold.clone(),
-            meta,
+            meta: Metadata::of(plan, &facts),
             errors: m.errors.clone(),
         }
     }
@@ -428,6 +416,40 @@ fn complete(facts: &RunFacts, m: &Measurements) -> bool {
 }
 
 /// What each job cost the database over the measured phases.
+/// The harness's own figures over the measured phases.
+fn measured_harness(m: &Measurements) -> Option<crate::metrics::HarnessSummary> {
+    let (from, to) = measured_span(m)?;
+    crate::metrics::HarnessSummary::over(&m.harness, from, to)
+}
+
+/// The server's statistics over the run, and how its workers read the queue table (a
+/// scan of the whole table in a measured phase is a caveat on the verdict), with the
+/// claim probes' plans.
+fn database_side(
+    plan: &Plan,
+    m: &Measurements,
+    facts: &RunFacts,
+    phases: &[PhaseSummary],
+    verdict: &mut Verdict,
+) -> (
+    DbStatsSummary,
+    Option<super::reads::TableReads>,
+    Vec<ClaimProbeSummary>,
+) {
+    let probes = claim_probe_summaries(m);
+    let db_rows = dbstats::rows(m);
+    let table_reads = table_reads(plan, m, facts, &db_rows, (phases, &probes));
+    if let Some(scanned) = table_reads.as_ref().and_then(|r| r.scanned.as_ref()) {
+        verdict::caveat_scanned(verdict, scanned, phases);
+    }
+    let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
+    (
+        dbstats::summarize(&db_rows, &phase_names),
+        table_reads,
+        probes,
+    )
+}
+
 fn measured_cost(
     db: &DbStatsSummary,
     phases: &[PhaseSummary],
