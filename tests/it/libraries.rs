@@ -512,6 +512,10 @@ fn a_worker_that_never_connects_speaks_garbage_or_exits_stops_the_run_in_one_lin
                    s = socket.socket(socket.AF_UNIX); s.connect(os.environ['DBQ_BENCH_SOCKET'])\n\
                    s.sendall(b'hello there\\n'); time.sleep(60)";
     let exits = "import sys; print('ModuleNotFoundError: no module named procrastinate', file=sys.stderr); sys.exit(1)";
+    // A helper process of its own (as Python's multiprocessing starts) goes with it.
+    let leaves_a_child = "import subprocess, sys  # dbq-parent-worker\n\
+                          subprocess.Popen(['python3', '-c', 'import time; time.sleep(60)  # dbq-orphaned-helper'])\n\
+                          sys.exit(3)";
     let cases = [
         (
             silent,
@@ -527,6 +531,11 @@ fn a_worker_that_never_connects_speaks_garbage_or_exits_stops_the_run_in_one_lin
             exits,
             "no module named procrastinate",
             "exited (exit status 1) before it connected to $DBQ_BENCH_SOCKET (its last line: ModuleNotFoundError: no module named procrastinate)",
+        ),
+        (
+            leaves_a_child,
+            "dbq-orphaned-helper",
+            "exited (exit status 3) before it connected to $DBQ_BENCH_SOCKET",
         ),
     ];
     for (program, marker, expected) in cases {

@@ -88,6 +88,17 @@ struct Process {
     _socket: RemoveOnDrop,
 }
 
+/// A life's end takes its whole process group with it: a library's helper processes
+/// (Python's multiprocessing resource tracker and spawned children) outlive a SIGKILLed
+/// worker otherwise, and the run would leave them running.
+impl Drop for Process {
+    fn drop(&mut self) {
+        if self.pid > 0 {
+            let _ = nix::sys::signal::killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
+        }
+    }
+}
+
 /// The worker's lines, each read or the error that ends them.
 type Lines = mpsc::Receiver<Result<FromWorker, String>>;
 

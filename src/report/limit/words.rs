@@ -39,12 +39,16 @@ fn cores(x: f64) -> String {
     format!("{x:.2}")
 }
 
-/// The harness stalled in a window that fell short.
+/// The harness stalled in a window that fell short, and the stalls explain it: the seconds
+/// away from them had a p99 below the longest stall.
 /// A stall of 100 ms or more is the load machine's whoever else used its CPU: sharing cores
 /// delays the harness's timer by a few ms, tens on a saturated machine, not by that much.
 fn stalled(f: &LimitFigures, fell_short: bool) -> Named {
     let m = f.machine.as_ref().filter(|_| fell_short)?;
     let worst = m.stalls.iter().map(|s| s.lag_ms).fold(0.0, f64::max);
+    if f.away_from_stalls.is_some_and(|a| a.e2e_p99_ms > worst) {
+        return None;
+    }
     let at: Vec<String> = m
         .stalls
         .iter()
@@ -85,7 +89,8 @@ fn stolen(f: &LimitFigures, fell_short: bool) -> Named {
     ))
 }
 
-/// The harness's timer ran late: it had too little CPU.
+/// The harness's timer ran late: it had too little CPU, and neither the server nor anyone
+/// else used more of the machine than the harness did.
 fn harness_late(f: &LimitFigures, fell_short: bool) -> Named {
     let m = f.machine.as_ref().filter(|m| fell_short && m.saturated())?;
     // Late because someone else had the CPU: whoever used the most of it.
@@ -94,6 +99,10 @@ fn harness_late(f: &LimitFigures, fell_short: bool) -> Named {
     }
     if server_has_the_machine(f) {
         return server_cpu(f, true);
+    }
+    let harness = m.load_machine_cores().unwrap_or(0.0);
+    if m.server_cores.is_some_and(|s| s > harness) {
+        return None;
     }
     Some((
         LimitKind::LoadMachine,
@@ -404,6 +413,10 @@ fn context(f: &LimitFigures, named: LimitKind) -> String {
         parts.push(format!("workers {b:.0}% busy"));
     }
     if let Some(m) = &f.machine {
+        let worst = m.stalls.iter().map(|s| s.lag_ms).fold(0.0, f64::max);
+        if named != LimitKind::LoadMachine && worst > 0.0 {
+            parts.push(format!("the harness stalled up to {worst:.0} ms"));
+        }
         if named != LimitKind::ServerCpu
             && let Some(s) = m.server_cores
         {

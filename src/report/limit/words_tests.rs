@@ -4,7 +4,7 @@
 use super::*;
 use crate::metrics::HarnessSummary;
 use crate::metrics::harness::Stall;
-use crate::report::limit::{Limit, LimitFigures, WaitShares};
+use crate::report::limit::{AwayFromStalls, Limit, LimitFigures, WaitShares};
 
 fn machine() -> HarnessSummary {
     HarnessSummary {
@@ -78,6 +78,56 @@ fn a_stall_names_the_load_machine_only_where_the_window_fell_short() {
     assert!(Limit::judge(f.clone(), true).disturbed());
     // A window that held through its stalls was not limited by them.
     assert_eq!(name(&f, false).0, LimitKind::None);
+}
+
+#[test]
+fn a_stall_shorter_than_the_latency_around_it_does_not_name_the_load_machine() {
+    let mut m = machine();
+    m.stalls = vec![Stall {
+        at_s: 18.0,
+        lag_ms: 101.0,
+    }];
+    (m.server_cores, m.machine_busy_pct) = (Some(1.25), Some(84.0));
+    // Seconds away from the stall had a p99 of a second: the queue fell behind by itself.
+    let f = LimitFigures {
+        machine: Some(m),
+        away_from_stalls: Some(AwayFromStalls {
+            seconds: 8,
+            e2e_p50_ms: 975.0,
+            e2e_p99_ms: 1038.0,
+            e2e_max_ms: 1100.0,
+        }),
+        workers_busy_pct: Some(97.0),
+        handler_pct_of_busy: Some(30.0),
+        ..figures()
+    };
+    let (kind, evidence, _) = name(&f, true);
+    assert_ne!(kind, LimitKind::LoadMachine, "{evidence}");
+    assert!(
+        evidence.contains("the harness stalled up to 101 ms"),
+        "{evidence}"
+    );
+    assert!(!Limit::judge(f, true).disturbed());
+}
+
+#[test]
+fn a_late_timer_is_the_load_machine_only_when_the_harness_had_the_most_cpu() {
+    let mut m = machine();
+    (m.timer_late_pct, m.machine_busy_pct) = (3.5, Some(88.0));
+    (m.process_cores, m.server_cores) = (Some(0.31), Some(1.33));
+    let f = LimitFigures {
+        machine: Some(m.clone()),
+        ..figures()
+    };
+    assert_ne!(name(&f, true).0, LimitKind::LoadMachine);
+    (m.process_cores, m.server_cores) = (Some(1.2), Some(0.5));
+    let f = LimitFigures {
+        machine: Some(m),
+        ..figures()
+    };
+    let (kind, evidence, _) = name(&f, true);
+    assert_eq!(kind, LimitKind::LoadMachine);
+    assert!(evidence.contains("woke late 3.5%"), "{evidence}");
 }
 
 #[test]
