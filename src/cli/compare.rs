@@ -4,15 +4,12 @@ use super::GateArgs;
 use super::shell::{append_to_step_summary, out};
 use dbq_bench::compare;
 use dbq_bench::error::ExitStatus;
+use std::path::Path;
 
 /// Judges the candidate against the baseline; 99 when something regressed (or, with
-/// `--inconclusive fail`, could not be told from noise).
-pub fn command(
-    baseline: &std::path::Path,
-    candidate: &std::path::Path,
-    gate: &GateArgs,
-    quiet: bool,
-) -> ExitStatus {
+/// `--inconclusive fail`, could not be told from noise); 2 when the two measured different
+/// things and `--allow-different` was not given.
+pub fn command(baseline: &Path, candidate: &Path, gate: &GateArgs, quiet: bool) -> ExitStatus {
     let rules = match gate.rules() {
         Ok(r) => r,
         Err(e) => {
@@ -27,6 +24,10 @@ pub fn command(
             return ExitStatus::BadInput;
         }
     };
+    if let Err(status) = alike(&base, &cand, gate.allow_different) {
+        return status;
+    }
+    let exported = export(&cand, gate);
     let outcome = compare::judge(&base, &cand, &rules);
     if outcome.judgements.is_empty() {
         eprintln!(
@@ -45,7 +46,62 @@ pub fn command(
         out!("{md}");
     }
     append_to_step_summary(md.as_bytes());
-    report(&outcome, &rules)
+    super::shell::worst(report(&outcome, &rules), exported)
+}
+
+/// Refuses two results that measured different things, in one line naming every
+/// difference; with `--allow-different`, says each and goes on.
+fn alike(base: &compare::Figures, cand: &compare::Figures, allow: bool) -> Result<(), ExitStatus> {
+    let differences = compare::differences(base, cand);
+    if differences.is_empty() {
+        return Ok(());
+    }
+    if allow {
+        for d in &differences {
+            eprintln!("warning: compared although they differ (--allow-different): {d}");
+        }
+        return Ok(());
+    }
+    eprintln!(
+        "error: compare: the two results measured different things: {}; compare like with like, or pass --allow-different",
+        differences.join("; ")
+    );
+    Err(ExitStatus::BadInput)
+}
+
+/// Writes `figures` in the formats asked for (`--export-bmf`, `--export-github-benchmark`).
+pub fn export(figures: &compare::Figures, gate: &GateArgs) -> ExitStatus {
+    let formats = [
+        (&gate.export_bmf, compare::export::bmf as fn(&_) -> _),
+        (
+            &gate.export_github_benchmark,
+            compare::export::github_benchmark,
+        ),
+    ];
+    let mut status = ExitStatus::Ok;
+    for (path, format) in formats {
+        let Some(path) = path else { continue };
+        let text = serde_json::to_string_pretty(&format(figures)).unwrap_or_default() + "\n";
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("error: writing {}: {e}", path.display());
+            status = ExitStatus::RunFailed;
+        }
+    }
+    status
+}
+
+/// Exports a results directory's own figures (`run --export-bmf` without a baseline).
+pub fn export_dir(dir: &Path, gate: &GateArgs) -> ExitStatus {
+    if gate.export_bmf.is_none() && gate.export_github_benchmark.is_none() {
+        return ExitStatus::Ok;
+    }
+    match compare::read(dir) {
+        Ok(figures) => export(&figures, gate),
+        Err(e) => {
+            eprintln!("error: exporting {}: {e:#}", dir.display());
+            ExitStatus::RunFailed
+        }
+    }
 }
 
 /// One stderr line per regression (and inconclusive figure); the gate's exit status.

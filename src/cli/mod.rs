@@ -177,6 +177,19 @@ pub struct GateArgs {
     /// exits 0, `fail` exits 99.
     #[arg(long, value_enum, value_name = "WHAT", default_value = "pass")]
     inconclusive: Inconclusive,
+    /// Compare results that measured different things (another scenario or design, or a
+    /// run that did not end as planned), which is refused otherwise (exit 2); each
+    /// difference is then printed as a warning.
+    #[arg(long)]
+    allow_different: bool,
+    /// Also write the candidate's figures in Bencher Metric Format (JSON, each figure with
+    /// the lowest and highest of its runs as bounds), for continuous-benchmarking tools.
+    #[arg(long, value_name = "FILE")]
+    export_bmf: Option<PathBuf>,
+    /// Also write the candidate's figures for github-action-benchmark
+    /// (`tool: customSmallerIsBetter`): latencies in ms, throughput as µs per job.
+    #[arg(long, value_name = "FILE")]
+    export_github_benchmark: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -219,10 +232,11 @@ impl BaselineArgs {
         }
         let gating = self.gate.max_regression.len()
             + usize::from(self.gate.false_alarm_rate.is_some())
-            + usize::from(self.gate.inconclusive == Inconclusive::Fail);
+            + usize::from(self.gate.inconclusive == Inconclusive::Fail)
+            + usize::from(self.gate.allow_different);
         if gating > 0 && self.baseline.is_none() {
             return Err(
-                "--max-regression, --false-alarm-rate and --inconclusive judge against a baseline: add --baseline NAME".into(),
+                "--max-regression, --false-alarm-rate, --inconclusive and --allow-different judge against a baseline: add --baseline NAME".into(),
             );
         }
         self.gate.rules().map(|_| ())
@@ -231,6 +245,9 @@ impl BaselineArgs {
     /// Saves and/or gates the results in `dir`; the exit status the gate asks for.
     fn apply(&self, dir: &std::path::Path) -> ExitStatus {
         let mut status = ExitStatus::Ok;
+        if self.baseline.is_none() {
+            status = compare::export_dir(dir, &self.gate);
+        }
         if let Some(name) = &self.baseline {
             status = match dbq_bench::compare::baseline_dir(name) {
                 Ok(base) if base.exists() => compare::command(&base, dir, &self.gate, false),

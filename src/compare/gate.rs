@@ -231,7 +231,7 @@ fn shared<'a>(baseline: &'a Figures, candidate: &Figures, rules: &GateRules) -> 
                 (comparable(b), comparable(c))
             };
             if !b.is_empty() && !c.is_empty() {
-                let why_not = why_not_gated(&gate, base, rules);
+                let why_not = why_not_gated(&gate, base, cand, rules);
                 shared.push(Compared {
                     scope,
                     gate,
@@ -290,22 +290,34 @@ pub fn judge(baseline: &Figures, candidate: &Figures, rules: &GateRules) -> Outc
 }
 
 /// Why a figure is shown but not judged: ungated by default (unless given an allowance), or
-/// an end-to-end latency that the idle poll sets: its median is within half a poll interval,
-/// so most jobs were picked up by a consumer waking from its sleep, and the figure moves
-/// with how the sleeps line up with arrivals, not with the queue.
-fn why_not_gated(gate: &Gate, base: &ScopeFigures, rules: &GateRules) -> Option<String> {
+/// an end-to-end latency that the idle poll sets on both sides: each side's median is within
+/// half of the same poll interval, so most jobs were picked up by a consumer waking from its
+/// sleep, and the figure moves with how the sleeps line up with arrivals, not with the queue.
+/// When the two sides sleep differently, the poll is part of the change, and it is judged.
+fn why_not_gated(
+    gate: &Gate,
+    base: &ScopeFigures,
+    cand: &ScopeFigures,
+    rules: &GateRules,
+) -> Option<String> {
     if rules.per_figure.contains_key(gate.key) {
         return None;
     }
     if let Some(why) = gate.ungated_because {
         return Some(why.to_string());
     }
+    if !gate.key.starts_with("e2e_") || base.idle_poll_ms != cand.idle_poll_ms {
+        return None;
+    }
     let poll = base.idle_poll_ms? as f64;
-    let e2e_p50 = median(&comparable(base.values.get("e2e_p50_ms")?));
+    let median_of =
+        |side: &ScopeFigures| median(&comparable(side.values.get("e2e_p50_ms")?)).into();
+    let (b, c): (Option<f64>, Option<f64>) = (median_of(base), median_of(cand));
+    let e2e_p50 = b?.max(c?);
     // NaN (no run measured it) compares false: nothing to explain.
-    (gate.key.starts_with("e2e_") && e2e_p50 <= poll / 2.0).then(|| {
+    (e2e_p50 <= poll / 2.0).then(|| {
         format!(
-            "set by the idle poll (median {e2e_p50:.1} ms within half of poll_interval {poll:.0} ms): it moves with how sleeps meet arrivals, not with the queue; --max-regression {}=PCT gates it",
+            "set by the idle poll (median {e2e_p50:.1} ms within half of poll_interval {poll:.0} ms on both sides): it moves with how sleeps meet arrivals, not with the queue; --max-regression {}=PCT gates it",
             gate.key
         )
     })
@@ -562,7 +574,7 @@ mod tests {
             ScopeFigures {
                 values,
                 idle_poll_ms: None,
-                run_names: Vec::new(),
+                ..ScopeFigures::default()
             },
         )])
     }
@@ -699,6 +711,34 @@ mod tests {
     }
 
     #[test]
+    fn a_candidate_that_sleeps_longer_is_judged_on_its_latency() {
+        // Half the workers and twice the idle poll: the latency doubled, and the poll was
+        // the change, so it is not excused by the baseline's poll.
+        let rules = GateRules::default();
+        let side = |poll: u64, p50: &[f64]| {
+            let mut f = figures("run", &[("e2e_p50_ms", p50)]);
+            f.get_mut("run").unwrap().idle_poll_ms = Some(poll);
+            f
+        };
+        let base = side(100, &[44.0, 46.0, 45.0, 45.5, 44.5]);
+        let cand = side(200, &[103.0, 105.0, 104.0, 102.0, 106.0]);
+        let j = only(&judge(&base, &cand, &rules)).clone();
+        assert_eq!(j.verdict, Verdict::Regressed, "{}", j.why);
+        // The same poll on both sides, both medians within half of it: not judged.
+        let slow = side(1000, &[480.0, 520.0, 500.0]);
+        let j = only(&judge(&side(1000, &[300.0, 310.0, 305.0]), &slow, &rules)).clone();
+        assert_eq!(j.verdict, Verdict::NotGated, "{}", j.why);
+        // The candidate's median past half the poll: judged, though the baseline's was not.
+        let j = only(&judge(
+            &side(100, &[30.0, 31.0, 32.0]),
+            &side(100, &[80.0, 82.0, 81.0]),
+            &rules,
+        ))
+        .clone();
+        assert_eq!(j.verdict, Verdict::Regressed, "{}", j.why);
+    }
+
+    #[test]
     fn runs_of_the_same_name_are_compared_as_pairs() {
         // The machine drifted by ±20% from pair to pair; the candidate is 12% slower in each.
         let named = |values: &[f64]| {
@@ -780,7 +820,7 @@ mod tests {
             ScopeFigures {
                 values,
                 idle_poll_ms: None,
-                run_names: Vec::new(),
+                ..ScopeFigures::default()
             },
         )])
     }

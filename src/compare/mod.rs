@@ -3,16 +3,20 @@
 //! baseline). `gate` judges; `stats` says how sure it may be; this module reads results and
 //! keeps baselines.
 
+mod alike;
+pub mod export;
 mod gate;
 mod markdown;
 pub mod stats;
 
+pub use alike::{Identity, differences};
 pub use gate::{GateRules, Judgement, Outcome, Verdict, judge};
 pub use markdown::markdown;
 
 use crate::capacity::Capacity;
 use crate::matrix::comparison::Comparison;
 use crate::report::Summary;
+use crate::report::design::DesignRecord;
 use crate::report::headline::FIGURES;
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -27,6 +31,8 @@ pub struct ScopeFigures {
     /// The runs' directory names, read from a directory of runs: two sides whose runs have
     /// the same names were measured in pairs, side by side, and are compared pair by pair.
     pub run_names: Vec<String>,
+    /// What the runs measured: compared before any figure is (see [`differences`]).
+    pub identity: Identity,
 }
 
 /// Figures by scope: `run` (one run, or repeats of one), `cell <i> <label>`, `capacity`.
@@ -77,6 +83,16 @@ fn read_matrix(dir: &Path) -> Result<Figures> {
         };
         let figures = out.entry(scope).or_default();
         figures.idle_poll_ms = cell.design.as_ref().and_then(|d| d.idle_poll_ms);
+        for run in &cell.runs {
+            let design = run.design.as_ref().or(cell.design.as_ref());
+            let name = run.dir.file_name().map(|n| n.to_string_lossy().to_string());
+            figures.identity.add(
+                run.scenario.clone(),
+                design.map(DesignRecord::label),
+                run.complete,
+                &name.unwrap_or_else(|| "a run".into()),
+            );
+        }
         for f in &FIGURES {
             let values = cell.runs.iter().map(|r| r.figures.get(f.key).copied());
             figures
@@ -92,6 +108,15 @@ fn read_capacity(dir: &Path) -> Result<Figures> {
     let c: Capacity = serde_json::from_str(&text)
         .with_context(|| format!("reading {}/capacity.json", dir.display()))?;
     let mut figures = ScopeFigures::default();
+    let scenario = Path::new(&c.scenario)
+        .file_name()
+        .map_or_else(|| c.scenario.clone(), |n| n.to_string_lossy().to_string());
+    figures.identity.add(
+        Some(scenario),
+        c.design.as_ref().map(DesignRecord::label),
+        !c.interrupted,
+        "the search",
+    );
     match c.search.consumers_for_rate {
         Some(_) => {
             let fewest = c.min_consumers.map_or(f64::INFINITY, f64::from);
@@ -114,6 +139,13 @@ fn read_runs(scope: &str, dirs: &[PathBuf]) -> Result<Figures> {
         let s: Summary = serde_json::from_str(&text)
             .with_context(|| format!("reading {}/summary.json", dir.display()))?;
         figures.idle_poll_ms = s.design.idle_poll_ms;
+        let name = dir.file_name().map(|n| n.to_string_lossy().to_string());
+        figures.identity.add(
+            Some(s.scenario.name.clone()),
+            Some(s.design.label()),
+            s.complete,
+            &name.unwrap_or_else(|| "the run".into()),
+        );
         for f in &FIGURES {
             figures.values.entry(f.key).or_default().push((f.read)(&s));
         }

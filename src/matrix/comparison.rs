@@ -60,6 +60,9 @@ impl Spread {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellRun {
     pub dir: PathBuf,
+    /// The scenario's name (absent in results of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
     /// The design the run measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub design: Option<DesignRecord>,
@@ -472,6 +475,7 @@ fn read_runs(cell_dir: &Path) -> Result<Vec<CellRun>> {
             let s: Summary = serde_json::from_str(&text)
                 .with_context(|| format!("reading {}/summary.json", dir.display()))?;
             Ok(CellRun {
+                scenario: Some(s.scenario.name.clone()),
                 design: Some(s.design.clone()),
                 complete: s.complete,
                 accounting_ok: s.accounting.sound,

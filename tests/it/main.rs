@@ -7,6 +7,7 @@ mod capacity;
 mod cli;
 mod docs;
 mod faults;
+mod gate;
 mod kafka;
 mod libraries;
 mod limits;

@@ -108,11 +108,24 @@ pub async fn command(args: RunArgs) -> ExitStatus {
             } else if !args.quiet {
                 outln!("{}", terminal::render(s));
                 outln!("results    {}", outcome.out_dir.display());
-                if let Some(queue) = &outcome.kept_queue {
-                    outln!("kept       schema {}", queue.namespace());
-                }
-                if let Some(server) = &outcome.kept_server {
-                    outln!("kept       server {server}");
+            }
+            // What the run leaves behind is said even when nothing else is: on stderr
+            // under --quiet or --json.
+            let kept = [
+                outcome
+                    .kept_queue
+                    .as_ref()
+                    .map(|q| format!("kept       schema {}", q.namespace())),
+                outcome
+                    .kept_server
+                    .as_ref()
+                    .map(|s| format!("kept       server {s}")),
+            ];
+            for line in kept.into_iter().flatten() {
+                if args.json || args.quiet {
+                    eprintln!("{line}");
+                } else {
+                    outln!("{line}");
                 }
             }
             if let Ok(md) = std::fs::read(outcome.out_dir.join("report.md")) {
