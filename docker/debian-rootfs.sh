@@ -25,7 +25,7 @@ make_rootfs() {
   mirror=${DEBIAN_MIRROR:-$(apt_mirror)}
   if ! command -v debootstrap >/dev/null; then
     step "installing debootstrap"
-    { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap; } >>"$log" 2>&1 \
+    { DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends debootstrap; } >>"$log" 2>&1 \
       || fail "apt-get install debootstrap"
   fi
   root=$(mktemp -d "/tmp/$1.XXXXXX")

@@ -80,11 +80,24 @@ pub fn release(backend: &dyn Backend) {
     open().retain(|b| b.namespace() != backend.namespace());
 }
 
-/// Drops every namespace still open, each given 5 s; errors are ignored, as this only runs
-/// on the way out of a failed process.
-pub async fn drop_open_namespaces() {
+/// Drops every namespace still open, all at once, each given 5 s; returns one line per
+/// namespace it could not drop. Runs only on the way out (a panic, a second Ctrl-C).
+pub async fn drop_open_namespaces() -> Vec<String> {
     let open = std::mem::take(&mut *open());
-    for backend in open {
-        let _ = tokio::time::timeout(Duration::from_secs(5), backend.drop_namespace()).await;
-    }
+    let drops = open.into_iter().map(|backend| async move {
+        let dropped = tokio::time::timeout(Duration::from_secs(5), backend.drop_namespace()).await;
+        match dropped {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(format!("the run's namespace {} ({e})", backend.namespace())),
+            Err(_) => Some(format!(
+                "the run's namespace {} (dropping it took over 5 s)",
+                backend.namespace()
+            )),
+        }
+    });
+    futures_util::future::join_all(drops)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
 }

@@ -84,7 +84,27 @@ pub(super) fn conclude(
         summary,
     };
     capacity.summary += &capacity.stalls_sentence();
+    if capacity.interrupted {
+        capacity.withhold_the_answer();
+    }
     capacity
+}
+
+impl Capacity {
+    /// An interrupted search or confirmation states no capacity: what finished is kept
+    /// (steps, tries), the answer's figures are withdrawn and the sentence says why.
+    fn withhold_the_answer(&mut self) {
+        let best = self.max_sustainable_per_s.or(self.between_vacuums_per_s);
+        let so_far = best.map_or(
+            " No step that finished met the objective.".to_string(),
+            |r| format!(" The steps that finished met the objective up to {r:.0} jobs/s (not a capacity: unjudged past there, and unconfirmed)."),
+        );
+        self.max_sustainable_per_s = None;
+        self.min_consumers = None;
+        self.confirmed = false;
+        self.summary =
+            format!("Interrupted (Ctrl-C) before the search ended: no capacity is stated.{so_far}");
+    }
 }
 
 /// The answer of `--at`: whether the rate held on every fresh queue it was tried on.
@@ -136,6 +156,14 @@ pub(super) fn at_rate(
         summary,
     };
     capacity.summary += &capacity.stalls_sentence();
+    if interrupted
+        && capacity
+            .confirmation
+            .as_ref()
+            .is_some_and(|c| (c.tries.len() as u32) < runs)
+    {
+        capacity.withhold_the_answer();
+    }
     capacity
 }
 

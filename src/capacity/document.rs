@@ -128,7 +128,7 @@ impl Capacity {
             notes.push("The time budget ran out before the search reached its precision.".into());
         }
         if self.interrupted {
-            notes.push("Interrupted (Ctrl-C): the answer is from the steps that finished.".into());
+            notes.push("Interrupted (Ctrl-C): no capacity is stated. The steps shown are the ones that finished; the step under way when it was interrupted is not judged and not shown.".into());
         }
         if self.backlog_left {
             notes.push("A step's backlog did not drain in time, so the search stopped: later steps on the same queue would have measured it.".into());
@@ -222,7 +222,10 @@ impl Document for Capacity {
         };
         let mut sections = Vec::new();
         if !self.steps.is_empty() {
-            sections.push(Section::new("Curves", self.charts()));
+            // A curve needs two rates.
+            if self.steps.iter().filter(|s| !s.disturbed).count() >= 2 {
+                sections.push(Section::new("Curves", self.charts()));
+            }
             sections.push(Section::new("Steps", page::table(&header, &rows)));
         }
         for (heading, (header, rows)) in self.tries() {

@@ -674,6 +674,19 @@ impl Upkeep {
     }
 }
 
+/// Renders a capacity search's results in `dir` again from its capacity.json (`report
+/// DIR`); returns the answer's sentence.
+pub fn render_again(dir: &Path) -> anyhow::Result<String> {
+    use anyhow::Context;
+    let path = dir.join("capacity.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let c: Capacity =
+        serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+    write(&c, dir)?;
+    Ok(c.summary)
+}
+
 fn write(c: &Capacity, dir: &Path) -> anyhow::Result<()> {
     artifact::write(
         dir,

@@ -19,7 +19,7 @@ pub struct CapacityArgs {
     /// by each step's warm-up and measured window.
     scenario: PathBuf,
     /// A condition of the objective on each step's measured window, as a threshold:
-    /// --slo end_to_end.p99=<250ms. Repeatable; adds to (or replaces the same metric of)
+    /// --slo 'end_to_end.p99=<250ms' (quoted: < is a shell redirect). Repeatable; adds to (or replaces the same metric of)
     /// the scenario's capacity.slo.
     #[arg(long = "slo", value_name = "METRIC=COND")]
     slo: Vec<String>,

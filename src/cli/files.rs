@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 
 /// `report DIR`: reads the saved data and writes every format again.
 pub fn report(dir: &Path, quiet: bool) -> ExitStatus {
+    if !dir.join("summary.json").is_file() {
+        return report_study(dir, quiet);
+    }
     let results = match RunResults::load(dir) {
         Ok(r) => r,
         Err(e) => {
@@ -26,6 +29,35 @@ pub fn report(dir: &Path, quiet: bool) -> ExitStatus {
     }
     // The run's own outcome is in the files; rendering them again worked.
     ExitStatus::Ok
+}
+
+/// `report DIR` on a capacity search's or a matrix's (or repeated run's) results.
+fn report_study(dir: &Path, quiet: bool) -> ExitStatus {
+    let rendered = if dir.join("capacity.json").is_file() {
+        dbq_bench::capacity::render_again(dir)
+    } else if dir.join("comparison.json").is_file() {
+        dbq_bench::matrix::comparison::Comparison::from_dirs(&[dir.to_path_buf()])
+            .and_then(|c| c.write(dir).map(|()| format!("{} cell(s)", c.cells.len())))
+    } else {
+        eprintln!(
+            "error: report {}: holds no summary.json (a run), capacity.json (a capacity search) or comparison.json (a matrix or repeated run)",
+            dir.display()
+        );
+        return ExitStatus::BadInput;
+    };
+    match rendered {
+        Ok(what) => {
+            if !quiet {
+                outln!("{what}");
+                outln!("results    {} (rendered again)", dir.display());
+            }
+            ExitStatus::Ok
+        }
+        Err(e) => {
+            eprintln!("error: report {}: {e:#}", dir.display());
+            ExitStatus::BadInput
+        }
+    }
 }
 
 /// `validate FILE…`: one line per file.

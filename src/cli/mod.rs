@@ -15,18 +15,28 @@ use dbq_bench::error::ExitStatus;
 use dbq_bench::scenario::{Overrides, ProviderKind};
 use std::path::PathBuf;
 
+/// The top-level help's description, its engines read from the registry.
+fn long_about() -> String {
+    use dbq_bench::backend::Engine;
+    let engines: Vec<String> = Engine::ALL
+        .iter()
+        .map(|e| format!("{} ({})", e.as_str(), e.label()))
+        .collect();
+    format!(
+        "Load-test and benchmark a job queue: inside a database (SELECT … FOR UPDATE SKIP LOCKED), or on a broker.\n\n\
+         A scenario file describes the server (database.engine: {}), the queue design, producer and consumer fleets and a list of phases. \
+         `run` provisions the server, drives open-loop load through the phases, drains the queue, proves that every committed job finished, and writes results.",
+        engines.join(", ")
+    )
+}
+
 const EXIT_CODES: &str = "Exit codes: 0 ok; 1 the run failed (database error, lost or duplicated jobs, drain timed out); \
 2 bad input (scenario, flag, URL or results directory); 99 a threshold failed; 130 interrupted (partial results written).";
 
-/// Load-test and benchmark a job queue: inside PostgreSQL or MariaDB (SELECT … FOR UPDATE SKIP
-/// LOCKED), or on the brokers RabbitMQ and Redis Streams.
-///
-/// A scenario file describes the server (database.engine: postgres, mariadb, rabbitmq, redis,
-/// or memory for none), the queue design, producer and consumer fleets and a list of phases.
-/// `run` provisions the server, drives open-loop load through the phases, drains the queue,
-/// proves that every committed job finished, and writes results.
+/// Load-test and benchmark a job queue: inside a database (SELECT … FOR UPDATE SKIP LOCKED),
+/// or on a broker.
 #[derive(Parser)]
-#[command(name = "dbq-bench", version, after_help = EXIT_CODES)]
+#[command(name = "dbq-bench", version, after_help = EXIT_CODES, long_about = long_about())]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

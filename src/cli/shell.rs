@@ -37,7 +37,7 @@ pub fn on_runtime(command: impl Future<Output = ExitStatus> + Send + 'static) ->
         match tokio::spawn(command).await {
             Ok(status) => status,
             Err(_) => {
-                dbq_bench::backend::drop_open_namespaces().await;
+                let _ = dbq_bench::backend::drop_open_namespaces().await;
                 ExitStatus::RunFailed
             }
         }
@@ -45,7 +45,9 @@ pub fn on_runtime(command: impl Future<Output = ExitStatus> + Send + 'static) ->
 }
 
 /// A token that the first Ctrl-C (or SIGTERM) cancels: stop the load, keep partial results,
-/// tear down. The second leaves at once.
+/// tear down. The second quits without the results: it removes what the run started (its
+/// server, or its namespace on a server it did not start) within a few seconds and names
+/// what it could not remove; a third quits at once, naming what is left.
 pub fn interruptible() -> CancellationToken {
     let shutdown = CancellationToken::new();
     tokio::spawn(watch_signals(shutdown.clone()));
@@ -66,7 +68,30 @@ async fn watch_signals(shutdown: CancellationToken) {
     );
     shutdown.cancel();
     next(&mut term).await;
+    eprintln!(
+        "dbq-bench: quitting now, without the results: removing what the run started (a few seconds; Ctrl-C again to leave it)"
+    );
+    let left = tokio::select! {
+        left = remove_what_the_run_started() => left,
+        _ = next(&mut term) => dbq_bench::leftovers::describe(),
+    };
+    for what in &left {
+        eprintln!("dbq-bench: left behind: {what}");
+    }
     std::process::exit(ExitStatus::Interrupted as i32);
+}
+
+/// The server the run started (its namespaces go with it), or else the namespaces it made on
+/// a server it did not start; a library's worker processes either way. What could not be
+/// removed, one line each.
+async fn remove_what_the_run_started() -> Vec<String> {
+    use dbq_bench::{backend, leftovers};
+    let server = leftovers::started_a_server();
+    let mut left = leftovers::remove_all(std::time::Duration::from_secs(5)).await;
+    if !server {
+        left.extend(backend::drop_open_namespaces().await);
+    }
+    left
 }
 
 /// A panic is a bug: one line that says so and where, instead of a backtrace hint.
@@ -163,19 +188,35 @@ pub fn append_to_step_summary(md: &[u8]) {
 
 /// A results directory given with `--out` must be one that can be written: refused before
 /// anything starts, rather than after a run whose results then have nowhere to go.
-pub fn check_out(out: Option<&std::path::Path>) -> Result<(), String> {
-    let Some(dir) = out else { return Ok(()) };
+pub fn check_out(out: Option<&std::path::Path>) -> Result<FreshOut, String> {
+    let Some(dir) = out else {
+        return Ok(FreshOut(None));
+    };
     if dir.exists() && !dir.is_dir() {
         return Err(format!(
             "--out {}: is a file, not a directory (give a directory; it is created when missing)",
             dir.display()
         ));
     }
+    let created = !dir.exists();
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("--out {}: cannot create it: {e}", dir.display()))?;
     let probe = dir.join(".dbq-bench-write-check");
     std::fs::write(&probe, b"")
         .map_err(|e| format!("--out {}: cannot write in it: {e}", dir.display()))?;
     std::fs::remove_file(&probe).ok();
-    Ok(())
+    Ok(FreshOut(created.then(|| dir.to_path_buf())))
+}
+
+/// An `--out` directory this command created: removed again if the command fails before
+/// writing anything in it (a server that could not be provisioned leaves no empty folder).
+pub struct FreshOut(Option<std::path::PathBuf>);
+
+impl FreshOut {
+    pub fn discard_if_empty(&self) {
+        if let Some(dir) = &self.0 {
+            // Fails, as it should, when something was written there.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
 }

@@ -44,7 +44,7 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
     let at = job.now();
     let mut conn = job.ctx.backend.connect("fault").await.ok();
     let deadline = tokio::time::Instant::now() + FREEZE_SEARCH;
-    let mut frozen: Vec<(u32, i32, Vec<JobId>)> = Vec::new();
+    let mut frozen: Vec<(u32, i32, Vec<JobId>, u64)> = Vec::new();
     while frozen.len() < count && !stop.is_cancelled() {
         let last_try = tokio::time::Instant::now() >= deadline;
         let taken: Vec<u32> = frozen.iter().map(|f| f.0).collect();
@@ -55,19 +55,24 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
             .into_iter()
             .filter(|(slot, _)| !taken.contains(slot))
             .collect();
-        if candidates.is_empty() {
+        // No process to try yet (a library's workers may still be starting when the fault
+        // is due, on a loaded machine): look again until the search's deadline.
+        if candidates.is_empty() && last_try {
             break;
         }
         for (slot, pid) in candidates {
             if frozen.len() >= count {
                 break;
             }
+            // The moment it stopped, not the end of the search: on a loaded machine the
+            // check below can outlast the reaper, which may take the job back before it.
+            let stopped_at = job.now();
             if signal(Pid::from_raw(pid), Signal::SIGSTOP).is_err() {
                 continue;
             }
             let holding = holds_jobs(job, conn.as_mut(), slot).await;
             if !holding.is_empty() || last_try {
-                frozen.push((slot, pid, holding));
+                frozen.push((slot, pid, holding, stopped_at));
             } else {
                 let _ = signal(Pid::from_raw(pid), Signal::SIGCONT);
             }
@@ -79,20 +84,20 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
     if let Some(c) = conn {
         c.close().await;
     }
-    for (slot, _, held) in &frozen {
+    for (slot, _, held, stopped_at) in &frozen {
         job.emit(Event::WorkerFrozen {
-            at_us: job.now(),
+            at_us: *stopped_at,
             slot: *slot,
             jobs: held.clone(),
         });
     }
     sleep_or_stop(job.ctx.clock.until(until_us), stop).await;
-    for (_, pid, _) in &frozen {
+    for (_, pid, _, _) in &frozen {
         let _ = signal(Pid::from_raw(*pid), Signal::SIGCONT);
     }
     let detail: Vec<String> = frozen
         .iter()
-        .map(|(slot, pid, held)| {
+        .map(|(slot, pid, held, _)| {
             format!(
                 "slot {slot} pid {pid} holding {}",
                 match held.as_slice() {

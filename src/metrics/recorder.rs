@@ -60,6 +60,9 @@ pub struct Recorder {
     errors: BTreeMap<String, u64>,
     faults: Vec<FaultRecord>,
     frozen: Vec<FrozenJob>,
+    /// The latest claims and finishes (job, when), for a freeze reported after its job was
+    /// already taken back (see `on_worker_frozen`).
+    recent_takes: std::collections::VecDeque<(JobId, u64)>,
     orphaned: Vec<OrphanedJob>,
     probes: Vec<TableProbe>,
     fatal: Option<String>,
@@ -70,6 +73,10 @@ pub struct Recorder {
     /// Set when an event made some outcome uncertain; cleared when the live list is updated.
     doubt_changed: bool,
 }
+
+/// How many recent claims and finishes are kept for a late-reported freeze: several seconds
+/// of them at thousands of jobs/s.
+const RECENT_TAKES: usize = 65_536;
 
 /// How long a second stays open for events that arrive late.
 const GRACE_SECONDS: i64 = 2;
@@ -104,6 +111,7 @@ impl Recorder {
             errors: BTreeMap::new(),
             faults: Vec::new(),
             frozen: Vec::new(),
+            recent_takes: std::collections::VecDeque::new(),
             orphaned: Vec::new(),
             probes: Vec::new(),
             db_samples: Vec::new(),
@@ -129,6 +137,10 @@ impl Recorder {
     /// A frozen worker's job counts as released when anyone claims or finishes it. Returns
     /// whether it was held by a frozen worker until now.
     fn release_frozen(&mut self, job: JobId, at_us: u64) -> bool {
+        if self.recent_takes.len() >= RECENT_TAKES {
+            self.recent_takes.pop_front();
+        }
+        self.recent_takes.push_back((job, at_us));
         let mut released = false;
         for f in self
             .frozen
@@ -139,6 +151,25 @@ impl Recorder {
             released = true;
         }
         released
+    }
+
+    /// A freeze is reported once its search ends, stamped with the moment the worker
+    /// stopped: a job the reaper took back in between was released then, which the recent
+    /// claims and finishes say.
+    fn on_worker_frozen(&mut self, at_us: u64, slot: u32, jobs: Vec<JobId>) {
+        for job in jobs {
+            let released_at_us = self
+                .recent_takes
+                .iter()
+                .find(|(j, t)| *j == job && *t >= at_us)
+                .map(|(_, t)| *t);
+            self.frozen.push(FrozenJob {
+                job,
+                slot,
+                frozen_at_us: at_us,
+                released_at_us,
+            });
+        }
     }
 
     fn window_of(&self, t_us: u64) -> usize {
@@ -504,14 +535,7 @@ impl Recorder {
                 reported,
                 ..
             } => self.on_worker_crashed(at_us, slot, jobs, reported),
-            Event::WorkerFrozen { at_us, slot, jobs } => {
-                self.frozen.extend(jobs.into_iter().map(|job| FrozenJob {
-                    job,
-                    slot,
-                    frozen_at_us: at_us,
-                    released_at_us: None,
-                }));
-            }
+            Event::WorkerFrozen { at_us, slot, jobs } => self.on_worker_frozen(at_us, slot, jobs),
             Event::Reaped {
                 at_us,
                 jobs,

@@ -60,6 +60,8 @@ pub struct DbContainer {
     /// The container's main process as this machine numbers it (0: unknown), read when it
     /// starts and after each restart.
     pid: std::sync::atomic::AtomicU32,
+    /// Its entry among what the process started, forgotten when the handle goes.
+    _remembered: crate::leftovers::Remembered,
 }
 
 impl DbContainer {
@@ -226,11 +228,15 @@ pub async fn start(
     let endpoint = spec.endpoint(ports, &password);
     match wait_until_ready(&*endpoint, timeout, &container).await {
         Ok(()) => {
+            let id = container.id().to_string();
             let c = DbContainer {
                 container,
                 servers,
                 image: image.to_string(),
                 pid: Default::default(),
+                _remembered: crate::leftovers::Remembered(crate::leftovers::remember(
+                    crate::leftovers::Started::Container { id },
+                )),
             };
             c.read_pid().await;
             Ok((c, endpoint))

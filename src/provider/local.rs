@@ -62,6 +62,8 @@ pub struct LocalCluster {
     bins: LocalBinaries,
     settings: Vec<(String, String)>,
     user: Option<(Uid, Gid)>,
+    /// Its entry among what the process started (see `leftovers`).
+    remembered: u64,
 }
 
 impl LocalCluster {
@@ -119,7 +121,9 @@ impl LocalCluster {
             .process_group(0);
         as_user(&mut cmd, self.user);
         let program = self.spec().program();
-        self.child = Some(cmd.spawn().with_context(|| format!("starting {program}"))?);
+        let child = cmd.spawn().with_context(|| format!("starting {program}"))?;
+        crate::leftovers::set_pid(self.remembered, i32::try_from(child.id()).ok());
+        self.child = Some(child);
         Ok(())
     }
 
@@ -149,13 +153,16 @@ impl LocalCluster {
         let _ = kill(Pid::from_raw(child.id() as i32), signal);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
+            // Reaped, or reaped already by a second Ctrl-C's teardown (an error here).
+            if !matches!(child.try_wait(), Ok(None)) {
+                crate::leftovers::set_pid(self.remembered, None);
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = child.kill();
         let _ = child.wait();
+        crate::leftovers::set_pid(self.remembered, None);
     }
 
     /// Starts the server again after [`LocalCluster::shut_down`].
@@ -169,6 +176,7 @@ impl LocalCluster {
         if let Some(dir) = self.dir.take() {
             let _ = dir.close();
         }
+        crate::leftovers::forget(self.remembered);
     }
 
     /// The last lines of the server log, for error messages.
@@ -240,15 +248,24 @@ pub async fn start(
     }
     let bins = spec.binaries()?;
     initialise(spec, &bins, dir.path(), user).await?;
+    let ports = free_ports()?;
+    let remembered = crate::leftovers::remember(crate::leftovers::Started::Local {
+        pid: None,
+        signal: servers.shutdown_signal(ShutdownMode::Fast),
+        dir: dir.path().to_path_buf(),
+        stop_hint: String::new(),
+    });
     let mut cluster = LocalCluster {
         servers,
         dir: Some(dir),
         child: None,
-        ports: free_ports()?,
+        ports,
         bins,
         settings: settings.to_vec(),
         user,
+        remembered,
     };
+    crate::leftovers::set_stop_hint(remembered, cluster.stop_hint());
     cluster.spawn()?;
     let endpoint = spec.endpoint(cluster.ports);
     match wait_until_ready(&*endpoint, timeout, &mut cluster).await {

@@ -215,8 +215,10 @@ pub async fn wait_until_ready(
     }
 }
 
-/// How long the `url` provider retries a server that does not answer.
-const URL_READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the `url` provider retries a server that does not answer: a given server
+/// should be up (a CI service waits for its health check), so a refused connection is
+/// reported after a few seconds, not held for a server's start-up time.
+const URL_READY_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// An existing server.
 struct UrlProvider;

@@ -111,7 +111,7 @@ pub const FIGURES: [Figure; 12] = [
         higher_is_better: false,
         ungated_because: Some("the load generator's figure, not the queue's"),
         heading: "sent late %",
-        read: |s| 100.0 * s.jobs.sent_late as f64 / (s.jobs.enqueued.max(1)) as f64,
+        read: |s| s.verdict.sent_late_pct,
     },
     Figure {
         key: "lost",

@@ -30,6 +30,7 @@ pub fn page(r: &RunResults) -> Page {
             VerdictState::KeptUp => Tone::Ok,
             VerdictState::LoadGeneratorLimited => Tone::Warn,
             VerdictState::DidNotKeepUp => Tone::Bad,
+            VerdictState::Incomplete => Tone::Warn,
         },
         label: "Verdict.".into(),
         text: s.verdict.text.clone(),
@@ -425,7 +426,7 @@ fn phases(s: &Summary) -> Section {
             v(&l.end_to_end, |x| x.max),
             v(&l.queue_wait, |x| x.p99),
             v(&l.claim, |x| x.p99),
-            p.kept_up.map_or("–", |k| if k { "yes" } else { "no" })
+            kept_up_cell(p)
         );
     }
     h.push_str("</table><p class=\"note\">Latencies that start at a job's intended enqueue time belong to the phase that scheduled the job; counts belong to the phase in which they happened.</p>");
@@ -658,6 +659,20 @@ fn measurement(s: &Summary) -> Section {
         escape(&s.database.schema)
     );
     Section::new("How this was measured", h)
+}
+
+/// A phase's "kept up" cell, in the verdict's words: a phase failed only by its producers'
+/// lateness was kept up with by the consumers.
+fn kept_up_cell(p: &super::phases::PhaseSummary) -> &'static str {
+    let j = &p.jobs;
+    let gap = j.enqueued as i64 - (j.completed + j.dead_lettered) as i64;
+    let consumers_kept_up = gap <= ((j.enqueued as f64 * 0.02) as i64).max(10);
+    match p.kept_up {
+        None => "–",
+        Some(true) => "yes",
+        Some(false) if consumers_kept_up => "consumers yes; producers sent late",
+        Some(false) => "no",
+    }
 }
 
 #[cfg(test)]

@@ -337,6 +337,11 @@ impl Summary {
             &ProducerPace::of(&measured_counts, producers),
         );
         verdict::name_the_first_phase_behind(&mut verdict, &phases);
+        if facts.interrupted {
+            verdict::not_judged(&mut verdict, "interrupted (Ctrl-C)");
+        } else if let Some(e) = &m.fatal {
+            verdict::not_judged(&mut verdict, &format!("stopped by an error ({e})"));
+        }
         let (db_stats, table_reads, claim_probes) =
             database_side(plan, m, &facts, &phases, &mut verdict);
         let cost = measured_cost(&db_stats, &phases, plan.database.engine);

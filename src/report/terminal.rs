@@ -52,6 +52,9 @@ pub fn render(s: &Summary) -> String {
         t.push_str(&format!("aborted    {a}\n"));
     }
     t.push_str(&format!("verdict    {}\n", s.verdict.text));
+    if s.thresholds.is_empty() && s.verdict.state == super::verdict::VerdictState::DidNotKeepUp {
+        t.push_str("           (the verdict does not set the exit status: give thresholds, e.g. --set 'thresholds={ \"throughput.completed_per_s\" = \">= 290\" }', to fail on it; exit 99)\n");
+    }
     if let Some(l) = &s.limit {
         t.push_str(&format!("limit      {}\n", l.line()));
     }

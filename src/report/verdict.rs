@@ -23,6 +23,10 @@ pub struct Verdict {
     pub multiple_of_reference: f64,
     /// Producers kept their schedule (at most 1% of jobs sent late).
     pub producers_kept_schedule: bool,
+    /// Jobs of the measured phases sent late or not at all, as a share of those their
+    /// schedules intended, in percent: the figure the verdict's text and `compare` give.
+    #[serde(default)]
+    pub sent_late_pct: f64,
     /// Consumers kept up: over the measured window, neither the backlog (sampled from the
     /// database) grew by more than the tolerance from start to end, nor rose above its start
     /// by more than `peak_growth_allowed` in any second, nor the completion gap (jobs
@@ -75,6 +79,8 @@ pub enum VerdictState {
     KeptUp,
     LoadGeneratorLimited,
     DidNotKeepUp,
+    /// Interrupted, or stopped by an error, before its window ended: not judged.
+    Incomplete,
 }
 
 impl VerdictState {
@@ -84,6 +90,7 @@ impl VerdictState {
             VerdictState::KeptUp => "Kept up",
             VerdictState::LoadGeneratorLimited => "Limited by the load generator",
             VerdictState::DidNotKeepUp => "Did not keep up",
+            VerdictState::Incomplete => "Incomplete",
         }
     }
 }
@@ -185,6 +192,21 @@ impl Backlog {
             _ => "backlog not sampled".to_string(),
         }
     }
+}
+
+/// A run that did not end as planned (`why`: interrupted, stopped by an error) is not
+/// judged: its window is cut where it stopped, so its backlog and gap say nothing about
+/// whether the queue kept up. The figures stay, under an "Incomplete" headline.
+pub fn not_judged(verdict: &mut Verdict, why: &str) {
+    let figures = verdict
+        .text
+        .split_once(". ")
+        .map_or(String::new(), |(_, rest)| format!(" {rest}"));
+    verdict.state = VerdictState::Incomplete;
+    verdict.kept_up = false;
+    verdict.text = format!(
+        "Incomplete: {why} before the measured window ended, so whether the queue kept up is not judged; the figures cover the part measured.{figures}"
+    );
 }
 
 /// A run that did not keep up names the first phase that fell behind.
@@ -348,6 +370,7 @@ pub fn judge(
         seed_reference_per_s: article::FEW_HUNDRED_PER_S,
         multiple_of_reference: (multiple * 100.0).round() / 100.0,
         producers_kept_schedule,
+        sent_late_pct: (late_pct * 100.0).round() / 100.0,
         consumers_kept_up,
         tolerance_jobs,
         in_flight_jobs: (in_flight * 10.0).round() / 10.0,

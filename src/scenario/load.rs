@@ -202,7 +202,19 @@ fn describe(path: String, message: &str) -> (String, String) {
                 .to_string(),
         );
     }
-    (key, plain_words(&message))
+    (key.clone(), bounded_words(&key, &plain_words(&message)))
+}
+
+/// Keys whose bounds the plan checks (`check_count`) but whose type is a plain `u32`: a
+/// type error names their bounds, not u32's.
+const COUNT_KEYS: [&str; 3] = ["producers.count", "consumers.count", "producers.max_count"];
+
+fn bounded_words(key: &str, words: &str) -> String {
+    if COUNT_KEYS.contains(&key) {
+        words.replace("from 0 to 4294967295", "from 1 to 1000")
+    } else {
+        words.to_string()
+    }
 }
 
 /// An error about a key that a `--set` wrote (or about a section it made) is that flag's
@@ -472,7 +484,7 @@ mod tests {
             ),
             (
                 "producers.count=-1",
-                "--set producers.count=-1: producers.count: invalid value: `-1`, expected a whole number from 0 to 4294967295",
+                "--set producers.count=-1: producers.count: invalid value: `-1`, expected a whole number from 1 to 1000",
             ),
             (
                 "queue.partitions=\"x\"",

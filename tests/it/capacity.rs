@@ -424,6 +424,14 @@ fn ctrl_c_keeps_the_finished_steps() {
         1,
         "only the finished step: {c}"
     );
+    // An interrupted search states no capacity, though its first step met the objective.
+    assert_eq!(c["max_sustainable_per_s"], Value::Null, "{c}");
+    let summary = c["summary"].as_str().unwrap();
+    assert!(summary.contains("no capacity is stated"), "{summary}");
+    assert!(
+        summary.contains("met the objective up to 50 jobs/s"),
+        "{summary}"
+    );
 }
 
 #[test]

@@ -93,7 +93,7 @@ fn every_validation_error_is_one_line_naming_file_and_key() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("--set consumers.count=-1: consumers.count:")
-            && err.contains("expected a whole number from 0 to 4294967295")
+            && err.contains("expected a whole number from 1 to 1000")
             && !err.contains("u32"),
         "{err}"
     );
@@ -199,6 +199,16 @@ fn ctrl_c_keeps_partial_results_and_removes_the_cluster() {
     let s = summary(dir.path());
     assert_eq!(s["complete"], false);
     assert_eq!(s["interrupted"], true);
+    // Not judged: an interrupted window says nothing of keeping up.
+    assert_eq!(s["verdict"]["state"], "incomplete", "{}", s["verdict"]);
+    assert!(
+        s["verdict"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Incomplete: interrupted (Ctrl-C)"),
+        "{}",
+        s["verdict"]
+    );
     // The interrupted phase is cut where the load stopped, not counted as 60 s.
     let steady = s["phases"]
         .as_array()
@@ -221,6 +231,91 @@ fn ctrl_c_keeps_partial_results_and_removes_the_cluster() {
         "{desc}"
     );
     assert!(!Path::new(data_dir).exists(), "{data_dir} left behind");
+}
+
+/// A second Ctrl-C quits without the results, but still removes the local server it started:
+/// no process, no directory.
+#[test]
+fn a_second_ctrl_c_still_removes_the_local_server() {
+    crate::support::require_local_binaries();
+    let dir = tempfile::tempdir().unwrap();
+    let (status, said) = crate::support::interrupt_twice_when(
+        &[
+            "run",
+            "scenarios/smoke.toml",
+            "--db",
+            "local",
+            "--set",
+            "phases.1.duration=60s",
+            // Jobs that take 5 s: the first Ctrl-C's teardown waits for them.
+            "--set",
+            "consumers.handler={ duration = { fixed = \"5s\" } }",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ],
+        "load started",
+        Duration::from_secs(2),
+        Duration::from_millis(300),
+    );
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(said.contains("quitting now"), "{said}");
+    assert!(!said.contains("left behind"), "{said}");
+    let data_dir = said
+        .split("local server in ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no data directory in: {said}"));
+    let server_dir = Path::new(data_dir).parent().unwrap();
+    assert!(!server_dir.exists(), "{} left behind", server_dir.display());
+    let running = crate::support::processes_mentioning(server_dir.to_str().unwrap());
+    assert!(running.is_empty(), "still running: {running:?}");
+}
+
+/// A second Ctrl-C on a server the run did not start drops the run's schema there.
+#[test]
+fn a_second_ctrl_c_still_drops_the_schema_on_the_users_server() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let url = rt.block_on(crate::support::database_of_its_own("ctrl_c_twice"));
+    let dir = tempfile::tempdir().unwrap();
+    let (status, said) = crate::support::interrupt_twice_when(
+        &[
+            "run",
+            "scenarios/smoke.toml",
+            "--db",
+            "url",
+            "--database-url",
+            &url,
+            "--set",
+            "phases.1.duration=60s",
+            // Jobs that take 5 s: the first Ctrl-C's teardown waits for them.
+            "--set",
+            "consumers.handler={ duration = { fixed = \"5s\" } }",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ],
+        "load started",
+        Duration::from_secs(2),
+        Duration::from_millis(300),
+    );
+    let schemas: Vec<String> = rt.block_on(async {
+        use sqlx::Connection;
+        let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'dbq%'")
+                .fetch_all(&mut c)
+                .await
+                .unwrap();
+        c.close().await.ok();
+        rows.into_iter().map(|r| r.0).collect()
+    });
+    rt.block_on(crate::support::drop_database("ctrl_c_twice"));
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(said.contains("quitting now"), "{said}");
+    assert!(
+        schemas.is_empty(),
+        "left on the server: {schemas:?}; {said}"
+    );
+    assert!(!said.contains("left behind"), "{said}");
 }
 
 #[test]
@@ -417,6 +512,17 @@ fn calibrate_cross_checks_a_fresh_table_with_pgbench() {
         &o,
         "batch",
         "calibrate --fresh-table runs the seed's own statements",
+    );
+    // Plain calibrate runs a 0 ms handler on both sides: slow runs are refused, not dropped.
+    let o = dbq(&[
+        "calibrate",
+        "--set",
+        "consumers.handler.slow={ fraction = 0.1, duration = \"1s\" }",
+    ]);
+    crate::support::assert_bad_input(
+        &o,
+        "slow",
+        "consumers.handler: calibrate runs a 0 ms handler",
     );
 }
 
@@ -701,7 +807,7 @@ fn the_bad_input_corpus_is_refused_in_one_line() {
         ),
         (
             "producers.count=-3",
-            "producers.count: invalid value: `-3`, expected a whole number from 0 to 4294967295",
+            "producers.count: invalid value: `-3`, expected a whole number from 1 to 1000",
         ),
         (
             "producers.payload_bytes=99999999",

@@ -471,6 +471,57 @@ pub fn interrupt_when(args: &[&str], marker: &str, after: Duration) -> std::proc
     child.wait().unwrap()
 }
 
+/// Runs `dbq-bench` with `args`, waits for a stderr line containing `marker`, lets it run
+/// `after`, then sends SIGINT twice, `between` apart (Ctrl-C, and Ctrl-C again while it
+/// tears down); returns its exit status and everything it printed on stderr.
+pub fn interrupt_twice_when(
+    args: &[&str],
+    marker: &str,
+    after: Duration,
+    between: Duration,
+) -> (std::process::ExitStatus, String) {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains(marker) {
+        assert!(
+            stderr.read_line(&mut said).unwrap() > 0,
+            "dbq-bench exited before printing {marker:?}: {said}"
+        );
+    }
+    std::thread::sleep(after);
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    std::thread::sleep(between);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    stderr.read_to_string(&mut said).unwrap();
+    (child.wait().unwrap(), said)
+}
+
+/// Processes whose command line mentions `text` (e.g. a server's data directory).
+pub fn processes_mentioning(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(text) {
+            found.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    found
+}
+
 /// The command exited with `code`; its stdout, for the checks that follow.
 pub fn stdout_of(o: &std::process::Output, code: i32) -> String {
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();

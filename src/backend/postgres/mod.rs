@@ -350,17 +350,28 @@ impl Backend for PgQueue {
         ]
     }
 
+    /// Drops the run's schema. A session of the run still in a transaction (a second
+    /// Ctrl-C does not wait for the workers) would hold the drop: after 2 s of waiting, the
+    /// run's own sessions are ended and the drop tried again.
     async fn drop_namespace(&self) -> Result<(), BackendError> {
         let mut conn = self.raw_connect("main").await?;
-        conn.execute(AssertSqlSafe(format!(
-            "DROP SCHEMA \"{}\" CASCADE",
-            self.shared.namespace
-        )))
-        .await?;
+        let drop = format!("DROP SCHEMA \"{}\" CASCADE", self.shared.namespace);
+        conn.execute("SET lock_timeout = '2s'").await?;
+        if conn.execute(AssertSqlSafe(drop.clone())).await.is_err() {
+            sqlx::query(END_RUN_SESSIONS)
+                .bind(format!("dbq-bench/{}/%", self.shared.namespace))
+                .execute(&mut conn)
+                .await?;
+            conn.execute(AssertSqlSafe(drop)).await?;
+        }
         conn.close().await.ok();
         Ok(())
     }
 }
+
+/// Ends the run's other sessions ($1: its application names' pattern).
+const END_RUN_SESSIONS: &str = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+ WHERE datname = current_database() AND application_name LIKE $1 AND pid <> pg_backend_pid()";
 
 /// LISTENs on the run's channel (its schema's name) on a connection of its own and turns
 /// every notification into one wake-up. Reconnects after a lost connection; notifications

@@ -91,10 +91,13 @@ pub async fn command(args: RunArgs) -> ExitStatus {
             return ExitStatus::BadInput;
         }
     };
-    if let Err(e) = check_out(args.out.as_deref()) {
-        eprintln!("error: {e}");
-        return ExitStatus::BadInput;
-    }
+    let fresh_out = match check_out(args.out.as_deref()) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitStatus::BadInput;
+        }
+    };
     match run(&plan, &opts, interruptible()).await {
         Ok(outcome) => {
             let s = &outcome.results.summary;
@@ -135,6 +138,7 @@ pub async fn command(args: RunArgs) -> ExitStatus {
             worst(exit_status(s), gate)
         }
         Err(f) => {
+            fresh_out.discard_if_empty();
             match &f {
                 Failure::Interrupted => eprintln!(
                     "dbq-bench: interrupted before the load started; nothing was measured"

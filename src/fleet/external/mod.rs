@@ -86,6 +86,8 @@ struct Process {
     tail: Tail,
     listener: UnixListener,
     _socket: RemoveOnDrop,
+    /// Its entry among what the process started, for a second Ctrl-C (see `leftovers`).
+    _remembered: Option<crate::leftovers::Remembered>,
 }
 
 /// A life's end takes its whole process group with it: a library's helper processes
@@ -206,12 +208,19 @@ impl Slot {
         let mut tail = Tail::default();
         tail.follow(child.stdout.take());
         tail.follow(child.stderr.take());
+        let pid = child.id().unwrap_or(0) as i32;
+        let remembered = (pid > 0).then(|| {
+            let what = format!("library worker {} (slot {})", w.command[0], self.slot);
+            let group = crate::leftovers::Started::Group { pgid: pid, what };
+            crate::leftovers::Remembered(crate::leftovers::remember(group))
+        });
         Ok(Process {
-            pid: child.id().unwrap_or(0) as i32,
+            pid,
             child,
             tail,
             listener,
             _socket: socket,
+            _remembered: remembered,
         })
     }
 

@@ -75,6 +75,15 @@ pub(super) fn database_plan(
             ),
         ));
     }
+    if db.url.is_some() && matches!(db.provider, ProviderKind::Local | ProviderKind::Container) {
+        return Err(err(
+            "database.url",
+            format!(
+                "a server's URL was given, but the {} provider starts a server of its own and would not use it: drop the URL, or use --db url (or auto)",
+                db.provider.as_str()
+            ),
+        ));
+    }
     if db.provider == ProviderKind::Url && url.is_none() {
         return Err(err(
             "database.url",
