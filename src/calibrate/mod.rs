@@ -191,11 +191,11 @@ pub async fn run(
     shutdown: &CancellationToken,
 ) -> Result<Calibration, Failure> {
     let handler = &request.plan.consumers.handler;
-    if handler.slow.is_some() || handler.error_rate > 0.0 {
+    if handler.slow.is_some() {
         return Err(Failure::Input(InputError::new(
             &request.plan.source,
             "consumers.handler",
-            "calibrate runs a 0 ms handler on both sides, as pgbench has none: remove the handler's slow runs and errors (or calibrate --fresh-table, which runs a fixed handler as pgbench's \\sleep)".to_string(),
+            "calibrate runs a 0 ms handler on both sides, as pgbench has none: remove the handler's slow runs (or calibrate --fresh-table, which runs a fixed handler as pgbench's \\sleep)".to_string(),
         )));
     }
     let first = request.plan(request.connections[0])?;

@@ -7,6 +7,7 @@
 //! without a group are not waited for.
 
 use crate::backend::GroupView;
+use crate::fleet::registry::WorkerRegistry;
 use crate::fleet::{FleetContext, sleep_or_stop};
 use crate::report::GroupForming;
 use crate::status::Status;
@@ -27,6 +28,33 @@ const FORM_WITHIN: Duration = Duration::from_secs(60);
 const SETTLED_FOR: Duration = Duration::from_secs(3);
 /// How often the group's coordinator is asked.
 const ASK_EVERY: Duration = Duration::from_millis(100);
+
+/// Waits until every one of a library's worker processes has said hello, or `within` has
+/// passed (its supervisor gives each its connect timeout and stops the run if it does not),
+/// or `stop`. An interpreter and its imports take seconds on a loaded machine: a load, and a
+/// fault due in its first seconds, scheduled from the processes' start would meet no
+/// worker.
+pub(super) async fn await_workers(
+    registry: &WorkerRegistry,
+    within: Duration,
+    status: &Status,
+    stop: &CancellationToken,
+) {
+    let all_said_hello = || (0..registry.len() as u32).all(|s| registry.pid(s) > 0);
+    if all_said_hello() {
+        return;
+    }
+    status.line(&format!(
+        "waiting for {} library worker(s) to say hello",
+        registry.len()
+    ));
+    let deadline = tokio::time::Instant::now() + within;
+    while !all_said_hello() && tokio::time::Instant::now() < deadline {
+        if !sleep_or_stop(Duration::from_millis(50), stop).await {
+            return;
+        }
+    }
+}
 
 /// Waits until the workers' group has settled with `expected` members, or [`FORM_WITHIN`]
 /// has passed, or `stop`; `None` where the engine has no group.

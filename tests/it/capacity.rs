@@ -432,6 +432,16 @@ fn ctrl_c_keeps_the_finished_steps() {
         summary.contains("met the objective up to 50 jobs/s"),
         "{summary}"
     );
+    // `report` renders a capacity search's results again.
+    std::fs::remove_file(dir.path().join("capacity.md")).unwrap();
+    let o = dbq(&["report", dir.path().to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(dir.path().join("capacity.md").is_file());
 }
 
 #[test]

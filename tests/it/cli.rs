@@ -233,26 +233,22 @@ fn ctrl_c_keeps_partial_results_and_removes_the_cluster() {
     assert!(!Path::new(data_dir).exists(), "{data_dir} left behind");
 }
 
-/// A second Ctrl-C quits without the results, but still removes the local server it started:
-/// no process, no directory.
-#[test]
-fn a_second_ctrl_c_still_removes_the_local_server() {
-    crate::support::require_local_binaries();
+/// Ctrl-C twice, 300 ms apart, 2 s into a run on `db`: jobs take 5 s, so the first Ctrl-C's
+/// teardown is still waiting for them when the second comes.
+fn ctrl_c_twice(db: &[&str]) -> (std::process::ExitStatus, String) {
     let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["run", "scenarios/smoke.toml"];
+    args.extend(db);
+    args.extend([
+        "--set",
+        "phases.1.duration=60s",
+        "--set",
+        "consumers.handler={ duration = { fixed = \"5s\" } }",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
     let (status, said) = crate::support::interrupt_twice_when(
-        &[
-            "run",
-            "scenarios/smoke.toml",
-            "--db",
-            "local",
-            "--set",
-            "phases.1.duration=60s",
-            // Jobs that take 5 s: the first Ctrl-C's teardown waits for them.
-            "--set",
-            "consumers.handler={ duration = { fixed = \"5s\" } }",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ],
+        &args,
         "load started",
         Duration::from_secs(2),
         Duration::from_millis(300),
@@ -260,6 +256,15 @@ fn a_second_ctrl_c_still_removes_the_local_server() {
     assert_eq!(status.code(), Some(130), "{said}");
     assert!(said.contains("quitting now"), "{said}");
     assert!(!said.contains("left behind"), "{said}");
+    (status, said)
+}
+
+/// A second Ctrl-C quits without the results, but still removes the local server it started:
+/// no process, no directory.
+#[test]
+fn a_second_ctrl_c_still_removes_the_local_server() {
+    crate::support::require_local_binaries();
+    let (_, said) = ctrl_c_twice(&["--db", "local"]);
     let data_dir = said
         .split("local server in ")
         .nth(1)
@@ -276,27 +281,7 @@ fn a_second_ctrl_c_still_removes_the_local_server() {
 fn a_second_ctrl_c_still_drops_the_schema_on_the_users_server() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let url = rt.block_on(crate::support::database_of_its_own("ctrl_c_twice"));
-    let dir = tempfile::tempdir().unwrap();
-    let (status, said) = crate::support::interrupt_twice_when(
-        &[
-            "run",
-            "scenarios/smoke.toml",
-            "--db",
-            "url",
-            "--database-url",
-            &url,
-            "--set",
-            "phases.1.duration=60s",
-            // Jobs that take 5 s: the first Ctrl-C's teardown waits for them.
-            "--set",
-            "consumers.handler={ duration = { fixed = \"5s\" } }",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ],
-        "load started",
-        Duration::from_secs(2),
-        Duration::from_millis(300),
-    );
+    let (_, said) = ctrl_c_twice(&["--db", "url", "--database-url", &url]);
     let schemas: Vec<String> = rt.block_on(async {
         use sqlx::Connection;
         let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
@@ -309,13 +294,40 @@ fn a_second_ctrl_c_still_drops_the_schema_on_the_users_server() {
         rows.into_iter().map(|r| r.0).collect()
     });
     rt.block_on(crate::support::drop_database("ctrl_c_twice"));
-    assert_eq!(status.code(), Some(130), "{said}");
-    assert!(said.contains("quitting now"), "{said}");
     assert!(
         schemas.is_empty(),
         "left on the server: {schemas:?}; {said}"
     );
-    assert!(!said.contains("left behind"), "{said}");
+}
+
+/// Edges a first user met: the engines in --help come from the registry; a server that
+/// refuses the connection leaves no empty --out behind; a capacity search's results render
+/// again with `report`.
+#[test]
+fn a_first_users_edges() {
+    let help = String::from_utf8_lossy(&dbq(&["--help"]).stdout).into_owned();
+    for engine in dbq_bench::backend::Engine::ALL {
+        assert!(
+            help.contains(engine.as_str()),
+            "{engine:?} missing from --help: {help}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never");
+    let o = dbq(&[
+        "run",
+        "scenarios/smoke.toml",
+        "--db",
+        "url",
+        "--database-url",
+        "postgres://u@127.0.0.1:1/x",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("within 3s"), "{err}");
+    assert!(!out.exists(), "an empty --out was left behind");
 }
 
 #[test]
@@ -1036,7 +1048,18 @@ fn the_bad_input_corpus_is_refused_in_one_line() {
         ),
         (
             vec!["report", "/nonexistent/run"],
-            "/nonexistent/run/summary.json".to_string(),
+            "report /nonexistent/run: holds no summary.json (a run), capacity.json".to_string(),
+        ),
+        (
+            vec![
+                "run",
+                "scenarios/smoke.toml",
+                "--db",
+                "local",
+                "--database-url",
+                "postgres://u@127.0.0.1:1/x",
+            ],
+            "--database-url: database.url: a server's URL was given, but the local provider starts a server of its own".to_string(),
         ),
         (
             vec!["matrix", "scenarios/smoke.toml", "--out", &under_file],

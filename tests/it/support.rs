@@ -446,39 +446,25 @@ duration = "2s"
 /// Runs `dbq-bench` with `args`, waits for a stderr line containing `marker`, lets it run
 /// `after`, then sends SIGINT (Ctrl-C) and returns its exit status.
 pub fn interrupt_when(args: &[&str], marker: &str, after: Duration) -> std::process::ExitStatus {
-    use std::io::{BufRead, BufReader};
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains(marker) {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "dbq-bench exited before printing {marker:?}"
-        );
-    }
-    std::thread::sleep(after);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    child.wait().unwrap()
+    interrupt(args, marker, after, None).0
 }
 
-/// Runs `dbq-bench` with `args`, waits for a stderr line containing `marker`, lets it run
-/// `after`, then sends SIGINT twice, `between` apart (Ctrl-C, and Ctrl-C again while it
-/// tears down); returns its exit status and everything it printed on stderr.
+/// As [`interrupt_when`], then SIGINT again `between` later (Ctrl-C again while it tears
+/// down); returns its exit status and everything it printed on stderr.
 pub fn interrupt_twice_when(
     args: &[&str],
     marker: &str,
     after: Duration,
     between: Duration,
+) -> (std::process::ExitStatus, String) {
+    interrupt(args, marker, after, Some(between))
+}
+
+fn interrupt(
+    args: &[&str],
+    marker: &str,
+    after: Duration,
+    again: Option<Duration>,
 ) -> (std::process::ExitStatus, String) {
     use std::io::{BufRead, BufReader, Read};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
@@ -498,8 +484,10 @@ pub fn interrupt_twice_when(
     std::thread::sleep(after);
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    std::thread::sleep(between);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    if let Some(between) = again {
+        std::thread::sleep(between);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    }
     stderr.read_to_string(&mut said).unwrap();
     (child.wait().unwrap(), said)
 }
