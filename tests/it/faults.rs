@@ -326,8 +326,10 @@ async fn a_thawed_workers_late_completion_is_stale_where_guarded_and_a_duplicate
     let s = &outcome.results.summary;
     assert!(
         !s.accounting.ok && s.accounting.table.duplicate_completions >= Some(1),
-        "expected the seed's second `done` to be caught by its audit; proof: {}",
-        s.accounting.verdict
+        "expected the seed's second `done` to be caught by its audit; proof: {}; frozen: {:?}; faults: {:?}",
+        s.accounting.verdict,
+        s.faults.frozen_jobs,
+        s.faults.events
     );
     assert_eq!(
         s.faults.stale_outcomes, 0,
