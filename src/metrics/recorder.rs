@@ -60,8 +60,7 @@ pub struct Recorder {
     errors: BTreeMap<String, u64>,
     faults: Vec<FaultRecord>,
     frozen: Vec<FrozenJob>,
-    /// The latest claims and finishes (job, when), for a freeze reported after its job was
-    /// already taken back (see `on_worker_frozen`).
+    /// The latest claims and finishes (job, when): see `on_worker_frozen`.
     recent_takes: std::collections::VecDeque<(JobId, u64)>,
     orphaned: Vec<OrphanedJob>,
     probes: Vec<TableProbe>,
@@ -74,8 +73,7 @@ pub struct Recorder {
     doubt_changed: bool,
 }
 
-/// How many recent claims and finishes are kept for a late-reported freeze: several seconds
-/// of them at thousands of jobs/s.
+/// Recent claims and finishes kept for a late-reported freeze (seconds of them at 10k jobs/s).
 const RECENT_TAKES: usize = 65_536;
 
 /// How long a second stays open for events that arrive late.
@@ -158,11 +156,11 @@ impl Recorder {
     /// claims and finishes say.
     fn on_worker_frozen(&mut self, at_us: u64, slot: u32, jobs: Vec<JobId>) {
         for job in jobs {
-            let released_at_us = self
+            let taken = self
                 .recent_takes
                 .iter()
-                .find(|(j, t)| *j == job && *t >= at_us)
-                .map(|(_, t)| *t);
+                .find(|(j, t)| *j == job && *t >= at_us);
+            let released_at_us = taken.map(|(_, t)| *t);
             self.frozen.push(FrozenJob {
                 job,
                 slot,

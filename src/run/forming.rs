@@ -29,12 +29,28 @@ const SETTLED_FOR: Duration = Duration::from_secs(3);
 /// How often the group's coordinator is asked.
 const ASK_EVERY: Duration = Duration::from_millis(100);
 
+/// Waits until the consumers can take the load: a library's processes have all said hello
+/// (within their connect timeout, and a second), and a group of workers has formed.
+pub(super) async fn await_ready(
+    plan: &crate::scenario::Plan,
+    ctx: &FleetContext,
+    registry: &WorkerRegistry,
+    status: &Status,
+    stop: &CancellationToken,
+) -> Option<GroupForming> {
+    if let Some(w) = &plan.queue.variant.workers {
+        let within = w.connect_timeout + Duration::from_secs(1);
+        await_workers(registry, within, status, stop).await;
+    }
+    await_group(ctx, plan.consumers.count, status, stop).await
+}
+
 /// Waits until every one of a library's worker processes has said hello, or `within` has
 /// passed (its supervisor gives each its connect timeout and stops the run if it does not),
 /// or `stop`. An interpreter and its imports take seconds on a loaded machine: a load, and a
 /// fault due in its first seconds, scheduled from the processes' start would meet no
 /// worker.
-pub(super) async fn await_workers(
+async fn await_workers(
     registry: &WorkerRegistry,
     within: Duration,
     status: &Status,
@@ -58,7 +74,7 @@ pub(super) async fn await_workers(
 
 /// Waits until the workers' group has settled with `expected` members, or [`FORM_WITHIN`]
 /// has passed, or `stop`; `None` where the engine has no group.
-pub(super) async fn await_group(
+async fn await_group(
     ctx: &FleetContext,
     expected: usize,
     status: &Status,

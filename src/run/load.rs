@@ -181,12 +181,8 @@ impl Load {
         let stop_consumers = CancellationToken::new();
         let registry = Arc::new(WorkerRegistry::new(plan.consumers.count));
         let consumers = start_consumers(plan, opts, &ctx, &registry, &stop_consumers);
-        if let Some(w) = &plan.queue.variant.workers {
-            let within = w.connect_timeout + Duration::from_secs(1);
-            super::forming::await_workers(&registry, within, &opts.status, shutdown).await;
-        }
         let group_forming =
-            super::forming::await_group(&ctx, plan.consumers.count, &opts.status, shutdown).await;
+            super::forming::await_ready(plan, &ctx, &registry, &opts.status, shutdown).await;
         let timeline = Timeline::of(plan, clock);
         opts.status.line(&format!(
             "load started: {} phase(s), {:.0} s",

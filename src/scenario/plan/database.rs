@@ -63,6 +63,27 @@ pub(super) fn database_plan(
             )
         })?;
     }
+    check_provider(db, url.is_some(), source)?;
+    let database = DatabasePlan {
+        engine: db.engine,
+        provider: db.provider,
+        image: db
+            .image
+            .clone()
+            .or_else(|| env.image(db.engine).map(str::to_string))
+            .or_else(|| Some(db.engine.facts().install.as_ref()?.image.to_string()))
+            .unwrap_or_default(),
+        url,
+        startup_timeout: db.startup_timeout.0,
+        settings,
+    };
+    Ok(database)
+}
+
+/// Whether the provider can serve the engine with the URL given (or not given): a provider
+/// that starts its own server has no use for one; the url provider needs one.
+fn check_provider(db: &DatabaseSection, has_url: bool, source: &str) -> Result<(), InputError> {
+    let err = |key: &str, reason: String| InputError::new(source, key, reason);
     let facts = db.engine.facts();
     if facts.install.is_none()
         && matches!(db.provider, ProviderKind::Local | ProviderKind::Container)
@@ -84,26 +105,13 @@ pub(super) fn database_plan(
             ),
         ));
     }
-    if db.provider == ProviderKind::Url && url.is_none() {
+    if db.provider == ProviderKind::Url && !has_url {
         return Err(err(
             "database.url",
             "the url provider needs a server: pass --database-url, set database.url or DATABASE_URL".into(),
         ));
     }
-    let database = DatabasePlan {
-        engine: db.engine,
-        provider: db.provider,
-        image: db
-            .image
-            .clone()
-            .or_else(|| env.image(db.engine).map(str::to_string))
-            .or_else(|| Some(db.engine.facts().install.as_ref()?.image.to_string()))
-            .unwrap_or_default(),
-        url,
-        startup_timeout: db.startup_timeout.0,
-        settings,
-    };
-    Ok(database)
+    Ok(())
 }
 
 pub(super) fn is_setting_name(s: &str) -> bool {
