@@ -122,30 +122,22 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
     );
 }
 
-/// The jobs a just-stopped worker holds, if it was caught with jobs in hand and, as far as
-/// the server can tell, where its claim mode puts a held job: `in_transaction`, inside the
-/// transaction that claimed it; `committed`, outside any transaction (its claim committed,
-/// the handler running). A `committed` worker stopped inside its claim's transaction holds a
-/// locked row that still reads queued: no reaper can take it back, so it is not the freeze
-/// this mode means (a loaded machine caught one so, and the seed's second `done` never
-/// came). Waits for a statement in flight to finish (the server answers it though the
+/// The jobs a just-stopped worker holds, if it was caught with jobs in hand (and, in
+/// `in_transaction` mode, inside the transaction that claimed it, as far as the server can
+/// tell). Waits for a statement in flight to finish (the server answers it though the
 /// client is stopped) and for the worker's last reports to be read. Without a connection to
 /// ask, or a server that cannot tell, trusts the reports alone.
 async fn holds_jobs(job: &Job, conn: Option<&mut Box<dyn Link>>, slot: u32) -> Vec<JobId> {
     let role = format!("worker-{slot}");
-    let mut in_place = true;
-    if let (Some(conn), Some(mode)) = (conn, job.ctx.claim_mode) {
+    let mut in_transaction = true;
+    if let (Some(conn), Some(ClaimMode::InTransaction)) = (conn, job.ctx.claim_mode) {
         for _ in 0..50 {
             let state = match conn.session_state(&role).await {
                 Err(e) if e.class == ErrorClass::Unsupported => break,
                 Ok(state) => state,
                 Err(_) => None,
             };
-            let in_transaction = state.as_deref() == Some("idle in transaction");
-            in_place = match mode {
-                ClaimMode::InTransaction => in_transaction,
-                ClaimMode::Committed => !in_transaction,
-            };
+            in_transaction = state.as_deref() == Some("idle in transaction");
             if state.as_deref() != Some("active") {
                 break;
             }
@@ -154,7 +146,7 @@ async fn holds_jobs(job: &Job, conn: Option<&mut Box<dyn Link>>, slot: u32) -> V
     }
     // What the worker wrote before it stopped reaches the registry within milliseconds.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    if in_place {
+    if in_transaction {
         job.ctx.registry.held(slot)
     } else {
         Vec::new()
