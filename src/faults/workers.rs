@@ -1,7 +1,7 @@
 //! Faults on worker processes: SIGKILL, and SIGSTOP/SIGCONT.
 
 use super::Job;
-use crate::backend::{ErrorClass, Link};
+use crate::backend::{ErrorClass, JobStatus, Link};
 use crate::fleet::sleep_or_stop;
 use crate::metrics::{Event, JobId};
 use crate::scenario::ClaimMode;
@@ -125,30 +125,65 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
 /// The jobs a just-stopped worker holds, if it was caught with jobs in hand (and, in
 /// `in_transaction` mode, inside the transaction that claimed it, as far as the server can
 /// tell). Waits for a statement in flight to finish (the server answers it though the
-/// client is stopped) and for the worker's last reports to be read. Without a connection to
-/// ask, or a server that cannot tell, trusts the reports alone.
-async fn holds_jobs(job: &Job, conn: Option<&mut Box<dyn Link>>, slot: u32) -> Vec<JobId> {
+/// client is stopped) and for the worker's last reports to be read; then asks the server
+/// how the reported jobs stand, for a report lags behind its worker: on a loaded machine a
+/// worker stopped just after its completion committed still reads as holding the job it
+/// finished, which no reaper can take back. Without a connection to ask, or a server that
+/// cannot tell, trusts the reports alone.
+async fn holds_jobs(job: &Job, mut conn: Option<&mut Box<dyn Link>>, slot: u32) -> Vec<JobId> {
     let role = format!("worker-{slot}");
     let mut in_transaction = true;
-    if let (Some(conn), Some(ClaimMode::InTransaction)) = (conn, job.ctx.claim_mode) {
-        for _ in 0..50 {
-            let state = match conn.session_state(&role).await {
-                Err(e) if e.class == ErrorClass::Unsupported => break,
-                Ok(state) => state,
-                Err(_) => None,
-            };
-            in_transaction = state.as_deref() == Some("idle in transaction");
-            if state.as_deref() != Some("active") {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+    if let Some(conn) = conn.as_deref_mut() {
+        let state = settled_state(conn, &role).await;
+        if job.ctx.claim_mode == Some(ClaimMode::InTransaction) {
+            in_transaction = state.is_none_or(|s| s.as_deref() == Some("idle in transaction"));
         }
     }
     // What the worker wrote before it stopped reaches the registry within milliseconds.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    if in_transaction {
-        job.ctx.registry.held(slot)
-    } else {
-        Vec::new()
+    if !in_transaction {
+        return Vec::new();
     }
+    let held = job.ctx.registry.held(slot);
+    match conn {
+        Some(conn) if !held.is_empty() => unfinished(conn, held).await,
+        _ => held,
+    }
+}
+
+/// The state of the session in `role` once a statement in flight has finished (up to half a
+/// second): `None` where the engine cannot tell, `Some(None)` when there is no such session.
+async fn settled_state(conn: &mut Box<dyn Link>, role: &str) -> Option<Option<String>> {
+    let mut state = Some(None);
+    for _ in 0..50 {
+        state = match conn.session_state(role).await {
+            Err(e) if e.class == ErrorClass::Unsupported => return None,
+            Ok(state) => Some(state),
+            Err(_) => Some(None),
+        };
+        if state
+            .as_ref()
+            .is_some_and(|s| s.as_deref() != Some("active"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    state
+}
+
+/// `held` less the jobs the server says have finished (done or dead-lettered); a job it
+/// cannot place, or a server that cannot answer, leaves the report as it is.
+async fn unfinished(conn: &mut Box<dyn Link>, held: Vec<JobId>) -> Vec<JobId> {
+    let Ok(statuses) = conn.job_statuses(&held).await else {
+        return held;
+    };
+    let finished: Vec<JobId> = statuses
+        .into_iter()
+        .filter(|(_, s, _)| matches!(s, JobStatus::Done | JobStatus::DeadLetter))
+        .map(|(id, _, _)| id)
+        .collect();
+    held.into_iter()
+        .filter(|id| !finished.contains(id))
+        .collect()
 }
