@@ -53,7 +53,7 @@ impl Plan {
                 PlanChange::DrainTimeout(d) => s.drain.timeout = HumanDuration(d),
                 PlanChange::RunThresholds(t) => s.thresholds = t,
                 PlanChange::Uninstrumented => {
-                    s.verify.completion_audit = false;
+                    s.verify.completion_audit = Some(false);
                     s.sampler.interval = HumanDuration(Duration::from_secs(3600));
                 }
                 PlanChange::BystanderUnlessSet => {

@@ -33,12 +33,17 @@ impl Assignment {
     pub fn parse(text: &str) -> Result<Assignment, InputError> {
         let (key, raw) = text
             .split_once('=')
-            .ok_or_else(|| InputError::whole(format!("--set {text}"), "expected key.path=value"))?;
+            .ok_or_else(|| InputError::whole(set_source(text), "expected key.path=value"))?;
         Ok(Assignment {
             key: key.trim().to_string(),
             value: parse_value(raw.trim()),
         })
     }
+}
+
+/// A `--set` flag as errors name it: a URL's password masked (`database.url=` may hold one).
+fn set_source(set: &str) -> String {
+    format!("--set {}", crate::redact::redact_url(set))
 }
 
 /// A scenario file read once, before any override: a matrix makes every cell's plan from it.
@@ -81,7 +86,7 @@ impl ScenarioFile {
         let mut table = self.table.clone();
         for set in &overrides.sets {
             let a = Assignment::parse(set)?;
-            assign(&mut table, &a).map_err(|e| assignment_error(&format!("--set {set}"), e))?;
+            assign(&mut table, &a).map_err(|e| assignment_error(&set_source(set), e))?;
         }
         for a in extra {
             assign(&mut table, a).map_err(|e| assignment_error(extra_source, e))?;
@@ -232,7 +237,7 @@ pub fn blame_the_flag(mut e: InputError, overrides: &Overrides) -> InputError {
         })
     });
     if let Some(set) = from_flag {
-        e.source = format!("--set {set}");
+        e.source = set_source(set);
     }
     // The flags that set a key of their own (named alone: a URL may hold a password).
     match at.as_str() {

@@ -509,23 +509,18 @@ impl Default for DrainSection {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VerifySection {
     /// Record every transition to `done`/`dead_letter` in a harness-owned audit table (by an
     /// AFTER UPDATE trigger), so the accounting proof can count duplicate completions from the
     /// database and not only from the harness's own ledger. Adds one insert per finished job.
-    #[serde(default = "defaults::yes")]
-    pub completion_audit: bool,
+    /// Unset: on where the engine can keep one (not on RabbitMQ or Kafka, which forget an
+    /// acknowledged message); `true` on such an engine is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_audit: Option<bool>,
 }
 
-impl Default for VerifySection {
-    fn default() -> Self {
-        VerifySection {
-            completion_audit: true,
-        }
-    }
-}
 
 /// A bystander: a small table unrelated to the queue, in the run's schema, read and updated
 /// by key at a fixed rate from a connection of its own. Its latency is what the queue costs

@@ -215,11 +215,26 @@ fn kafka_refuses_what_it_cannot_do_in_one_line() {
         ),
         ("reaper.count_as_attempt=true", "reaper.count_as_attempt"),
         ("queue.partitions=0", "queue.partitions"),
+        // Kafka forgets a consumed record: no audit of completions can be kept.
+        ("verify.completion_audit=true", "verify.completion_audit"),
+        // Credentials that PLAINTEXT (the default protocol) would never send.
+        (
+            "database.url=\"kafka://app:s3cret@localhost:9092\"",
+            "security.protocol",
+        ),
     ];
     for (set, expected) in cases {
-        assert_bad_input(&validate(&[set]), set, expected);
+        let out = validate(&[set]);
+        assert_bad_input(&out, set, expected);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!said.contains("s3cret"), "{said}");
     }
     assert!(validate(&["queue.partitions=3"]).status.success());
+    assert!(
+        validate(&["verify.completion_audit=false"])
+            .status
+            .success()
+    );
     // The partitions are Kafka's alone.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
         .args([

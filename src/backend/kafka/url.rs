@@ -42,7 +42,28 @@ pub fn client_settings(url: &str) -> Result<Vec<(String, String)>, String> {
             percent_decode_str(v).decode_utf8_lossy().into_owned(),
         ));
     }
+    refuse_unused_credentials(&settings)?;
     Ok(settings)
+}
+
+/// Credentials are sent only by a SASL protocol: a user and password beside `PLAINTEXT` or
+/// `SSL` (librdkafka's default is `PLAINTEXT`) would be silently unused, so they are refused
+/// rather than guessed at (SASL over TLS or not is the team's choice, not the harness's).
+fn refuse_unused_credentials(settings: &[(String, String)]) -> Result<(), String> {
+    let get = |key: &str| settings.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    if get("sasl.username").is_none() {
+        return Ok(());
+    }
+    let protocol = get("security.protocol")
+        .map_or("PLAINTEXT (the default)".into(), |p| p.to_ascii_uppercase());
+    if protocol.starts_with("SASL_") {
+        return Ok(());
+    }
+    Err(format!(
+        "a user and password were given but security.protocol is {protocol}, which sends \
+         none: add ?security.protocol=SASL_SSL (or SASL_PLAINTEXT) and sasl.mechanism=PLAIN, \
+         SCRAM-SHA-256 or SCRAM-SHA-512, or leave the credentials out"
+    ))
 }
 
 /// The bootstrap servers of a URL.
@@ -106,6 +127,11 @@ mod tests {
         assert!(s.contains(&("sasl.mechanism".into(), "PLAIN".into())));
         let shown = redacted(&s);
         assert!(!shown.contains("cret"), "{shown}");
+        let unused = client_settings("kafka://app:s%40cret@k1:9092").unwrap_err();
+        assert!(
+            unused.contains("security.protocol is PLAINTEXT") && !unused.contains("cret"),
+            "{unused}"
+        );
         assert!(shown.starts_with("kafka://k1:9092,k2:9093?"), "{shown}");
         assert_eq!(
             bootstrap_servers("kafka://localhost:9092/").unwrap(),
@@ -122,6 +148,8 @@ mod tests {
             "kafka://host",
             "kafka://h:0",
             "kafka://h:1?x",
+            "kafka://app:pw@h:1",
+            "kafka://app:pw@h:1?security.protocol=SSL",
         ] {
             assert!(client_settings(bad).is_err(), "{bad}");
         }

@@ -135,6 +135,10 @@ impl Plan {
             };
             counted.map_err(|reason| err("reaper.count_as_attempt", reason))?;
         }
+        // Unset: on where the engine keeps one (a `true` it cannot keep is refused above).
+        let audit = scenario.verify.completion_audit.unwrap_or(true)
+            && scenario.database.engine.supports().completion_audit;
+        scenario.verify.completion_audit = Some(audit);
         let default_rate = scenario.producers.rate;
         let phases = phase_plans(
             &mut scenario.phases,
@@ -176,8 +180,7 @@ impl Plan {
             sampler_interval: scenario.sampler.interval.0,
             thresholds,
             bystander,
-            completion_audit: scenario.verify.completion_audit
-                && scenario.database.engine.supports().completion_audit,
+            completion_audit: audit,
             resolved: scenario,
         })
     }

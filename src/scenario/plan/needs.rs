@@ -75,6 +75,12 @@ pub(super) fn needs(scenario: &Scenario) -> Vec<Need> {
         let what = "a bystander runs".to_string();
         needs.push(Need::new("bystander.enabled", what, |s| s.bystander));
     }
+    if scenario.verify.completion_audit == Some(true) {
+        let what = "the server records each completion (the completion audit)".to_string();
+        needs.push(Need::new("verify.completion_audit", what, |s| {
+            s.completion_audit
+        }));
+    }
     if scenario.producers.outbox.enabled {
         let what = "the outbox scenario runs".to_string();
         needs.push(Need::new("producers.outbox.enabled", what, |s| s.outbox));

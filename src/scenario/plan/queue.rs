@@ -70,7 +70,7 @@ fn check_design_options(scenario: &Scenario) -> Result<(), (&'static str, String
                 .into(),
         ));
     }
-    if q.variant.needs_audit() && !scenario.verify.completion_audit {
+    if q.variant.needs_audit() && scenario.verify.completion_audit == Some(false) {
         return Err((
             "verify.completion_audit",
             format!(
