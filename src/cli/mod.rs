@@ -7,6 +7,7 @@ mod capacity;
 mod compare;
 mod files;
 mod matrix;
+mod prove;
 mod run;
 pub mod shell;
 
@@ -56,6 +57,21 @@ enum Command {
         /// No summary on the terminal.
         #[arg(long, short)]
         quiet: bool,
+    },
+    /// Prove a run whose harness died (SIGKILL, a client library's crash): replay the journal
+    /// it left in its results directory and check every job it saw committed against the
+    /// queue, still on its server. Writes proof.json; exit 0 when nothing was lost or
+    /// duplicated (jobs may still be queued), 1 otherwise.
+    Prove {
+        /// The results directory of the run (it holds journal.jsonl).
+        dir: PathBuf,
+        /// The run's server, when the journal cannot name it in full (a saved URL's password
+        /// is masked).
+        #[arg(long, value_name = "URL", env = "DATABASE_URL", hide_env_values = true)]
+        database_url: Option<String>,
+        /// Drop the run's queue (its schema, keys or topics) once proved.
+        #[arg(long = "drop")]
+        drop_queue: bool,
     },
     /// Check scenario files without running them (one line per file).
     Validate {
@@ -128,6 +144,11 @@ pub fn dispatch(cli: Cli) -> ExitStatus {
             scenarios,
             overrides,
         } => files::validate(&scenarios, &overrides.overrides()),
+        Command::Prove {
+            dir,
+            database_url,
+            drop_queue,
+        } => on_runtime(async move { prove::command(&dir, database_url, drop_queue).await }),
         Command::Matrix(args) => on_runtime(matrix::command(args)),
         Command::Capacity(args) => on_runtime(capacity::command(args)),
         Command::Calibrate(args) => on_runtime(calibrate::command(args)),

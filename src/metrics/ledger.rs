@@ -237,6 +237,22 @@ impl Ledger {
         });
     }
 
+    /// The harness died (its journal replayed by `prove`): it cannot have heard how any job
+    /// it had not seen finish ended, so each is in doubt until the table says.
+    pub fn harness_died(&mut self) {
+        let open: Vec<JobId> = self
+            .committed()
+            .filter(|(_, e)| !e.finished())
+            .map(|(id, _)| id)
+            .collect();
+        for id in open {
+            self.update(id, |e| {
+                e.in_doubt = true;
+                e.doubted = true;
+            });
+        }
+    }
+
     /// The table showed how an in-doubt job stands. A `retry_count` above the failed
     /// attempts the ledger knows of (failure updates and counted reaps) means failure updates
     /// committed though their workers could not tell: they are counted as failures, not as

@@ -1,5 +1,6 @@
 //! Measurements: the events fleets send (`event`), HDR histograms per metric
-//! (`histogram`), the harness's job ledger (`ledger`), the recorder that turns events into
+//! (`histogram`), the harness's job ledger (`ledger`) and its copy on disk as the run goes
+//! (`journal`), the recorder that turns events into
 //! figures (`recorder`, a second at a time: `second`) and those figures as plain data
 //! (`measurements`), live counters for progress and drain (`live`), the database sampler
 //! (`sampler`), and the harness's figures of itself and its machine (`harness`, `monitor`,
@@ -8,6 +9,7 @@
 pub mod event;
 pub mod harness;
 pub mod histogram;
+pub mod journal;
 pub mod ledger;
 pub mod live;
 pub mod machine;

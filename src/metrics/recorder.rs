@@ -14,6 +14,7 @@
 
 use super::event::{Event, FaultRecord, JobId};
 use super::histogram::{Metric, MetricSet};
+use super::journal::Journal;
 use super::ledger::Ledger;
 use super::live::LiveStats;
 use super::measurements::{
@@ -726,15 +727,25 @@ impl Recorder {
         self.timeline.push(b.row(s, phase));
     }
 
+    /// The ledger that `events` make, read as the run read them (a journal replayed).
+    pub fn ledger_of(mut self, events: impl IntoIterator<Item = Event>) -> Ledger {
+        for e in events {
+            self.handle(e);
+        }
+        self.ledger
+    }
+
     /// Consumes events until every sender is gone, writing finished seconds as it goes.
     /// `clock_now_us` reads the run clock; `load_start_wall` labels the interval log.
     /// `snapshots` answers requests for the figures so far (it may be closed at once).
+    /// Each batch read is appended to `journal`, if any, before it is counted.
     pub async fn run(
         mut self,
         mut rx: UnboundedReceiver<Event>,
         mut snapshots: UnboundedReceiver<SnapshotRequest>,
         clock: crate::clock::RunClock,
         load_start_wall: SystemTime,
+        mut journal: Option<Journal>,
     ) -> Measurements {
         let mut hlog = Vec::new();
         let mut serializer = V2DeflateSerializer::new();
@@ -758,8 +769,16 @@ impl Recorder {
             tokio::select! {
                 _ = drain.tick() => loop {
                     match rx.try_recv() {
-                        Ok(e) => self.handle(e),
-                        Err(TryRecvError::Empty) => break,
+                        Ok(e) => {
+                            if let Some(j) = journal.as_mut() {
+                                j.record(&e);
+                            }
+                            self.handle(e)
+                        }
+                        Err(TryRecvError::Empty) => {
+                            journal.as_mut().map(Journal::flush);
+                            break;
+                        }
                         Err(TryRecvError::Disconnected) => break 'events,
                     }
                 },
@@ -775,6 +794,7 @@ impl Recorder {
                 }
             }
         }
+        journal.as_mut().map(Journal::flush);
         self.write_seconds(i64::MAX, &mut log);
         drop(log);
         Measurements {

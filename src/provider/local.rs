@@ -90,6 +90,8 @@ impl LocalCluster {
             .user
             .and_then(|(uid, _)| User::from_uid(uid).ok().flatten());
         let stop = match account {
+            // Quoted as a whole for `su -c`: a hint with single quotes of its own in double.
+            Some(u) if stop.contains('\'') => format!("su {} -c \"{stop}\"", u.name),
             Some(u) => format!("su {} -c '{stop}'", u.name),
             None => stop,
         };

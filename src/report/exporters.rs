@@ -12,7 +12,7 @@ pub struct ResolvedScenario;
 
 impl Exporter<RunResults> for ResolvedScenario {
     fn file_name(&self) -> &'static str {
-        "scenario.resolved.toml"
+        super::RESOLVED_SCENARIO
     }
     fn export(&self, r: &RunResults, out: &mut dyn Write) -> Result<()> {
         out.write_all(r.resolved_scenario.as_bytes())?;

@@ -32,6 +32,9 @@ use artifact::{Document, Exporter};
 use dbstats::DbStatsRow;
 use std::path::{Path, PathBuf};
 
+/// The scenario as run, every default filled in (written first, so that `prove` finds it).
+pub const RESOLVED_SCENARIO: &str = "scenario.resolved.toml";
+
 /// Everything a run leaves behind.
 #[derive(Debug, Clone)]
 pub struct RunResults {
@@ -128,8 +131,7 @@ impl RunResults {
             timeline,
             db_stats: dbstats::read_csv(read("db_stats.csv")?.as_slice())?,
             hlog: read("latency.hlog")?,
-            resolved_scenario: String::from_utf8_lossy(&read("scenario.resolved.toml")?)
-                .into_owned(),
+            resolved_scenario: String::from_utf8_lossy(&read(RESOLVED_SCENARIO)?).into_owned(),
         })
     }
 }

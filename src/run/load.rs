@@ -16,6 +16,7 @@ use crate::fleet::producer::ProducerShared;
 use crate::fleet::reaper::{DesignTicker, StaleJobReaper};
 use crate::fleet::registry::WorkerRegistry;
 use crate::fleet::{FleetContext, consumer};
+use crate::metrics::journal::{self, Journal};
 use crate::metrics::{
     DbSampler, Event, HarnessMonitor, LiveStats, Measurements, PhaseWindow, Recorder,
     SnapshotRequest, WindowKind,
@@ -24,7 +25,9 @@ use crate::progress::Progress;
 use crate::provider::Server;
 use crate::report::{self, GroupForming};
 use crate::scenario::Plan;
+use crate::status::Status;
 use anyhow::Context;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
@@ -122,6 +125,8 @@ pub(super) struct LoadTarget {
     /// Analyze the queue table [`ANALYZE_AFTER`] into the load (it was empty at set-up), and
     /// again each time it doubles.
     pub analyze: bool,
+    /// The step's results directory, where its journal is kept while it runs.
+    pub out_dir: PathBuf,
 }
 
 /// The fleets of one step, running.
@@ -193,7 +198,9 @@ impl Load {
                 .sum::<f64>()
         ));
         let live = Arc::new(LiveStats::new());
-        let (recorder, snapshot_requests) = start_recorder(plan, &timeline, clock, &live, recorded);
+        let journal = open_journal(&target, plan, &timeline, &opts.status);
+        let (recorder, snapshot_requests) =
+            start_recorder(plan, &timeline, clock, &live, recorded, journal);
         let (sampler, sampler_stop) = start_sampler(plan, &ctx, &timeline, target.server.as_ref());
         let mut chores = start_chores(plan, &ctx, &stop_consumers);
         if target.analyze {
@@ -397,6 +404,7 @@ fn start_recorder(
     clock: RunClock,
     live: &Arc<LiveStats>,
     recorded: UnboundedReceiver<Event>,
+    journal: Option<Journal>,
 ) -> (JoinHandle<Measurements>, UnboundedSender<SnapshotRequest>) {
     let recorder = Recorder::new(
         timeline.windows.clone(),
@@ -405,8 +413,41 @@ fn start_recorder(
         live.clone(),
     );
     let (snapshot_requests, snapshots) = tokio::sync::mpsc::unbounded_channel();
-    let handle = tokio::spawn(recorder.run(recorded, snapshots, clock, timeline.load_start_wall));
+    let wall = timeline.load_start_wall;
+    let handle = tokio::spawn(recorder.run(recorded, snapshots, clock, wall, journal));
     (handle, snapshot_requests)
+}
+
+/// The step's journal ([`crate::metrics::journal`]) beside the scenario as resolved (what
+/// `prove` reads back), where its queue can be reached again by another process (not the
+/// in-memory queue); a journal that cannot be made is said once and the step runs without.
+fn open_journal(
+    target: &LoadTarget,
+    plan: &Plan,
+    timeline: &Timeline,
+    status: &Status,
+) -> Option<Journal> {
+    let at = target.backend.attachment()?;
+    let header = journal::Header {
+        journal: 1,
+        engine: at.engine,
+        url: crate::redact::redact_url(&at.url),
+        namespace: at.namespace,
+        windows: timeline.windows.clone(),
+        load_start_us: timeline.load_start_us,
+        started: crate::leftovers::describe(),
+    };
+    let dir = &target.out_dir;
+    let made = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(dir.join(report::RESOLVED_SCENARIO), plan.resolved_toml()))
+        .and_then(|()| Journal::create(dir, &header));
+    made.map_err(|e| {
+        status.warn(&format!(
+            "no journal in {}: {e} (a harness that dies mid-run leaves nothing to prove)",
+            target.out_dir.display()
+        ))
+    })
+    .ok()
 }
 
 /// The producers of the step, on its schedule.

@@ -1,13 +1,15 @@
 //! One run, start to finish: provision → set-up (namespace, queue, prefill) → load steps
 //! (phases with faults, drain, proof, results) → tear-down. The stages live in
 //! [`session`]; the fleets of a step in [`load`], its workers' group formed first
-//! ([`forming`]).
+//! ([`forming`]). A run whose harness died is proved from its journal by [`prove`].
 
 mod drain;
 mod forming;
 mod load;
+mod prove;
 mod session;
 
+pub use prove::{JournalProof, PROOF_FILE, prove_journal};
 pub use session::{ServerRecord, Session};
 
 use crate::backend::Backend;

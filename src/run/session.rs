@@ -18,6 +18,7 @@ use crate::scenario::Plan;
 use crate::status::Status;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -282,8 +283,8 @@ impl Session {
         self.backlog_left
     }
 
-    /// What a step's load needs of the session.
-    fn target(&self) -> LoadTarget {
+    /// What a step's load needs of the session; its results go to `out_dir`.
+    fn target(&self, out_dir: PathBuf) -> LoadTarget {
         LoadTarget {
             backend: self.backend.clone(),
             server: self.server.clone(),
@@ -295,6 +296,7 @@ impl Session {
                 n => format!("{}s{n}", self.key_prefix),
             },
             analyze: self.steps == 0 && self.analyze_in_load,
+            out_dir,
         }
     }
 
@@ -313,7 +315,12 @@ impl Session {
             0 => self.started_at.clone(),
             _ => utc_now(),
         };
-        let load = Load::start(self.target(), plan, opts, prefilled.events, shutdown).await;
+        let out_dir = opts
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| default_out_dir(&plan.name));
+        let target = self.target(out_dir.clone());
+        let load = Load::start(target, plan, opts, prefilled.events, shutdown).await;
         let ended = load.finish(plan, shutdown).await?;
         self.steps += 1;
         let drained = !ended.stopped_early && !ended.drain_timed_out;
@@ -340,7 +347,7 @@ impl Session {
             bystander_quiet: self.bystander_quiet,
             group_forming: ended.group_forming.clone(),
         };
-        self.conclude(plan, opts, ended, facts).await
+        self.conclude(plan, opts, ended, facts, out_dir).await
     }
 
     /// The claim's plan, on a connection of its own; where the engine has no planner, the
@@ -385,6 +392,7 @@ impl Session {
         opts: &RunOptions,
         ended: Ended,
         facts: RunFacts,
+        out_dir: PathBuf,
     ) -> Result<RunOutcome, Failure> {
         let Ended {
             measurements,
@@ -421,11 +429,9 @@ impl Session {
             hlog: measurements.hlog,
             resolved_scenario: plan.resolved_toml(),
         };
-        let out_dir = opts
-            .out_dir
-            .clone()
-            .unwrap_or_else(|| default_out_dir(&plan.name));
         report::write_all(&out_dir, &results)?;
+        // The proof is in summary.json now: the journal kept it only in case the run died.
+        let _ = std::fs::remove_file(out_dir.join(crate::metrics::journal::FILE));
         Ok(RunOutcome {
             results,
             out_dir,

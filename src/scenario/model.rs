@@ -521,7 +521,6 @@ pub struct VerifySection {
     pub completion_audit: Option<bool>,
 }
 
-
 /// A bystander: a small table unrelated to the queue, in the run's schema, read and updated
 /// by key at a fixed rate from a connection of its own. Its latency is what the queue costs
 /// the rest of the database that shares the server (see `fleet::bystander`).

@@ -14,6 +14,7 @@ mod limits;
 mod mariadb;
 mod matrix;
 mod plans;
+mod prove;
 mod providers;
 mod rabbitmq;
 mod redis;

@@ -89,7 +89,9 @@ impl Driver for MariaDriver {
     }
 
     fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
-        let options = parse(&at.url)?;
+        // The namespace is the database, whatever the URL says (`prove` is given the
+        // server's own URL).
+        let options = parse(&at.url)?.database(&at.namespace);
         let design = designs::design(queue).map_err(|e: DesignError| {
             BackendError::new(super::error::ErrorClass::Permanent, e.to_string())
         })?;

@@ -71,7 +71,10 @@ impl Driver for PgDriver {
     }
 
     fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
-        let options = PgConnectOptions::from_str(&at.url)?;
+        // The namespace is the search path, whatever the URL says (`prove` is given the
+        // server's own URL).
+        let options =
+            PgConnectOptions::from_str(&at.url)?.options([("search_path", at.namespace.as_str())]);
         let design = designs::design(queue).map_err(design_error)?;
         Ok(Arc::new(PgQueue::new(
             harness_options(options),

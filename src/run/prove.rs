@@ -1,0 +1,153 @@
+//! `prove DIR`: the accounting proof of a run whose harness died. Its journal
+//! ([`crate::metrics::journal`]) is replayed into a ledger, read as the run would have read
+//! it, and proved against the queue it names (still on its server, since no tear-down ran):
+//! every job the harness saw committed is done, dead-lettered, still queued, or named lost.
+
+use crate::accounting::{self, AccountingProof, EarlierSteps, ProofOptions};
+use crate::backend::{self, Attachment};
+use crate::error::{Failure, InputError};
+use crate::metrics::journal;
+use crate::metrics::{LiveStats, Recorder};
+use crate::scenario::{EnvDefaults, Overrides, load_plan};
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The proof of a journal, as plain data (`proof.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JournalProof {
+    /// Events the journal held, and whether its last line was cut short by the death.
+    pub events: usize,
+    pub torn: bool,
+    /// The run clock's last event in the journal, in seconds from the load's start: what the
+    /// harness had seen when it died.
+    pub last_event_s: f64,
+    /// The queue proved against: engine, server (password masked) and namespace.
+    pub engine: String,
+    pub server: String,
+    pub namespace: String,
+    pub proof: AccountingProof,
+    /// The queue was dropped once proved (`--drop`).
+    pub dropped: bool,
+    /// What the run had started (a server, worker processes), as its journal says: a
+    /// harness that died left them running.
+    pub started: Vec<String>,
+    /// Rows in the queue the journal never saw committed, as the proof counts them: the
+    /// producers' last inserts before the death most likely (the journal is written every
+    /// few milliseconds), or another client's.
+    pub untracked: u64,
+}
+
+/// The file `prove` writes beside the journal.
+pub const PROOF_FILE: &str = "proof.json";
+
+/// Replays `dir`'s journal and proves it against its queue: on `url` when given, else on the
+/// server the journal names (when its URL carries no password that saved files mask). With
+/// `drop_queue`, the queue (the run's namespace) is dropped once proved.
+pub async fn prove_journal(
+    dir: &Path,
+    url: Option<&str>,
+    drop_queue: bool,
+) -> Result<JournalProof, Failure> {
+    let bad = |key: &str, reason: String| InputError::new(dir.display().to_string(), key, reason);
+    if !dir.join(journal::FILE).exists() {
+        let why = match dir.join("summary.json").exists() {
+            true => {
+                "the run ended and wrote its proof into summary.json (a journal is kept only while a run is under way)"
+            }
+            false => "not a results directory of a run that started its load",
+        };
+        return Err(bad(journal::FILE, why.into()).into());
+    }
+    let replay = journal::read(dir).map_err(|e| bad(journal::FILE, e))?;
+    let h = &replay.header;
+    let url = match url {
+        Some(u) => u.to_string(),
+        None if !h.url.contains("***") => h.url.clone(),
+        None => {
+            return Err(bad(
+                "--database-url",
+                format!("the run's server is {} (its password is not saved): give its URL with --database-url", h.url),
+            )
+            .into());
+        }
+    };
+    let overrides = Overrides::default();
+    let plan = load_plan(
+        &dir.join(crate::report::RESOLVED_SCENARIO),
+        &overrides,
+        &EnvDefaults::default(),
+    )?;
+    let at = Attachment {
+        engine: h.engine.clone(),
+        url,
+        namespace: h.namespace.clone(),
+    };
+    let backend = backend::attach(&at, &plan.queue).context("reaching the run's queue")?;
+    let last_us = replay
+        .events
+        .iter()
+        .filter_map(event_time)
+        .max()
+        .unwrap_or(0);
+    let recorder = Recorder::new(
+        h.windows.clone(),
+        h.load_start_us,
+        plan.producers.late_after,
+        Arc::new(LiveStats::new()),
+    );
+    let events = replay.events.len();
+    let mut ledger = recorder.ledger_of(replay.events);
+    ledger.harness_died();
+    let options = ProofOptions {
+        audit: plan.completion_audit,
+        drained: false,
+        outbox: plan.producers.outbox.is_some(),
+        reported_by_library: plan.queue.variant.workers.is_some(),
+        at_least_once: plan.database.engine.supports().at_least_once_completions,
+    };
+    let mut conn = backend
+        .connect("prove")
+        .await
+        .context("connecting to the queue")?;
+    let proof = accounting::prove(&mut *conn, &mut ledger, options, &EarlierSteps::default()).await;
+    conn.close().await;
+    let proof = proof?;
+    if drop_queue {
+        backend
+            .drop_namespace()
+            .await
+            .context("dropping the run's queue")?;
+    }
+    Ok(JournalProof {
+        events,
+        torn: replay.torn,
+        last_event_s: last_us.saturating_sub(h.load_start_us) as f64 / 1e6,
+        engine: h.engine.clone(),
+        server: crate::redact::redact_url(&at.url),
+        namespace: h.namespace.clone(),
+        untracked: proof.untracked_count,
+        proof,
+        dropped: drop_queue,
+        started: h.started.clone(),
+    })
+}
+
+/// When an event happened on the run clock, where it says.
+fn event_time(e: &crate::metrics::Event) -> Option<u64> {
+    use crate::metrics::Event as E;
+    match e {
+        E::Enqueued { committed_us, .. }
+        | E::Prefilled { committed_us, .. }
+        | E::Completed { committed_us, .. }
+        | E::Failed { committed_us, .. } => Some(*committed_us),
+        E::Claimed { claimed_us, .. } => Some(*claimed_us),
+        E::Stale { at_us, .. }
+        | E::WorkerError { at_us, .. }
+        | E::WorkerCrashed { at_us, .. }
+        | E::Reaped { at_us, .. }
+        | E::Fatal { at_us, .. } => Some(*at_us),
+        _ => None,
+    }
+}
