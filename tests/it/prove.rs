@@ -10,12 +10,13 @@ use std::time::{Duration, Instant};
 /// Runs `dbq-bench run … --out DIR` and SIGKILLs it once its journal holds `lines` lines (the
 /// load well under way); returns the journal's text.
 fn killed_mid_run(args: &[&str], out: &Path, lines: usize) -> String {
+    let said = tempfile::NamedTempFile::new().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
         .args(args)
         .args(["--quiet", "--set", "phases.1.duration=\"120s\"", "--out"])
         .arg(out)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(said.reopen().unwrap())
         .spawn()
         .unwrap();
     let journal = out.join("journal.jsonl");
@@ -25,10 +26,13 @@ fn killed_mid_run(args: &[&str], out: &Path, lines: usize) -> String {
         if text.lines().count() >= lines {
             break;
         }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before its journal held {lines} lines"
-        );
+        if let Some(ended) = child.try_wait().unwrap() {
+            let said = std::fs::read_to_string(said.path()).unwrap_or_default();
+            let tail: Vec<&str> = said.lines().rev().take(15).collect();
+            panic!(
+                "the run ended ({ended}) before its journal held {lines} lines; it said, last first: {tail:#?}"
+            );
+        }
         assert!(Instant::now() < deadline, "no journal of {lines} lines");
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -75,6 +75,12 @@ impl From<KafkaError> for BackendError {
                 | C::OperationTimedOut
                 | C::Resolve,
             ) => ErrorClass::Connection,
+            // A fatal error (an idempotent producer whose id the broker no longer knows:
+            // it lost its state) ends the client: only a new one can go on, as after a
+            // broken connection.
+            Some(C::Fatal | C::UnknownProducerId | C::InvalidProducerEpoch) => {
+                ErrorClass::Connection
+            }
             Some(
                 C::SaslAuthenticationFailed
                 | C::Authentication
@@ -82,6 +88,16 @@ impl From<KafkaError> for BackendError {
                 | C::GroupAuthorizationFailed
                 | C::ClusterAuthorizationFailed,
             ) => ErrorClass::Permanent,
+            // The run made its topics before the load: one the broker no longer knows was
+            // deleted, or lost with the broker's log. Waiting cannot bring its records back.
+            Some(C::UnknownTopicOrPartition | C::UnknownTopic | C::UnknownTopicId) => {
+                return BackendError::new(
+                    ErrorClass::Permanent,
+                    format!(
+                        "{e}: the broker no longer has one of the run's topics (deleted, or lost with its log in a restart)"
+                    ),
+                );
+            }
             _ => ErrorClass::Transient,
         };
         BackendError::new(class, e.to_string())
@@ -130,9 +146,13 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// A client configuration: the URL's settings, then `extra`.
+    /// A client configuration: the URL's settings, then `extra`. No client creates a topic
+    /// by asking for it (librdkafka's producers do by default): a topic the broker lost
+    /// would come back empty under a new id, hiding the loss, and librdkafka 2.12's
+    /// metadata cache can crash on a topic whose id changed (its issue #4964).
     pub fn config(&self, extra: &[(&str, &str)]) -> ClientConfig {
         let mut c = ClientConfig::new();
+        c.set("allow.auto.create.topics", "false");
         for (k, v) in &self.settings {
             c.set(k, v);
         }

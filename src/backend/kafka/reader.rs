@@ -46,6 +46,29 @@ pub struct Record {
 /// Where each partition of a topic stands: (partition, low, high, committed).
 pub type Marks = Vec<(i32, i64, i64, i64)>;
 
+/// The partitions of `topic` the broker knows (none when it does not know the topic).
+fn known_partitions(
+    c: &BaseConsumer,
+    topic: &str,
+) -> Result<HashSet<i32>, rdkafka::error::KafkaError> {
+    let md = c.fetch_metadata(Some(topic), ANSWER_WITHIN)?;
+    Ok(md
+        .topics()
+        .iter()
+        .filter(|t| t.name() == topic && t.error().is_none())
+        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+        .collect())
+}
+
+/// The broker does not know the topic or partition asked for.
+fn is_gone(e: &rdkafka::error::KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode as C;
+    matches!(
+        e.rdkafka_error_code(),
+        Some(C::UnknownPartition | C::UnknownTopicOrPartition | C::UnknownTopic)
+    )
+}
+
 fn blocking_failed(e: tokio::task::JoinError) -> BackendError {
     BackendError::new(ErrorClass::Connection, e.to_string())
 }
@@ -75,12 +98,29 @@ impl Reader {
         tokio::task::spawn_blocking(move || {
             let mut list = TopicPartitionList::new();
             let mut out = Vec::new();
+            // A partition the broker no longer has (the topic deleted, or lost with the
+            // broker's log) holds nothing: its jobs are missing, named by the proof. Asked
+            // once: a watermark of an unknown partition is only refused at its timeout.
+            let known = known_partitions(&c, &topic)?;
             for p in 0..partitions {
-                let (low, high) = c.fetch_watermarks(&topic, p, ANSWER_WITHIN)?;
+                if !known.contains(&p) {
+                    out.push((p, 0, 0, 0));
+                    continue;
+                }
+                let (low, high) = match c.fetch_watermarks(&topic, p, ANSWER_WITHIN) {
+                    Err(e) if is_gone(&e) => (0, 0),
+                    marks => marks?,
+                };
                 list.add_partition(&topic, p);
                 out.push((p, low, high, low));
             }
-            let committed = c.committed_offsets(list, ANSWER_WITHIN)?;
+            if list.count() == 0 {
+                return Ok(out);
+            }
+            let committed = match c.committed_offsets(list, ANSWER_WITHIN) {
+                Err(e) if is_gone(&e) => TopicPartitionList::new(),
+                committed => committed?,
+            };
             for e in committed.elements() {
                 if let Offset::Offset(at) = e.offset() {
                     out[e.partition() as usize].3 = at.max(out[e.partition() as usize].1);
