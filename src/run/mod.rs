@@ -24,6 +24,18 @@ use std::sync::Arc;
 use std::time::SystemTime;
 use tokio_util::sync::CancellationToken;
 
+/// What the proof needs to know of a plan, and whether its consumers had the chance to
+/// finish every job (a run's own end, or a journal's replay after the harness died).
+fn proof_options(plan: &Plan, drained: bool) -> crate::accounting::ProofOptions {
+    crate::accounting::ProofOptions {
+        audit: plan.completion_audit,
+        drained,
+        outbox: plan.producers.outbox.is_some(),
+        reported_by_library: plan.queue.variant.workers.is_some(),
+        at_least_once: plan.database.engine.supports().at_least_once_completions,
+    }
+}
+
 /// How a run is carried out (as opposed to what it does, which is the plan).
 #[derive(Clone)]
 pub struct RunOptions {

@@ -3,7 +3,7 @@
 //! it, and proved against the queue it names (still on its server, since no tear-down ran):
 //! every job the harness saw committed is done, dead-lettered, still queued, or named lost.
 
-use crate::accounting::{self, AccountingProof, EarlierSteps, ProofOptions};
+use crate::accounting::{self, AccountingProof, EarlierSteps};
 use crate::backend::{self, Attachment};
 use crate::error::{Failure, InputError};
 use crate::metrics::journal;
@@ -50,40 +50,18 @@ pub async fn prove_journal(
     url: Option<&str>,
     drop_queue: bool,
 ) -> Result<JournalProof, Failure> {
-    let bad = |key: &str, reason: String| InputError::new(dir.display().to_string(), key, reason);
-    if !dir.join(journal::FILE).exists() {
-        let why = match dir.join("summary.json").exists() {
-            true => {
-                "the run ended and wrote its proof into summary.json (a journal is kept only while a run is under way)"
-            }
-            false => "not a results directory of a run that started its load",
-        };
-        return Err(bad(journal::FILE, why.into()).into());
-    }
-    let replay = journal::read(dir).map_err(|e| bad(journal::FILE, e))?;
+    let replay = read_journal(dir)?;
     let h = &replay.header;
-    let url = match url {
-        Some(u) => u.to_string(),
-        None if !h.url.contains("***") => h.url.clone(),
-        None => {
-            return Err(bad(
-                "--database-url",
-                format!("the run's server is {} (its password is not saved): give its URL with --database-url", h.url),
-            )
-            .into());
-        }
-    };
-    let overrides = Overrides::default();
-    let plan = load_plan(
-        &dir.join(crate::report::RESOLVED_SCENARIO),
-        &overrides,
-        &EnvDefaults::default(),
-    )?;
     let at = Attachment {
         engine: h.engine.clone(),
-        url,
+        url: server_url(dir, h, url)?,
         namespace: h.namespace.clone(),
     };
+    let plan = load_plan(
+        &dir.join(crate::report::RESOLVED_SCENARIO),
+        &Overrides::default(),
+        &EnvDefaults::default(),
+    )?;
     let backend = backend::attach(&at, &plan.queue).context("reaching the run's queue")?;
     let last_us = replay
         .events
@@ -91,26 +69,20 @@ pub async fn prove_journal(
         .filter_map(event_time)
         .max()
         .unwrap_or(0);
+    let events = replay.events.len();
     let recorder = Recorder::new(
         h.windows.clone(),
         h.load_start_us,
         plan.producers.late_after,
         Arc::new(LiveStats::new()),
     );
-    let events = replay.events.len();
     let mut ledger = recorder.ledger_of(replay.events);
     ledger.harness_died();
-    let options = ProofOptions {
-        audit: plan.completion_audit,
-        drained: false,
-        outbox: plan.producers.outbox.is_some(),
-        reported_by_library: plan.queue.variant.workers.is_some(),
-        at_least_once: plan.database.engine.supports().at_least_once_completions,
-    };
     let mut conn = backend
         .connect("prove")
         .await
         .context("connecting to the queue")?;
+    let options = super::proof_options(&plan, false);
     let proof = accounting::prove(&mut *conn, &mut ledger, options, &EarlierSteps::default()).await;
     conn.close().await;
     let proof = proof?;
@@ -132,6 +104,40 @@ pub async fn prove_journal(
         dropped: drop_queue,
         started: h.started.clone(),
     })
+}
+
+fn bad_input(dir: &Path, key: &str, reason: String) -> Failure {
+    InputError::new(dir.display().to_string(), key, reason).into()
+}
+
+/// The journal of `dir`, or why there is none.
+fn read_journal(dir: &Path) -> Result<journal::Replay, Failure> {
+    if !dir.join(journal::FILE).exists() {
+        let why = match dir.join("summary.json").exists() {
+            true => {
+                "the run ended and wrote its proof into summary.json (a journal is kept only while a run is under way)"
+            }
+            false => "not a results directory of a run that started its load",
+        };
+        return Err(bad_input(dir, journal::FILE, why.into()));
+    }
+    journal::read(dir).map_err(|e| bad_input(dir, journal::FILE, e))
+}
+
+/// The server to prove on: `url` when given, else the journal's when it is whole.
+fn server_url(dir: &Path, h: &journal::Header, url: Option<&str>) -> Result<String, Failure> {
+    match url {
+        Some(u) => Ok(u.to_string()),
+        None if !h.url.contains("***") => Ok(h.url.clone()),
+        None => Err(bad_input(
+            dir,
+            "--database-url",
+            format!(
+                "the run's server is {} (its password is not saved): give its URL with --database-url",
+                h.url
+            ),
+        )),
+    }
 }
 
 /// When an event happened on the run clock, where it says.

@@ -5,7 +5,7 @@
 
 use super::load::{Ended, Load, LoadTarget};
 use super::{RunOptions, RunOutcome, default_out_dir, utc_now};
-use crate::accounting::{self, EarlierSteps, ProofOptions};
+use crate::accounting::{self, EarlierSteps};
 use crate::backend::{self, Backend, InstallError, Link};
 use crate::clock::RunClock;
 use crate::error::{Failure, InputError};
@@ -401,13 +401,7 @@ impl Session {
             ..
         } = ended;
         let mut ledger = measurements.ledger.clone();
-        let proof_options = ProofOptions {
-            audit: plan.completion_audit,
-            drained: !stopped_early && !drain_timed_out,
-            outbox: plan.producers.outbox.is_some(),
-            reported_by_library: plan.queue.variant.workers.is_some(),
-            at_least_once: plan.database.engine.supports().at_least_once_completions,
-        };
+        let proof_options = super::proof_options(plan, !stopped_early && !drain_timed_out);
         let mut admin = self
             .backend
             .connect("main")

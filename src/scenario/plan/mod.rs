@@ -135,10 +135,7 @@ impl Plan {
             };
             counted.map_err(|reason| err("reaper.count_as_attempt", reason))?;
         }
-        // Unset: on where the engine keeps one (a `true` it cannot keep is refused above).
-        let audit = scenario.verify.completion_audit.unwrap_or(true)
-            && scenario.database.engine.supports().completion_audit;
-        scenario.verify.completion_audit = Some(audit);
+        let audit = settle_audit(&mut scenario);
         let default_rate = scenario.producers.rate;
         let phases = phase_plans(
             &mut scenario.phases,
@@ -203,6 +200,15 @@ impl Plan {
         toml::to_string_pretty(&s)
             .unwrap_or_else(|e| format!("# could not serialize the scenario: {e}\n"))
     }
+}
+
+/// Whether the completion audit runs: unset, where the engine keeps one (a `true` it cannot
+/// keep was refused with the engine's needs); written back for the resolved scenario.
+fn settle_audit(scenario: &mut Scenario) -> bool {
+    let audit = scenario.verify.completion_audit.unwrap_or(true)
+        && scenario.database.engine.supports().completion_audit;
+    scenario.verify.completion_audit = Some(audit);
+    audit
 }
 
 /// Writes what validation resolved back into the scenario, so that `scenario.resolved.toml`
