@@ -23,7 +23,7 @@ use super::measurements::{
 };
 use crate::backend::{DbSample, JobStatus};
 use hdrhistogram::serialization::V2DeflateSerializer;
-use hdrhistogram::serialization::interval_log::{IntervalLogWriter, IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::interval_log::IntervalLogWriter;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -706,15 +706,7 @@ impl Recorder {
                 self.push_row(gap, &SecondBucket::default());
             }
         }
-        let start = Duration::from_secs(s.max(0) as u64);
-        for m in Metric::ALL {
-            let h = b.metrics.get(m);
-            if !h.is_empty() {
-                // Writing into memory cannot fail.
-                log.write_histogram(h, start, Duration::from_secs(1), Tag::new(m.name()))
-                    .ok();
-            }
-        }
+        b.log_into(s, log);
         let lag = b.metrics.get(Metric::ScheduleLag);
         self.live
             .set_lag_max(if lag.is_empty() { 0 } else { lag.max() });
@@ -727,35 +719,20 @@ impl Recorder {
         self.timeline.push(b.row(s, phase));
     }
 
-    /// The ledger that `events` make, read as the run read them (a journal replayed).
-    pub fn ledger_of(mut self, events: impl IntoIterator<Item = Event>) -> Ledger {
-        for e in events {
-            self.handle(e);
-        }
-        self.ledger
-    }
-
     /// Consumes events until every sender is gone, writing finished seconds as it goes.
     /// `clock_now_us` reads the run clock; `load_start_wall` labels the interval log.
     /// `snapshots` answers requests for the figures so far (it may be closed at once).
-    /// Each batch read is appended to `journal`, if any, before it is counted.
+    /// Each batch read is appended to `journal` before it is counted.
     pub async fn run(
         mut self,
         mut rx: UnboundedReceiver<Event>,
         mut snapshots: UnboundedReceiver<SnapshotRequest>,
         clock: crate::clock::RunClock,
         load_start_wall: SystemTime,
-        mut journal: Option<Journal>,
+        mut journal: Journal,
     ) -> Measurements {
-        let mut hlog = Vec::new();
-        let mut serializer = V2DeflateSerializer::new();
-        let mut builder = IntervalLogWriterBuilder::new();
-        builder
-            .add_comment("dbq-bench latency log: one interval per second, values in microseconds")
-            .add_comment("tags: enqueue schedule_lag claim queue_wait handler end_to_end")
-            .with_start_time(load_start_wall)
-            .with_base_time(load_start_wall);
-        let mut log = builder
+        let (mut hlog, mut serializer) = (Vec::new(), V2DeflateSerializer::new());
+        let mut log = super::second::interval_log(load_start_wall)
             .begin_log_with(&mut hlog, &mut serializer)
             .expect("writing to memory");
 
@@ -770,13 +747,11 @@ impl Recorder {
                 _ = drain.tick() => loop {
                     match rx.try_recv() {
                         Ok(e) => {
-                            if let Some(j) = journal.as_mut() {
-                                j.record(&e);
-                            }
+                            journal.record(&e);
                             self.handle(e)
                         }
                         Err(TryRecvError::Empty) => {
-                            journal.as_mut().map(Journal::flush);
+                            journal.flush();
                             break;
                         }
                         Err(TryRecvError::Disconnected) => break 'events,
@@ -794,7 +769,7 @@ impl Recorder {
                 }
             }
         }
-        journal.as_mut().map(Journal::flush);
+        journal.flush();
         self.write_seconds(i64::MAX, &mut log);
         drop(log);
         Measurements {

@@ -72,7 +72,7 @@ async fn latency_belongs_to_the_phase_that_scheduled_the_job() {
             snapshots,
             crate::clock::RunClock::start(),
             SystemTime::now(),
-            None,
+            crate::metrics::journal::Journal::off(),
         )
         .await;
 

@@ -1,8 +1,22 @@
 //! One second of the run as the recorder gathers it (counts, the queue depth sampled in it,
-//! its latencies), and that second as a row of the timeline.
+//! its latencies), that second as a row of the timeline, and the interval log's header.
 
 use super::histogram::{MAX_US, Metric, MetricSet};
 use super::measurements::{PhaseCounts, TimelineRow};
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::serialization::interval_log::{IntervalLogWriter, IntervalLogWriterBuilder, Tag};
+use std::time::{Duration, SystemTime};
+
+/// The interval log's header: one interval per second from `start`, values in µs.
+pub(super) fn interval_log(start: SystemTime) -> IntervalLogWriterBuilder {
+    let mut builder = IntervalLogWriterBuilder::new();
+    builder
+        .add_comment("dbq-bench latency log: one interval per second, values in microseconds")
+        .add_comment("tags: enqueue schedule_lag claim queue_wait handler end_to_end")
+        .with_start_time(start)
+        .with_base_time(start);
+    builder
+}
 
 #[derive(Default)]
 pub(super) struct SecondBucket {
@@ -12,6 +26,23 @@ pub(super) struct SecondBucket {
 }
 
 impl SecondBucket {
+    /// Its histograms as the interval log's intervals of second `s`, one tag per metric.
+    pub(super) fn log_into<W: std::io::Write>(
+        &self,
+        s: i64,
+        log: &mut IntervalLogWriter<'_, '_, W, V2DeflateSerializer>,
+    ) {
+        let start = Duration::from_secs(s.max(0) as u64);
+        for m in Metric::ALL {
+            let h = self.metrics.get(m);
+            if !h.is_empty() {
+                // Writing into memory cannot fail.
+                log.write_histogram(h, start, Duration::from_secs(1), Tag::new(m.name()))
+                    .ok();
+            }
+        }
+    }
+
     /// The second `s` (since the load started) of phase `phase`, as a timeline row.
     pub(super) fn row(&self, s: i64, phase: String) -> TimelineRow {
         let (b, e2e) = (self, self.metrics.get(Metric::EndToEnd));

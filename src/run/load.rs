@@ -404,7 +404,7 @@ fn start_recorder(
     clock: RunClock,
     live: &Arc<LiveStats>,
     recorded: UnboundedReceiver<Event>,
-    journal: Option<Journal>,
+    journal: Journal,
 ) -> (JoinHandle<Measurements>, UnboundedSender<SnapshotRequest>) {
     let recorder = Recorder::new(
         timeline.windows.clone(),
@@ -421,13 +421,10 @@ fn start_recorder(
 /// The step's journal ([`crate::metrics::journal`]) beside the scenario as resolved (what
 /// `prove` reads back), where its queue can be reached again by another process (not the
 /// in-memory queue); a journal that cannot be made is said once and the step runs without.
-fn open_journal(
-    target: &LoadTarget,
-    plan: &Plan,
-    timeline: &Timeline,
-    status: &Status,
-) -> Option<Journal> {
-    let at = target.backend.attachment()?;
+fn open_journal(target: &LoadTarget, plan: &Plan, timeline: &Timeline, status: &Status) -> Journal {
+    let Some(at) = target.backend.attachment() else {
+        return Journal::off();
+    };
     let header = journal::Header {
         journal: 1,
         engine: at.engine,
@@ -441,13 +438,13 @@ fn open_journal(
     let made = std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(dir.join(report::RESOLVED_SCENARIO), plan.resolved_toml()))
         .and_then(|()| Journal::create(dir, &header));
-    made.map_err(|e| {
+    made.unwrap_or_else(|e| {
         status.warn(&format!(
             "no journal in {}: {e} (a harness that dies mid-run leaves nothing to prove)",
             target.out_dir.display()
-        ))
+        ));
+        Journal::off()
     })
-    .ok()
 }
 
 /// The producers of the step, on its schedule.

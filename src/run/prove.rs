@@ -5,8 +5,9 @@
 
 use crate::accounting::{self, AccountingProof, EarlierSteps};
 use crate::backend::{self, Attachment};
+use crate::clock::RunClock;
 use crate::error::{Failure, InputError};
-use crate::metrics::journal;
+use crate::metrics::journal::{self, Journal};
 use crate::metrics::{LiveStats, Recorder};
 use crate::scenario::{EnvDefaults, Overrides, load_plan};
 use anyhow::Context;
@@ -76,7 +77,17 @@ pub async fn prove_journal(
         plan.producers.late_after,
         Arc::new(LiveStats::new()),
     );
-    let mut ledger = recorder.ledger_of(replay.events);
+    // Read as the run read them: through the recorder, the sender gone once all are sent.
+    let (events_in, events_out) = tokio::sync::mpsc::unbounded_channel();
+    replay
+        .events
+        .into_iter()
+        .for_each(|e| drop(events_in.send(e)));
+    drop(events_in);
+    let (_, no_snapshots) = tokio::sync::mpsc::unbounded_channel();
+    let (clock, wall) = (RunClock::start(), std::time::SystemTime::now());
+    let replayed = recorder.run(events_out, no_snapshots, clock, wall, Journal::off());
+    let mut ledger = replayed.await.ledger;
     ledger.harness_died();
     let mut conn = backend
         .connect("prove")
