@@ -20,7 +20,7 @@
 //! both claim modes: the design let a worker that no longer held the job overwrite it. In outbox mode the proof also checks that no job of
 //! a rolled-back business transaction exists and that every paid order has exactly one job.
 
-use crate::backend::{JobStatus, Link, TableMismatch};
+use crate::backend::{JobStatus, Link, Stranger, TableMismatch};
 use crate::metrics::{Event, IdSet, JobId, Ledger, LedgerEntry};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -193,6 +193,13 @@ pub struct AccountingProof {
     #[serde(default)]
     pub audit_missed_count: u64,
     pub outbox: Option<OutboxProof>,
+    /// Records the queue holds that the harness never produced (first 100), and their
+    /// count: written by someone else into the run's topics. Their runs are not the
+    /// queue's, so the proof fails.
+    #[serde(default)]
+    pub strangers: Vec<Stranger>,
+    #[serde(default)]
+    pub strangers_count: u64,
     /// One line saying what the proof found.
     pub verdict: String,
 }
@@ -294,6 +301,12 @@ pub async fn prove(
         tally.add(&chunk.jobs, &mismatches, untracked, opts.drained);
     }
     tally.at_least_once = opts.at_least_once;
+    if let Some(p) = conn.provenance() {
+        tally.strangers = p
+            .strangers()
+            .await
+            .context("accounting: looking for records the harness never produced")?;
+    }
     if opts.reported_by_library {
         tally.repeated_successes = std::mem::take(&mut tally.ledger_dups);
     }
@@ -424,6 +437,8 @@ struct Tally {
     finished_without_report: u64,
     untracked: Vec<JobProblem>,
     untracked_count: u64,
+    /// Records the queue holds that the harness never produced.
+    strangers: Vec<Stranger>,
     /// The table's view of each problem job that the table does not show as expected.
     table_views: BTreeMap<JobId, String>,
 }
@@ -619,7 +634,9 @@ impl Tally {
             && self.finished_differently == 0
             && table_dups.as_ref().is_none_or(|t| *t == self.ledger_dups);
         let repeats_allowed = executions.at_least_once;
+        let stranger_jobs: BTreeSet<JobId> = self.strangers.iter().filter_map(|s| s.job).collect();
         let sound = lost_ids.is_empty()
+            && self.strangers.is_empty()
             && audit_missed.is_empty()
             && (repeats_allowed
                 || executions.completions == 0 && executions.unexplained_executions == 0)
@@ -641,6 +658,8 @@ impl Tally {
             untracked: self.untracked_count as usize,
             audit_missed: &audit_missed,
             outbox: outbox.as_ref(),
+            strangers: &self.strangers,
+            strangers_duplicated: dup_ids.intersection(&stranger_jobs).count(),
         }
         .line();
         AccountingProof {
@@ -669,6 +688,8 @@ impl Tally {
             audit_missed_count: audit_missed.len() as u64,
             audit_missed: audit_missed.into_iter().take(LIST_LIMIT).collect(),
             outbox,
+            strangers_count: self.strangers.len() as u64,
+            strangers: self.strangers.into_iter().take(LIST_LIMIT).collect(),
             verdict,
         }
     }

@@ -3,6 +3,7 @@
 //! is here; the numbers come from the tally in mod.rs.
 
 use super::{Duplicates, JobProblem, OutboxProof, ViewCounts};
+use crate::backend::Stranger;
 use crate::metrics::JobId;
 
 /// What the proof found, for its one-line verdict.
@@ -19,6 +20,9 @@ pub(super) struct Findings<'a> {
     pub(super) untracked: usize,
     pub(super) audit_missed: &'a [JobId],
     pub(super) outbox: Option<&'a OutboxProof>,
+    pub(super) strangers: &'a [Stranger],
+    /// Jobs completed more than once that a stranger's record names.
+    pub(super) strangers_duplicated: usize,
 }
 
 /// Up to five jobs by id, with what each view says of them.
@@ -33,6 +37,32 @@ fn name(ps: &[JobProblem]) -> String {
 }
 
 impl Findings<'_> {
+    /// The records the harness never produced, up to five named.
+    fn strangers_named(&self) -> String {
+        let shown: Vec<String> = self
+            .strangers
+            .iter()
+            .take(5)
+            .map(|s| format!("{} ({})", s.place, s.why))
+            .collect();
+        let more = if self.strangers.len() > 5 {
+            ", …"
+        } else {
+            ""
+        };
+        let dups = match self.strangers_duplicated {
+            0 => String::new(),
+            n => format!(
+                "; {n} of the jobs completed more than once are theirs: a second worker ran the stranger, not the queue's at-least-once delivery"
+            ),
+        };
+        format!(
+            "{} record(s) in the queue the harness never produced, set apart from its jobs: {}{more}{dups}",
+            self.strangers.len(),
+            shown.join(", ")
+        )
+    }
+
     /// What failed, and the jobs it failed for.
     fn failures(&self, dup_table: &str) -> Vec<String> {
         let x = self.executions;
@@ -58,6 +88,9 @@ impl Findings<'_> {
         if !self.agree {
             parts.push("the ledger and the table disagree".into());
         }
+        if !self.strangers.is_empty() {
+            parts.push(self.strangers_named());
+        }
         if let [first, ..] = self.audit_missed {
             parts.push(format!(
                 "the completion audit recorded no completion for {} job(s) that finished done (first id {first}): the audit's trigger misses completions, so it cannot catch a duplicate",
@@ -77,7 +110,11 @@ impl Findings<'_> {
             .map_or("not checked".to_string(), |d| d.to_string());
         let x = self.executions;
         let dups_ok = x.at_least_once || x.completions == 0 && x.unexplained_executions == 0;
-        let clean = self.lost.is_empty() && dups_ok && self.agree && self.audit_missed.is_empty();
+        let clean = self.lost.is_empty()
+            && dups_ok
+            && self.agree
+            && self.audit_missed.is_empty()
+            && self.strangers.is_empty();
         let mut parts = Vec::new();
         if clean && self.unfinished == 0 {
             parts.push(format!(
@@ -113,10 +150,13 @@ impl Findings<'_> {
                 x.extra_executions
             ));
         }
-        if x.at_least_once && (x.completions > 0 || x.unexplained_executions > 0) {
+        let by_queue = x
+            .completions
+            .saturating_sub(self.strangers_duplicated as u64);
+        if x.at_least_once && (by_queue > 0 || x.unexplained_executions > 0) {
             parts.push(format!(
-                "{} job(s) completed more than once and {} run(s) repeated without a crash: the queue's at-least-once delivery (a rebalance handed their records to a second worker), allowed by the proof and counted in jobs.duplicate_completions (a threshold on it fails the run)",
-                x.completions, x.unexplained_executions
+                "{by_queue} job(s) completed more than once and {} run(s) repeated without a crash: the queue's at-least-once delivery (a rebalance handed their records to a second worker), allowed by the proof and counted in jobs.duplicate_completions (a threshold on it fails the run)",
+                x.unexplained_executions
             ));
         }
         if x.repeated_successes > 0 {

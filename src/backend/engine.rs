@@ -120,6 +120,10 @@ pub struct EngineFacts {
     pub foreign_setting: fn(&str) -> Option<&'static str>,
     /// Where the queue table's reads (scans against index reads) come from.
     pub reads: ReadsFrom,
+    /// The engine's client library can crash its whole process when the server fails under
+    /// it (librdkafka): workers then run as processes unless `consumers.processes` says
+    /// otherwise, so such a crash kills a worker and the run goes on to its proof.
+    pub client_may_crash: bool,
 }
 
 /// Where an engine's evidence of how the queue table was read comes from.

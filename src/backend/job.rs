@@ -129,6 +129,18 @@ pub enum Insert {
     RolledBack,
 }
 
+/// A record in the queue the harness never produced: written by someone else into the run's
+/// topics (a foreign record, a forged copy of a job, garbage).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stranger {
+    /// Where it lies, in the engine's words (`jobs partition 1 offset 88`).
+    pub place: String,
+    /// The job it claims to be, if it names one.
+    pub job: Option<JobId>,
+    /// Why it is not the harness's.
+    pub why: String,
+}
+
 /// A job whose state in the queue disagrees with what the harness's ledger expects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableMismatch {

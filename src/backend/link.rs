@@ -12,7 +12,9 @@
 
 use super::error::BackendError;
 use super::figures::{ClaimProbe, DbSample, GroupView, TableStats};
-use super::job::{ClaimedJob, FailOutcome, Insert, JobId, JobStatus, NewJob, TableMismatch};
+use super::job::{
+    ClaimedJob, FailOutcome, Insert, JobId, JobStatus, NewJob, Stranger, TableMismatch,
+};
 use crate::backend::queue::ClaimMode;
 use async_trait::async_trait;
 use std::time::Duration;
@@ -52,6 +54,19 @@ pub trait Link: Connection + Enqueue + Work + Inspect + Disrupt {
     fn group(&mut self) -> Option<&mut dyn Group> {
         None
     }
+    /// Where the queue's records came from, for a queue anyone with access may write to
+    /// in the harness's own shape (a Kafka topic): the proof names the strangers.
+    fn provenance(&mut self) -> Option<&mut dyn Provenance> {
+        None
+    }
+}
+
+/// A queue whose records the harness cannot keep others from writing: which of them it
+/// never produced.
+#[async_trait]
+pub trait Provenance: Send {
+    /// Every record the queue holds that the harness never produced.
+    async fn strangers(&mut self) -> Result<Vec<Stranger>, BackendError>;
 }
 
 /// A queue whose workers take their share of it by joining one group, which hands each

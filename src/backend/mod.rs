@@ -25,7 +25,8 @@ pub mod sql;
 pub use error::{BackendError, ErrorClass};
 pub use figures::{ClaimProbe, DbSample, GroupView, TableStats};
 pub use job::{
-    ClaimedJob, FailOutcome, Handout, Insert, JobId, JobPayload, JobStatus, NewJob, TableMismatch,
+    ClaimedJob, FailOutcome, Handout, Insert, JobId, JobPayload, JobStatus, NewJob, Stranger,
+    TableMismatch,
 };
 pub use seam::{
     Attachment, Backend, DesignError, DesignInfo, Driver, Endpoint, InstallError, Link, Ports,

@@ -10,10 +10,10 @@
 //! - [`Link`]: one [`Connection`] to it, with what each role does on it: [`Enqueue`] (producers),
 //!   [`Work`] (workers and the reaper), [`Inspect`] (set-up, the sampler, the proof) and
 //!   [`Disrupt`] (fault drivers), and the capabilities only some engines offer, each an
-//!   `Option`: [`Bystand`], [`Planner`], [`Outbox`], [`Group`]; in [`super::link`], re-exported here.
+//!   `Option`: [`Bystand`], [`Planner`], [`Outbox`], [`Group`], [`Provenance`]; in [`super::link`], re-exported here.
 
 pub use super::link::{
-    Bystand, Connection, Disrupt, Enqueue, Group, Inspect, Link, Outbox, Planner, Work,
+    Bystand, Connection, Disrupt, Enqueue, Group, Inspect, Link, Outbox, Planner, Provenance, Work,
 };
 
 use super::engine::{EngineFacts, ShutdownMode};

@@ -182,6 +182,9 @@ pub struct TimelineRow {
     pub producers_busy: f64,
 }
 
+/// How the errors map names a worker's death: the prefix, then a signal or exit status.
+pub const WORKER_DIED: &str = "worker died: ";
+
 /// Everything the recorder measured, handed over when the event stream ends.
 #[derive(Debug, Clone)]
 pub struct Measurements {
@@ -196,7 +199,8 @@ pub struct Measurements {
     pub ledger: Ledger,
     /// Samples that arrived after their second had been written out (added to a later one).
     pub late_samples: u64,
-    /// Distinct error messages seen, with counts (first 20 kinds).
+    /// Distinct error messages seen, with counts (first 20 kinds); how worker processes died
+    /// among them, each under [`WORKER_DIED`].
     pub errors: BTreeMap<String, u64>,
     /// Faults injected, in order.
     pub faults: Vec<FaultRecord>,

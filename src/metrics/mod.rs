@@ -26,7 +26,7 @@ pub use ledger::{IdSet, Ledger, LedgerEntry};
 pub use live::{LiveSnapshot, LiveStats};
 pub use measurements::{
     AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, OrphanedJob, PhaseCounts,
-    PhaseWindow, TableProbe, TimelineRow, WindowKind,
+    PhaseWindow, TableProbe, TimelineRow, WORKER_DIED, WindowKind,
 };
 pub use monitor::HarnessMonitor;
 pub use recorder::{Recorder, Snapshot, SnapshotRequest};

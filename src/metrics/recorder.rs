@@ -19,7 +19,7 @@ use super::ledger::Ledger;
 use super::live::LiveStats;
 use super::measurements::{
     AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, ORPHANS_KEPT, OrphanedJob,
-    PhaseCounts, PhaseWindow, TableProbe, TimelineRow, WindowKind,
+    PhaseCounts, PhaseWindow, TableProbe, TimelineRow, WORKER_DIED, WindowKind,
 };
 use crate::backend::{DbSample, JobStatus};
 use hdrhistogram::serialization::V2DeflateSerializer;
@@ -532,8 +532,13 @@ impl Recorder {
                 slot,
                 jobs,
                 reported,
-                ..
-            } => self.on_worker_crashed(at_us, slot, jobs, reported),
+                cause,
+            } => {
+                // How it died (a signal, an exit status), without its last words.
+                let how = cause.split(" (").next().unwrap_or_default();
+                self.note_error(format!("{WORKER_DIED}{how}"));
+                self.on_worker_crashed(at_us, slot, jobs, reported)
+            }
             Event::WorkerFrozen { at_us, slot, jobs } => self.on_worker_frozen(at_us, slot, jobs),
             Event::Reaped {
                 at_us,

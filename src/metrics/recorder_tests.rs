@@ -95,3 +95,44 @@ async fn latency_belongs_to_the_phase_that_scheduled_the_job() {
     let text = String::from_utf8(m.hlog).unwrap();
     assert_eq!(text.matches("Tag=end_to_end,").count(), 2, "{text}");
 }
+
+#[tokio::test]
+async fn a_workers_death_is_counted_by_how_it_died_without_its_last_words() {
+    let live = Arc::new(LiveStats::new());
+    let rec = Recorder::new(windows(), 1_000_000, Duration::from_millis(5), live);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for cause in [
+        "SIGSEGV (rdkafka: …)",
+        "SIGSEGV",
+        "exit status 1 (error: x)",
+    ] {
+        tx.send(Event::WorkerCrashed {
+            at_us: 2_000_000,
+            slot: 0,
+            jobs: Vec::new(),
+            reported: Vec::new(),
+            cause: cause.into(),
+        })
+        .unwrap();
+    }
+    drop(tx);
+    let (_, snapshots) = tokio::sync::mpsc::unbounded_channel();
+    let m = rec
+        .run(
+            rx,
+            snapshots,
+            crate::clock::RunClock::start(),
+            SystemTime::now(),
+            crate::metrics::journal::Journal::off(),
+        )
+        .await;
+    let deaths: Vec<(&str, u64)> = m.errors.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+    assert_eq!(
+        deaths,
+        [
+            ("worker died: SIGSEGV", 2),
+            ("worker died: exit status 1", 1)
+        ]
+    );
+    assert_eq!(m.counts[1].worker_crashes, 3);
+}

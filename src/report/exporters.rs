@@ -200,6 +200,9 @@ fn md_figures(s: &Summary) -> String {
     if let Some(g) = &s.run.group_forming {
         md.push_str(&format!("Workers: {}.\n\n", g.sentence()));
     }
+    if let Some(g) = &s.stalled_group {
+        md.push_str(&format!("Workers' group: {}.\n\n", g.sentence()));
+    }
 
     md.push_str("## Latency (ms, measured phases)\n\n| metric | count | p50 | p90 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|\n");
     for (name, l) in s.latency_ms.rows() {

@@ -11,7 +11,7 @@
 //! its slowest second's median, plus 10%). `None` means not within the run.
 
 use crate::accounting::AccountingProof;
-use crate::metrics::{Ledger, Measurements, PhaseCounts, TimelineRow};
+use crate::metrics::{Ledger, Measurements, PhaseCounts, TimelineRow, WORKER_DIED};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -28,6 +28,10 @@ pub struct FaultSummary {
     pub poison: u64,
     pub crashing_jobs: u64,
     pub worker_crashes: u64,
+    /// How the crashed workers died, by signal or exit status (`SIGSEGV`: 96): an injected
+    /// kill says SIGKILL, a client library's crash SIGSEGV.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub worker_deaths: BTreeMap<String, u64>,
     pub reaped: u64,
     pub backends_killed: u64,
     pub server_restarts: u64,
@@ -42,9 +46,10 @@ pub struct FaultSummary {
     pub claim_mode: String,
     /// Job runs repeated after a crash, rollback or reap (at-least-once execution).
     pub duplicate_executions: u64,
-    /// Jobs completed more than once (none is allowed, in either claim mode), and whether
-    /// every repeat is allowed: no duplicate completion, and every repeated run explained
-    /// by a crash, rollback or reap.
+    /// Jobs completed more than once (none is allowed, in either claim mode, unless the
+    /// queue promises only at least once), and whether every repeat is allowed: on an
+    /// at-least-once queue all are; elsewhere none may complete twice and every repeated
+    /// run must be explained by a crash, rollback or reap.
     pub duplicate_completions: u64,
     pub duplicates_within_claim_mode: bool,
     /// Completions and failure updates a guarded design refused because the worker's claim
@@ -131,6 +136,11 @@ impl FaultSummary {
             poison: all.poison_enqueued,
             crashing_jobs: all.crash_enqueued,
             worker_crashes: all.worker_crashes,
+            worker_deaths: m
+                .errors
+                .iter()
+                .filter_map(|(e, n)| Some((e.strip_prefix(WORKER_DIED)?.to_string(), *n)))
+                .collect(),
             reaped: all.reaped,
             backends_killed: killed("kill_backends"),
             server_restarts: killed("restart_server"),
@@ -142,7 +152,9 @@ impl FaultSummary {
             claim_mode: claim_mode.into(),
             duplicate_executions: x.extra_executions,
             duplicate_completions: x.completions,
-            duplicates_within_claim_mode: x.completions == 0 && x.unexplained_executions == 0,
+            // As the proof judges them: an at-least-once queue's repeats are allowed.
+            duplicates_within_claim_mode: x.at_least_once
+                || x.completions == 0 && x.unexplained_executions == 0,
             stale_outcomes: x.stale_outcomes,
             attempts: ledger.attempts_histogram(),
             events: m
@@ -229,16 +241,30 @@ impl FaultSummary {
                 > 0
     }
 
+    /// How the crashed workers died, in parentheses (empty where none did).
+    fn deaths(&self) -> String {
+        if self.worker_deaths.is_empty() {
+            return String::new();
+        }
+        let each: Vec<String> = self
+            .worker_deaths
+            .iter()
+            .map(|(how, n)| format!("{n} {how}"))
+            .collect();
+        format!(" ({})", each.join(", "))
+    }
+
     /// The counts in one sentence, for the terminal and the reports.
     pub fn counts_line(&self) -> String {
         format!(
-            "{} handler errors, {} retries, {} dead-lettered, {} worker crashes, {} reaped, {} backends killed, {} server restarts, \
+            "{} handler errors, {} retries, {} dead-lettered, {} worker crashes{}, {} reaped, {} backends killed, {} server restarts, \
              {} in-doubt inserts ({} committed), {} rolled-back inserts, {} repeated job runs, {} duplicate completions, \
              {} stale completions or failures refused (claim mode {}: {})",
             self.handler_errors,
             self.retries,
             self.dead_lettered,
             self.worker_crashes,
+            self.deaths(),
             self.reaped,
             self.backends_killed,
             self.server_restarts,

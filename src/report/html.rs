@@ -154,6 +154,13 @@ fn key_figures(s: &Summary) -> Section {
             escape(&g.sentence())
         );
     }
+    if let Some(g) = &s.stalled_group {
+        let _ = write!(
+            h,
+            "<p class=\"note\">Workers' group: {}.</p>",
+            escape(&g.sentence())
+        );
+    }
     Section::new("Key figures", h)
 }
 

@@ -18,6 +18,7 @@ pub mod orphans;
 pub mod page;
 pub mod phases;
 pub mod reads;
+pub mod stall;
 pub mod summary;
 pub mod svg;
 pub mod terminal;

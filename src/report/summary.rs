@@ -61,6 +61,9 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<super::limit::Limit>,
     pub faults: FaultSummary,
+    /// Where workers share the queue as a group (Kafka): the partitions it stopped reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled_group: Option<super::stall::StalledGroup>,
     /// What the database reported during the run (sampled once per `sampler.interval`).
     pub db_stats: DbStatsSummary,
     /// The claim run once under `EXPLAIN (ANALYZE, BUFFERS)` (rolled back) at the start of
@@ -82,7 +85,8 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fatal_error: Option<String>,
     pub meta: Metadata,
-    /// Database errors seen by producers and workers, by kind.
+    /// Database errors seen by producers and workers, by kind, and how workers died
+    /// (`worker died: SIGSEGV`).
     pub errors: BTreeMap<String, u64>,
 }
 
@@ -297,7 +301,10 @@ impl Summary {
         } else if self.interrupted {
             "interrupted".into()
         } else {
-            "the drain timed out".into()
+            match self.stalled_group.as_ref().and_then(|g| g.at_end()) {
+                Some(why) => format!("the drain timed out: {why}"),
+                None => "the drain timed out".into(),
+            }
         })
     }
 
@@ -350,7 +357,7 @@ impl Summary {
         let limit = super::limit::measured_limit(
             &phases,
             (&measured_counts, &latency_ms),
-            (harness.clone(), &db_stats),
+            (harness.clone(), &db_stats, measured_group_stall(m)),
             &workers,
             !verdict.kept_up,
         );
@@ -382,6 +389,7 @@ impl Summary {
             harness,
             limit,
             faults,
+            stalled_group: super::stall::StalledGroup::of(m),
             db_stats,
             claim_probes,
             table_reads,
@@ -418,6 +426,12 @@ fn complete(facts: &RunFacts, m: &Measurements) -> bool {
         && !facts.drain_timed_out
         && facts.aborted_by_threshold.is_none()
         && m.fatal.is_none()
+}
+
+/// The partitions a workers' group stopped reading over the measured phases.
+fn measured_group_stall(m: &Measurements) -> Option<super::stall::GroupStall> {
+    let (from, to) = measured_span(m)?;
+    super::stall::GroupStall::within(m, from, to)
 }
 
 /// What each job cost the database over the measured phases.

@@ -26,6 +26,9 @@ pub fn render(s: &Summary) -> String {
     if let Some(g) = &s.run.group_forming {
         t.push_str(&format!("workers    {}\n", g.sentence()));
     }
+    if let Some(g) = &s.stalled_group {
+        t.push_str(&format!("group      {}\n", g.sentence()));
+    }
     if s.faults.any() {
         t.push_str(&format!(
             "faults     {} injected; {}\n",

@@ -416,8 +416,11 @@ pub struct ConsumersSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_mode: Option<ClaimMode>,
     /// Run each worker as a child process of the runner (needed to kill or freeze workers).
-    #[serde(default)]
-    pub processes: bool,
+    /// Unset: processes on Kafka, whose client library can crash its process when the
+    /// broker fails under it (unless a `crash_workers` fault needs the workers in the
+    /// runner); in the runner elsewhere. `scenario.resolved.toml` records the value used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<bool>,
     /// How long a crashed or killed worker stays down before it is replaced.
     #[serde(default = "defaults::restart_after")]
     pub restart_after: HumanDuration,
@@ -431,7 +434,7 @@ impl Default for ConsumersSection {
             count: 1,
             poll_interval: defaults::poll_interval(),
             claim_mode: None,
-            processes: false,
+            processes: None,
             restart_after: defaults::restart_after(),
             handler: HandlerSection::default(),
         }

@@ -8,13 +8,15 @@ use crate::support::{
     NOT_DRAINED, SMALL, assert_bad_input, assert_nothing_lost, assert_proof_adds_up, kafka_plan,
     lost_named, prove_again, run_plan, shared_kafka_url,
 };
-use dbq_bench::backend::{self, NewJob};
+use dbq_bench::backend::{self, ClaimMode, NewJob};
 use dbq_bench::run::{self, RunOptions, Session};
 use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -187,6 +189,128 @@ async fn records_removed_before_they_were_consumed_are_named_lost() {
     let expected: Vec<(i64, &str)> = ids.iter().map(|id| (*id, "missing")).collect();
     assert_eq!(lost, expected, "{}", proof.verdict);
     assert_proof_adds_up(&proof);
+    queue.drop_namespace().await.unwrap();
+    backend::release(&*queue);
+}
+
+/// A member that stops answering (SIGSTOP) keeps its partitions until the group notices
+/// (the session timeout): its waiting records go uncommitted meanwhile, and the summary names
+/// the stall from the partitions' committed offsets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_stops_answering_stalls_its_partitions_and_the_summary_says_so() {
+    let p = kafka_plan(
+        SMALL,
+        &[
+            "phases.0.duration=\"10s\"",
+            "producers.rate=20",
+            "queue.partitions=2",
+            "consumers.count=1",
+            "consumers.processes=true",
+            "sampler.interval=\"500ms\"",
+            "phases.0.faults=[{ kind = \"freeze_workers\", after = \"1s\", for = \"7s\" }]",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert_nothing_lost(s);
+    let g = s.stalled_group.as_ref().expect("a stall named");
+    assert_eq!(g.most_partitions, 2, "{g:?}");
+    assert!(g.longest_s >= 3.0, "{g:?}");
+    assert!(g.longest_at_s > 1.0, "{g:?}");
+    assert_eq!(g.at_end_partitions, 0, "the drain ended it: {g:?}");
+}
+
+/// Writes `(headers, payload)` records into partition 0 of `topic`, as a client other than
+/// the harness would.
+async fn write_records(topic: &str, records: &[(Vec<(&str, &str)>, &str)]) {
+    let producer: FutureProducer = config().create().unwrap();
+    for (headers, payload) in records {
+        let mut h = OwnedHeaders::new();
+        for (key, value) in headers {
+            h = h.insert(Header {
+                key,
+                value: Some(*value),
+            });
+        }
+        let record = FutureRecord::<str, str>::to(topic)
+            .partition(0)
+            .payload(payload)
+            .headers(h);
+        producer
+            .send(record, Duration::from_secs(10))
+            .await
+            .map_err(|(e, _)| e)
+            .unwrap();
+    }
+}
+
+/// Records the harness never produced, written into the jobs' topic by another client: one
+/// without a job id, a copy of finished job 1 in the harness's own shape, and a job id never
+/// given out. A worker passes the foreign record over without running it (and commits past
+/// it); the proof names all three, apart from the jobs (job 1 is not blamed), and fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_the_harness_never_produced_are_named_and_the_copied_job_not_blamed() {
+    let p = kafka_plan(
+        SMALL,
+        &[
+            "phases.0.duration=1s",
+            "producers.rate=20",
+            "queue.partitions=2",
+            "consumers.count=1",
+        ],
+    );
+    let (outcome, _dir) = run_plan(&p, true).await;
+    assert_nothing_lost(&outcome.results.summary);
+    let queue = outcome.kept_queue.clone().expect("kept");
+    let jobs = format!("{}.jobs", queue.namespace());
+    let shaped = |id| vec![("id", id), ("type", "email"), ("retries", "0")];
+    write_records(
+        &jobs,
+        &[
+            (vec![("source", "another team")], "not a job"),
+            (shaped("1"), r#"{"t":0}"#),
+            (shaped("900000001"), r#"{"t":0}"#),
+        ],
+    )
+    .await;
+    let mut worker = queue.connect("worker-rogue-test").await.unwrap();
+    let mut ran: Vec<i64> = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while ran.len() < 2 && std::time::Instant::now() < deadline {
+        let claimed = worker.claim(ClaimMode::InTransaction).await.unwrap();
+        let ids: Vec<i64> = claimed.iter().map(|j| j.id).collect();
+        ran.extend(&ids);
+        worker.finish(ClaimMode::InTransaction, &ids).await.unwrap();
+    }
+    ran.sort();
+    assert_eq!(
+        ran,
+        [1, 900_000_001],
+        "the harness-shaped ones run; the foreign one not"
+    );
+    let waiting = worker.status_counts().await.unwrap();
+    assert_eq!(
+        waiting[0],
+        ("pending".to_string(), 0),
+        "committed past all three"
+    );
+    worker.close().await;
+
+    let proof = prove_again(&*queue, &outcome.ledger, NOT_DRAINED).await;
+    assert!(!proof.sound, "{}", proof.verdict);
+    assert!(proof.lost.is_empty(), "job 1 not blamed: {}", proof.verdict);
+    assert_eq!(proof.strangers_count, 3, "{}", proof.verdict);
+    let whys: Vec<&str> = proof.strangers.iter().map(|s| s.why.as_str()).collect();
+    assert!(whys[0].contains("no job id"), "{whys:?}");
+    assert!(whys[1].contains("a copy of job 1,"), "{whys:?}");
+    assert!(whys[2].contains("never gave out"), "{whys:?}");
+    assert!(
+        proof
+            .verdict
+            .contains("3 record(s) in the queue the harness never produced"),
+        "{}",
+        proof.verdict
+    );
     queue.drop_namespace().await.unwrap();
     backend::release(&*queue);
 }

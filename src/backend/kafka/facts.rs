@@ -43,7 +43,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         size_per_job: true,
         while_held: "during",
         once_released: "after",
-        server_figures: "From the topics' watermarks and the consumer group's committed offsets: records is what the jobs' topic holds, lag what the group has not committed (waiting or in flight), retries and dead_letters what the retry and dead-letter topics hold.",
+        server_figures: "From the topics' watermarks and the consumer group's committed offsets: records is what the jobs' topic holds, lag what the group has not committed (waiting or in flight), retries and dead_letters what the retry and dead-letter topics hold; stalled_partitions how many partitions had waiting records that no member committed past for 3 s or more (the group not reading them), stalled_for_ms the longest such wait.",
     },
     foreign_setting: |name| {
         (is_vacuum_setting(name) || name.starts_with("innodb_")).then_some(
@@ -52,4 +52,5 @@ pub const FACTS: EngineFacts = EngineFacts {
         )
     },
     reads: ReadsFrom::Nothing,
+    client_may_crash: true,
 };

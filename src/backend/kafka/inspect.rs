@@ -8,15 +8,20 @@
 //! otherwise. The workers' group is read the same way: as its coordinator describes it.
 
 use super::link::KafkaLink;
+use super::provenance::sort_out;
 use super::reader::{Marks, Reader, Record};
 use crate::backend::broker::{mismatches, untracked};
 use crate::backend::error::BackendError;
 use crate::backend::figures::{DbSample, GroupView, TableStats};
-use crate::backend::job::{JobId, JobStatus, TableMismatch};
+use crate::backend::job::{JobId, JobStatus, Stranger, TableMismatch};
 use crate::backend::seam::{Disrupt, Group, Inspect};
 use async_trait::async_trait;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
+
+/// How long a partition's waiting records may go uncommitted before the sampler counts it
+/// stalled: longer than a handler, a claim and a commit take together on a live member.
+pub const STALL_AFTER: std::time::Duration = std::time::Duration::from_secs(3);
 
 impl KafkaLink {
     fn reader(&mut self) -> Result<&mut Reader, BackendError> {
@@ -31,28 +36,34 @@ impl KafkaLink {
         let t = self.shared.topics.clone();
         let p = self.shared.partitions;
         let r = self.reader()?;
-        Ok([
+        let marks = [
             r.marks(&t.jobs, p).await?,
             r.marks(&t.retry, p).await?,
             r.marks(&t.dead, 1).await?,
-        ])
+        ];
+        let now = Instant::now();
+        r.progress.note(&t.jobs, &marks[0], now);
+        r.progress.note(&t.retry, &marks[1], now);
+        Ok(marks)
     }
 
-    /// Every record of the queue's three topics.
-    async fn records(&mut self) -> Result<Vec<Record>, BackendError> {
+    /// Every record of the queue's three topics: the harness's, and the strangers.
+    pub(super) async fn sorted_records(
+        &mut self,
+    ) -> Result<(Vec<Record>, Vec<Stranger>), BackendError> {
         let marks = self.all_marks().await?;
         let t = self.shared.topics.clone();
         let r = self.reader()?;
         let mut out = r.walk(&t.jobs, 0, &marks[0]).await?;
         out.extend(r.walk(&t.retry, 1, &marks[1]).await?);
         out.extend(r.walk(&t.dead, 2, &marks[2]).await?);
-        Ok(out)
+        Ok(sort_out(out, self.produced().as_ref(), &t))
     }
 
     /// How each job stands by its latest record, with its payload key.
     async fn broker_view(&mut self) -> Result<HashMap<JobId, (JobStatus, String)>, BackendError> {
         let mut latest: HashMap<JobId, Record> = HashMap::new();
-        for r in self.records().await? {
+        for r in self.sorted_records().await?.0 {
             let later = |old: &Record| {
                 (r.stage, r.retries, r.offset) > (old.stage, old.retries, old.offset)
             };
@@ -95,10 +106,13 @@ impl Inspect for KafkaLink {
     async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
         let started = Instant::now();
         let (waiting, dead, records) = self.counts().await?;
+        let stall = self.reader()?.progress.stall(STALL_AFTER, Instant::now());
         let server = [
             ("records", records),
             ("lag", waiting),
             ("dead_letters", dead),
+            ("stalled_partitions", stall.partitions),
+            ("stalled_for_ms", stall.longest.as_millis() as i64),
         ];
         Ok(DbSample {
             pending: waiting,

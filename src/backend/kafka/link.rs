@@ -1,9 +1,11 @@
 //! One connection to a Kafka queue: what producers and workers do on it. Every link has a
 //! producer (`acks=all`, idempotent: a job is enqueued when the broker acknowledges its
 //! record); a worker's link also has a consumer in the queue's group, made on its first
-//! claim, which commits offsets only by hand, after the handler.
+//! claim, which commits offsets only by hand, after the handler. A record the harness did
+//! not write is set aside unrun: its offset goes with the next commit of its partition that
+//! no held record precedes (the proof names it from the log).
 
-use super::record::{Described, describe, headers, now_ms};
+use super::record::{Described, describe, foreign, headers, now_ms};
 use super::{ANSWER_WITHIN, Shared};
 use crate::backend::broker::backoff_ms;
 use crate::backend::error::{BackendError, ErrorClass};
@@ -52,6 +54,8 @@ pub struct KafkaLink {
     /// The worker's group membership, made on the first claim.
     consumer: Option<Arc<StreamConsumer>>,
     held: HashMap<JobId, Held>,
+    /// Records the harness did not write, passed over and not yet committed.
+    skipped: Vec<OwnedMessage>,
     /// What the run's inspecting connections read with (no group membership).
     pub(super) reader: Option<super::reader::Reader>,
 }
@@ -84,27 +88,38 @@ impl KafkaLink {
             producer,
             consumer: None,
             held: HashMap::new(),
+            skipped: Vec::new(),
             reader: None,
         })
     }
 
-    /// Produces a job's record to `topic` and waits for the broker's acknowledgement.
+    /// Produces a job's record to `topic` and waits for the broker's acknowledgement: where
+    /// the record lies (partition, offset).
     async fn produce(
         &self,
         topic: &str,
         id: JobId,
         payload: &[u8],
         headers: OwnedHeaders,
-    ) -> Result<(), BackendError> {
+    ) -> Result<(i32, i64), BackendError> {
         let key = id.to_string();
         let record = FutureRecord::to(topic)
             .key(&key)
             .payload(payload)
             .headers(headers);
         match self.producer.send(record, ANSWER_WITHIN).await {
-            Ok(_) => Ok(()),
+            Ok(d) => Ok((d.partition, d.offset)),
             Err((e, _)) => Err(e.into()),
         }
+    }
+
+    /// Produces a new job's record to the jobs' topic and notes where the broker put it.
+    async fn produce_job(&self, id: JobId, job: &NewJob) -> Result<(), BackendError> {
+        let h = headers(id, &job.job_type, 0, &[]);
+        let jobs = &self.shared.topics.jobs;
+        let (partition, offset) = self.produce(jobs, id, job.payload.as_bytes(), h).await?;
+        self.shared.delivered.note(id, partition, offset);
+        Ok(())
     }
 
     /// The worker's consumer, joining the group on first use.
@@ -138,11 +153,14 @@ impl KafkaLink {
     /// group refuses because the partitions moved to another member is stale: `Ok(false)`.
     async fn commit(&mut self, records: &[&OwnedMessage]) -> Result<bool, BackendError> {
         let mut next: HashMap<(String, i32), i64> = HashMap::new();
-        for r in records {
+        for r in records.iter().copied().chain(self.passable()) {
             let at = next
                 .entry((r.topic().to_string(), r.partition()))
                 .or_insert(0);
             *at = (*at).max(r.offset() + 1);
+        }
+        if next.is_empty() {
+            return Ok(true);
         }
         let mut list = TopicPartitionList::new();
         for ((topic, partition), offset) in next {
@@ -153,11 +171,24 @@ impl KafkaLink {
             tokio::task::spawn_blocking(move || consumer.commit(&list, CommitMode::Sync))
                 .await
                 .map_err(|e| BackendError::new(ErrorClass::Connection, e.to_string()))?;
+        let passed: Vec<(String, i32, i64)> = self.passable().map(at).collect();
+        self.skipped.retain(|s| !passed.contains(&at(s)));
         match committed {
             Ok(()) => Ok(true),
             Err(e) if moved_away(&e) => Ok(false),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// The passed-over records no held record precedes in their partition: committing past
+    /// them commits no job still running.
+    fn passable(&self) -> impl Iterator<Item = &OwnedMessage> {
+        self.skipped.iter().filter(|s| {
+            !self.held.values().any(|h| {
+                let r = &h.record;
+                r.topic() == s.topic() && r.partition() == s.partition() && r.offset() < s.offset()
+            })
+        })
     }
 
     /// A record as a claimed job (and held until its offset is committed). A retry whose
@@ -184,6 +215,11 @@ impl KafkaLink {
         self.held.insert(job.id, Held { record, described });
         Ok(job)
     }
+}
+
+/// Where a record lies: (topic, partition, offset).
+fn at(r: &OwnedMessage) -> (String, i32, i64) {
+    (r.topic().to_string(), r.partition(), r.offset())
 }
 
 /// The group refused a commit because the member no longer owns the partition.
@@ -215,23 +251,20 @@ impl Connection for KafkaLink {
 impl Enqueue for KafkaLink {
     async fn enqueue(&mut self, job: &NewJob) -> Result<JobId, BackendError> {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let jobs = self.shared.topics.jobs.clone();
-        let h = headers(id, &job.job_type, 0, &[]);
-        self.produce(&jobs, id, job.payload.as_bytes(), h).await?;
+        self.produce_job(id, job).await?;
         Ok(id)
     }
 
     /// Every record sent at once (the producer batches them), each acknowledged.
     async fn enqueue_batch(&mut self, jobs: &[NewJob]) -> Result<Vec<JobId>, BackendError> {
-        let topic = self.shared.topics.jobs.clone();
         let ids: Vec<JobId> = jobs
             .iter()
             .map(|_| self.shared.next_id.fetch_add(1, Ordering::Relaxed) + 1)
             .collect();
-        let sends = jobs.iter().zip(&ids).map(|(job, id)| {
-            let h = headers(*id, &job.job_type, 0, &[]);
-            self.produce(&topic, *id, job.payload.as_bytes(), h)
-        });
+        let sends = jobs
+            .iter()
+            .zip(&ids)
+            .map(|(job, id)| self.produce_job(*id, job));
         for sent in futures_util::future::join_all(sends).await {
             sent?;
         }
@@ -258,8 +291,16 @@ impl Work for KafkaLink {
             }
         }
         let mut jobs = Vec::with_capacity(records.len());
+        let skipped = self.skipped.len();
         for r in records {
-            jobs.push(self.take(r).await?);
+            match foreign(&r) {
+                Some(_) => self.skipped.push(r),
+                None => jobs.push(self.take(r).await?),
+            }
+        }
+        if self.skipped.len() > skipped && !self.commit(&[]).await? {
+            // The partition moved away: its new owner passes the record over in turn.
+            self.skipped.clear();
         }
         Ok(jobs)
     }
@@ -319,6 +360,7 @@ impl Work for KafkaLink {
     /// the next claim.
     async fn recover(&mut self, _mode: ClaimMode) -> bool {
         self.held.clear();
+        self.skipped.clear();
         if let Some(c) = self.consumer.take() {
             c.unsubscribe();
         }
@@ -337,6 +379,9 @@ impl Work for KafkaLink {
 
 impl crate::backend::seam::Link for KafkaLink {
     fn group(&mut self) -> Option<&mut dyn crate::backend::seam::Group> {
+        Some(self)
+    }
+    fn provenance(&mut self) -> Option<&mut dyn crate::backend::seam::Provenance> {
         Some(self)
     }
 }

@@ -24,6 +24,7 @@
 mod facts;
 mod inspect;
 mod link;
+mod provenance;
 mod provider;
 mod reader;
 mod record;
@@ -120,6 +121,14 @@ pub struct Topics {
 }
 
 impl Topics {
+    pub(super) fn of_stage(&self, stage: u8) -> &str {
+        match stage {
+            0 => &self.jobs,
+            1 => &self.retry,
+            _ => &self.dead,
+        }
+    }
+
     fn new(ns: &str) -> Topics {
         Topics {
             jobs: format!("{ns}.jobs"),
@@ -143,6 +152,10 @@ pub struct Shared {
     /// Ids are the harness's: only the runner enqueues (workers produce retries of ids it
     /// gave out).
     pub next_id: AtomicI64,
+    /// This process installed the queue (the runner): it gives out the ids and notes where
+    /// each job's record went; a queue attached to (a worker process, `prove DIR`) does not.
+    pub installed: bool,
+    pub delivered: provenance::Delivered,
 }
 
 impl Shared {
@@ -218,6 +231,7 @@ impl Driver for KafkaDriver {
             settings,
             at.namespace.clone(),
             queue,
+            false,
         )?))
     }
 }
@@ -289,7 +303,7 @@ impl Endpoint for KafkaEndpoint {
         _audit: bool,
     ) -> Result<Arc<dyn Backend>, InstallError> {
         let name = namespace_name(prefix)?;
-        let backend = KafkaQueue::new(self.settings.clone(), name, queue)?;
+        let backend = KafkaQueue::new(self.settings.clone(), name, queue, true)?;
         let t = &backend.shared.topics;
         let p = backend.shared.partitions;
         let topics = [
@@ -326,6 +340,7 @@ impl KafkaQueue {
         settings: Vec<(String, String)>,
         namespace: String,
         q: &QueuePlan,
+        installed: bool,
     ) -> Result<KafkaQueue, BackendError> {
         let info = design_info(&namespace, q)?;
         Ok(KafkaQueue {
@@ -338,6 +353,8 @@ impl KafkaQueue {
                 max_retries: q.max_retries,
                 partitions: q.partitions as i32,
                 next_id: AtomicI64::new(0),
+                installed,
+                delivered: provenance::Delivered::default(),
             }),
         })
     }

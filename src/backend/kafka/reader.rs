@@ -4,7 +4,7 @@
 //! walked and reads only what was added since). Reading takes nothing from the workers. Every
 //! call blocks in librdkafka, so each runs on a blocking thread.
 
-use super::record::describe;
+use super::record::{describe, foreign};
 use super::{ANSWER_WITHIN, Shared};
 use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::figures::GroupView;
@@ -22,6 +22,20 @@ pub struct Reader {
     /// What earlier walks read, by topic and partition: a walk reads only what was added
     /// since (a settle during the drain and the proof's questions each walk every topic).
     walked: HashMap<String, HashMap<i32, Walked>>,
+    pub progress: Progress,
+}
+
+/// Each partition's committed offset when last read, and since when it has held records
+/// waiting at that offset (`None`: none waiting).
+#[derive(Default)]
+pub struct Progress(HashMap<(String, i32), (i64, Option<Instant>)>);
+
+/// Partitions whose waiting records no member has committed past for a while: the group
+/// is not reading them (unassigned, or held by a member that stopped).
+#[derive(Debug, Default, PartialEq)]
+pub struct Stall {
+    pub partitions: i64,
+    pub longest: Duration,
 }
 
 /// One partition's records read so far, and the offset after the last of them.
@@ -37,10 +51,14 @@ pub struct Record {
     /// 0 jobs, 1 retries, 2 dead letters: a later stage of a job's life.
     pub stage: u8,
     pub retries: i32,
+    pub partition: i32,
     pub offset: i64,
     pub committed: bool,
+    /// 0 where the record names none.
     pub id: JobId,
     pub key: String,
+    /// Why the harness cannot have written it (`record::foreign`).
+    pub foreign: Option<String>,
 }
 
 /// Where each partition of a topic stands: (partition, low, high, committed).
@@ -87,6 +105,7 @@ impl Reader {
         Ok(Reader {
             consumer: Arc::new(consumer),
             walked: HashMap::new(),
+            progress: Progress::default(),
         })
     }
 
@@ -132,7 +151,41 @@ impl Reader {
         .map_err(blocking_failed)?
         .map_err(Into::into)
     }
+}
 
+impl Progress {
+    /// Notes where each partition of `topic` stands now (its marks just read).
+    pub fn note(&mut self, topic: &str, marks: &Marks, now: Instant) {
+        for &(p, _, high, committed) in marks {
+            let at = self
+                .0
+                .entry((topic.to_string(), p))
+                .or_insert((committed, None));
+            let waiting = high > committed;
+            *at = match (*at, waiting) {
+                (_, false) => (committed, None),
+                ((was, Some(since)), true) if was == committed => (committed, Some(since)),
+                (_, true) => (committed, Some(now)),
+            };
+        }
+    }
+
+    /// The partitions whose waiting records have not moved for at least `after`, by what
+    /// [`Progress::note`] saw.
+    pub fn stall(&self, after: Duration, now: Instant) -> Stall {
+        let mut stall = Stall::default();
+        for (_, since) in self.0.values() {
+            let held = since.map_or(Duration::ZERO, |s| now.duration_since(s));
+            if held >= after {
+                stall.partitions += 1;
+                stall.longest = stall.longest.max(held);
+            }
+        }
+        stall
+    }
+}
+
+impl Reader {
     /// Commits the start of every partition of `topics` for the workers' group, as a new
     /// queue's group starts anyway (from the earliest record). It makes the group known from
     /// the install on: Tansu 0.6.0 lists (ListGroups, which librdkafka asks before it
@@ -255,20 +308,20 @@ fn read_new(
         }
         let w = seen.entry(p).or_default();
         w.next = w.next.max(m.offset() + 1);
-        // A record the harness did not write (no job id) is not a job of the run.
-        let Ok(d) = describe(&m) else {
-            continue;
-        };
+        // A record the harness did not write is kept, to be named.
+        let d = describe(&m).ok();
         let key = crate::backend::broker::payload_key(m.payload().unwrap_or(b""))
             .unwrap_or_default()
             .to_string();
         w.records.push(Record {
             stage,
-            retries: d.retries,
+            retries: d.as_ref().map_or(0, |d| d.retries),
+            partition: p,
             offset: m.offset(),
             committed: false,
-            id: d.id,
+            id: d.map_or(0, |d| d.id),
             key,
+            foreign: foreign(&m),
         });
     }
     c.unassign()?;
@@ -278,5 +331,34 @@ fn read_new(
             rdkafka::types::RDKafkaErrorCode::OperationTimedOut,
         )
         .into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partition_stalls_while_its_waiting_records_go_uncommitted() {
+        let mut p = Progress::default();
+        let t0 = Instant::now();
+        let s = |n| t0 + Duration::from_secs(n);
+        // Partition 0 waits at offset 5, partition 1 has nothing waiting.
+        p.note("jobs", &vec![(0, 0, 9, 5), (1, 0, 4, 4)], s(0));
+        p.note("jobs", &vec![(0, 0, 12, 5), (1, 0, 6, 4)], s(4));
+        let stall = p.stall(Duration::from_secs(3), s(4));
+        assert_eq!(
+            stall,
+            Stall {
+                partitions: 1,
+                longest: Duration::from_secs(4)
+            }
+        );
+        // Partition 1's records wait from 4 s; partition 0 moves on at 6 s.
+        p.note("jobs", &vec![(0, 0, 12, 7), (1, 0, 6, 4)], s(6));
+        let stall = p.stall(Duration::from_secs(3), s(6));
+        assert_eq!(stall, Stall::default(), "moving, and waiting only 2 s");
+        p.note("jobs", &vec![(0, 0, 12, 12), (1, 0, 6, 4)], s(9));
+        assert_eq!(p.stall(Duration::from_secs(3), s(9)).partitions, 1);
     }
 }

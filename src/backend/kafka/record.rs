@@ -1,6 +1,8 @@
 //! A job as a Kafka record: its key is the job id, its value the payload, and its headers
 //! say what the harness needs without parsing the payload (id, type, failed attempts, and
 //! for a retry when it may run). Written by the workers and producers, read by the proof.
+//! A record without them, or whose payload is not a job's, is foreign: anyone with access
+//! may write into the run's topics, and such a record is set aside, never run.
 
 use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::job::JobId;
@@ -12,6 +14,29 @@ pub struct Described {
     pub job_type: String,
     pub retries: i32,
     pub due_ms: i64,
+}
+
+/// Why `m` cannot be a record the harness wrote (`None`: it can).
+pub fn foreign(m: &OwnedMessage) -> Option<String> {
+    let d = match describe(m) {
+        Ok(d) => d,
+        Err(_) => {
+            return Some("it has no job id header: the harness writes one on every record".into());
+        }
+    };
+    let payload = m.payload().unwrap_or(b"");
+    match serde_json::from_slice::<crate::backend::job::JobPayload>(payload) {
+        Ok(_) => None,
+        Err(e) => Some(format!(
+            "it names job {} but its payload is not a job's ({e})",
+            d.id
+        )),
+    }
+}
+
+/// Where a record lies, in the proof's words.
+pub fn place(topic: &str, partition: i32, offset: i64) -> String {
+    format!("{topic} partition {partition} offset {offset}")
 }
 
 /// Reads the headers the harness writes on every record.

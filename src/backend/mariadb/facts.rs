@@ -77,4 +77,5 @@ pub const FACTS: EngineFacts = EngineFacts {
         "the claim probes: MariaDB plans a prepared statement again at every execution, so a \
          probe's plan is the workers' plan at that moment",
     ),
+    client_may_crash: false,
 };

@@ -64,4 +64,5 @@ pub const FACTS: EngineFacts = EngineFacts {
         )
     },
     reads: ReadsFrom::Counters("pg_stat_user_tables, the sampler's own reads taken out"),
+    client_may_crash: false,
 };

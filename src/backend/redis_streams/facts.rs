@@ -54,4 +54,5 @@ pub const FACTS: EngineFacts = EngineFacts {
         )
     },
     reads: ReadsFrom::Nothing,
+    client_may_crash: false,
 };

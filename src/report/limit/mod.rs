@@ -16,6 +16,7 @@ pub use of_run::{Workers, measured_limit, name_phase_limits, rejudge_after_thres
 pub use table::table;
 
 use crate::metrics::{HarnessSummary, PhaseCounts};
+use crate::report::stall::GroupStall;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -56,6 +57,9 @@ pub enum LimitKind {
     LoadMachine,
     /// Another process on the machine took the CPU the run needed.
     OtherProcess,
+    /// The workers' group stopped reading part of the queue (a rebalance, a member that
+    /// stopped): workers idle while records waited.
+    Group,
     /// No resource was near its limit.
     None,
 }
@@ -71,6 +75,7 @@ impl LimitKind {
             LimitKind::Vacuum => "vacuum and dead tuples",
             LimitKind::LoadMachine => "the load machine",
             LimitKind::OtherProcess => "another process on the machine",
+            LimitKind::Group => "the workers' group",
             LimitKind::None => "none found",
         }
     }
@@ -191,6 +196,9 @@ pub struct LimitFigures {
     /// window would have shown without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub away_from_stalls: Option<AwayFromStalls>,
+    /// Where workers share the queue as a group: the partitions it stopped reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_stall: Option<GroupStall>,
 }
 
 /// The end-to-end latency of a window's seconds away from its stalls, ms (the highest of
@@ -274,6 +282,7 @@ pub struct Window<'a> {
     pub checkpoints: i64,
     pub rows_read_per_claim: Option<f64>,
     pub away_from_stalls: Option<AwayFromStalls>,
+    pub group_stall: Option<GroupStall>,
 }
 
 impl LimitFigures {
@@ -306,6 +315,7 @@ impl LimitFigures {
             checkpoints: w.checkpoints,
             rows_read_per_claim: w.rows_read_per_claim,
             away_from_stalls: w.away_from_stalls,
+            group_stall: w.group_stall,
         }
     }
 }

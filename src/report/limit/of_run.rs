@@ -7,6 +7,7 @@ use crate::metrics::{HarnessSummary, LatencyReport, Measurements, PhaseCounts, W
 use crate::report::dbstats::DbStatsSummary;
 use crate::report::phases::PhaseSummary;
 use crate::report::reads::TableReads;
+use crate::report::stall::GroupStall;
 use crate::report::summary::Summary;
 use crate::scenario::Plan;
 use std::collections::BTreeMap;
@@ -68,6 +69,7 @@ pub fn name_phase_limits(
             checkpoints: stats.map_or(0, |d| d.checkpoints),
             rows_read_per_claim: rows,
             away_from_stalls: AwayFromStalls::of(&seconds, &stalls),
+            group_stall: GroupStall::within(m, w.start_us, w.end_us),
         });
         p.limit = Some(Limit::judge(figures, p.kept_up == Some(false)));
     }
@@ -77,7 +79,7 @@ pub fn name_phase_limits(
 pub fn measured_limit(
     phases: &[PhaseSummary],
     (counts, latency): (&PhaseCounts, &LatencyReport),
-    (machine, db): (Option<HarnessSummary>, &DbStatsSummary),
+    (machine, db, group_stall): (Option<HarnessSummary>, &DbStatsSummary, Option<GroupStall>),
     workers: &Workers,
     fell_short: bool,
 ) -> Option<Limit> {
@@ -113,6 +115,7 @@ pub fn measured_limit(
         checkpoints: stats.iter().map(|d| d.checkpoints).sum(),
         rows_read_per_claim: None,
         away_from_stalls: None,
+        group_stall,
     });
     Some(Limit::judge(figures, fell_short))
 }

@@ -10,12 +10,13 @@ type Named = Option<(LimitKind, String, String)>;
 /// The limit of a window with `f`'s figures; `fell_short`: it broke its objective or fell
 /// behind.
 pub(super) fn name(f: &LimitFigures, fell_short: bool) -> (LimitKind, String, String) {
-    let rules: [fn(&LimitFigures, bool) -> Named; 10] = [
+    let rules: [fn(&LimitFigures, bool) -> Named; 11] = [
         workers,
         stalled,
         stolen,
         harness_late,
         other_process,
+        group,
         vacuum,
         lock_waits,
         io_waits,
@@ -185,6 +186,20 @@ fn other_process(f: &LimitFigures, fell_short: bool) -> Named {
         ),
         "stop it, or measure on a quiet machine: the queue had less CPU than the machine has"
             .into(),
+    ))
+}
+
+/// A window that fell short while the workers' group left partitions unread: records
+/// waited with workers free to take them.
+fn group(f: &LimitFigures, fell_short: bool) -> Named {
+    let g = f.group_stall.filter(|_| fell_short)?;
+    Some((
+        LimitKind::Group,
+        format!(
+            "the group stopped reading up to {} partition(s) at once, for up to {:.1} s: their records waited uncommitted while no member read them",
+            g.partitions, g.longest_s
+        ),
+        "not the workers' speed: the group held partitions unassigned (a rebalance waiting for members that left without a goodbye) or with a member that stopped; more workers will not help, shorter session and poll timeouts or fewer member deaths will".into(),
     ))
 }
 

@@ -52,6 +52,33 @@ fn busy_workers_in_their_handler_are_the_limit() {
 }
 
 #[test]
+fn a_group_that_stopped_reading_partitions_is_named_only_where_the_window_fell_short() {
+    let f = LimitFigures {
+        group_stall: Some(crate::report::stall::GroupStall {
+            partitions: 12,
+            longest_s: 31.0,
+        }),
+        ..figures()
+    };
+    let (kind, evidence, action) = name(&f, true);
+    assert_eq!(kind, LimitKind::Group);
+    assert!(
+        evidence.contains("up to 12 partition(s) at once, for up to 31.0 s"),
+        "{evidence}"
+    );
+    assert!(evidence.contains("workers 40% busy"), "{evidence}");
+    assert!(action.contains("more workers will not help"), "{action}");
+    assert_eq!(name(&f, false).0, LimitKind::None);
+    // Saturated workers are the limit still.
+    let busy = LimitFigures {
+        workers_busy_pct: Some(97.0),
+        handler_pct_of_busy: Some(85.0),
+        ..f
+    };
+    assert_eq!(name(&busy, true).0, LimitKind::Workers);
+}
+
+#[test]
 fn a_stall_names_the_load_machine_only_where_the_window_fell_short() {
     let mut m = machine();
     m.stalls = vec![

@@ -250,7 +250,7 @@ pub(super) fn consumer_plan(
                 true => ClaimMode::InTransaction,
                 false => ClaimMode::Committed,
             }),
-        processes: c.processes,
+        processes: c.processes.unwrap_or(false),
         restart_after: c.restart_after.0,
         handler: HandlerPlan {
             duration: h.duration,

@@ -122,6 +122,7 @@ impl Plan {
         check_engine(&scenario).map_err(|(key, reason)| err(&key, reason))?;
         fill_resolved(&mut scenario, &database, &queue);
         let mut producers = producer_plan(&scenario.producers, source)?;
+        settle_processes(&mut scenario);
         let mut consumers = consumer_plan(&scenario.consumers, scenario.database.engine, source)?;
         // A queue library's workers are processes of their own, whatever the key says.
         consumers.processes |= queue.variant.workers.is_some();
@@ -209,6 +210,19 @@ fn settle_audit(scenario: &mut Scenario) -> bool {
         && scenario.database.engine.supports().completion_audit;
     scenario.verify.completion_audit = Some(audit);
     audit
+}
+
+/// Whether workers run as processes: as the key says, else as processes where the engine's
+/// client may crash its process (unless a `crash_workers` fault needs them in the runner).
+/// Written back, so that `scenario.resolved.toml` says what ran.
+fn settle_processes(scenario: &mut Scenario) {
+    let crashes_tasks = scenario
+        .phases
+        .iter()
+        .flat_map(|p| &p.faults)
+        .any(|f| matches!(f, crate::scenario::faults::FaultSpec::CrashWorkers { .. }));
+    let default = scenario.database.engine.facts().client_may_crash && !crashes_tasks;
+    scenario.consumers.processes = Some(scenario.consumers.processes.unwrap_or(default));
 }
 
 /// Writes what validation resolved back into the scenario, so that `scenario.resolved.toml`
@@ -384,6 +398,35 @@ mod tests {
         assert!(text.contains("seed = "), "{text}");
         let again = parse("r.toml", &text, &Overrides::default()).unwrap();
         assert_eq!(again.seed, Some(plan.seed));
+    }
+
+    #[test]
+    fn workers_are_processes_where_the_engines_client_may_crash_unless_the_key_or_a_fault_says() {
+        let plan_of = |engine: &str, consumers: &str, fault: &str| {
+            let text = format!(
+                "[database]\nengine = \"{engine}\"\n[consumers]\n{consumers}\n[producers]\nrate = 100\n\
+                 [[phases]]\nname = \"steady\"\nduration = \"5s\"\n{fault}"
+            );
+            let s = parse("s.toml", &text, &Overrides::default()).unwrap();
+            Plan::build(s, "s.toml", "s", &EnvDefaults::default()).unwrap()
+        };
+        let crash = "[[phases.faults]]\nkind = \"crash_workers\"\nevery = \"1s\"";
+        let kafka = plan_of("kafka", "", "");
+        assert!(kafka.consumers.processes);
+        // Written back: the resolved scenario says what ran.
+        assert!(kafka.resolved_toml().contains("processes = true"));
+        assert!(!plan_of("kafka", "", crash).consumers.processes);
+        assert!(
+            !plan_of("kafka", "processes = false", "")
+                .consumers
+                .processes
+        );
+        assert!(!plan_of("postgres", "", "").consumers.processes);
+        assert!(
+            plan_of("postgres", "processes = true", "")
+                .consumers
+                .processes
+        );
     }
 
     #[test]
