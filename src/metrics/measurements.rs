@@ -241,6 +241,15 @@ impl Measurements {
             .find(|w| w.kind == WindowKind::Phase)
             .map_or(0, |w| w.start_us)
     }
+
+    /// From the start of the first measured phase to the end of the last, µs on the run
+    /// clock.
+    pub fn measured_span(&self) -> Option<(u64, u64)> {
+        let measured = self.windows.iter().filter(|w| w.measured);
+        let from = measured.clone().map(|w| w.start_us).min()?;
+        let to = measured.map(|w| w.end_us).max()?;
+        Some((from, to))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -18,8 +18,8 @@ use super::journal::Journal;
 use super::ledger::Ledger;
 use super::live::LiveStats;
 use super::measurements::{
-    AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, ORPHANS_KEPT, OrphanedJob,
-    PhaseCounts, PhaseWindow, TableProbe, TimelineRow, WORKER_DIED, WindowKind,
+    AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, OrphanedJob, PhaseCounts,
+    PhaseWindow, TableProbe, TimelineRow, WindowKind,
 };
 use crate::backend::{DbSample, JobStatus};
 use hdrhistogram::serialization::V2DeflateSerializer;
@@ -42,6 +42,8 @@ pub struct Snapshot {
 pub type SnapshotRequest = tokio::sync::oneshot::Sender<Snapshot>;
 
 use super::second::SecondBucket;
+
+mod crashes;
 
 pub struct Recorder {
     windows: Vec<PhaseWindow>,
@@ -119,55 +121,6 @@ impl Recorder {
             claim_probes: Vec::new(),
             analyzed: Vec::new(),
             doubt_changed: false,
-        }
-    }
-
-    /// A dead worker's job ran again when any worker claims it.
-    fn rerun_orphan(&mut self, job: JobId, at_us: u64) {
-        for o in self
-            .orphaned
-            .iter_mut()
-            .filter(|o| o.job == job && o.ran_again_at_us.is_none() && at_us >= o.died_at_us)
-        {
-            o.ran_again_at_us = Some(at_us);
-        }
-    }
-
-    /// A frozen worker's job counts as released when anyone claims or finishes it. Returns
-    /// whether it was held by a frozen worker until now.
-    fn release_frozen(&mut self, job: JobId, at_us: u64) -> bool {
-        if self.recent_takes.len() >= RECENT_TAKES {
-            self.recent_takes.pop_front();
-        }
-        self.recent_takes.push_back((job, at_us));
-        let mut released = false;
-        for f in self
-            .frozen
-            .iter_mut()
-            .filter(|f| f.job == job && f.released_at_us.is_none() && at_us >= f.frozen_at_us)
-        {
-            f.released_at_us = Some(at_us);
-            released = true;
-        }
-        released
-    }
-
-    /// A freeze is reported once its search ends, stamped with the moment the worker
-    /// stopped: a job the reaper took back in between was released then, which the recent
-    /// claims and finishes say.
-    fn on_worker_frozen(&mut self, at_us: u64, slot: u32, jobs: Vec<JobId>) {
-        for job in jobs {
-            let taken = self
-                .recent_takes
-                .iter()
-                .find(|(j, t)| *j == job && *t >= at_us);
-            let released_at_us = taken.map(|(_, t)| *t);
-            self.frozen.push(FrozenJob {
-                job,
-                slot,
-                frozen_at_us: at_us,
-                released_at_us,
-            });
         }
     }
 
@@ -533,12 +486,7 @@ impl Recorder {
                 jobs,
                 reported,
                 cause,
-            } => {
-                // How it died (a signal, an exit status), without its last words.
-                let how = cause.split(" (").next().unwrap_or_default();
-                self.note_error(format!("{WORKER_DIED}{how}"));
-                self.on_worker_crashed(at_us, slot, jobs, reported)
-            }
+            } => self.on_worker_crashed(at_us, slot, (jobs, reported), &cause),
             Event::WorkerFrozen { at_us, slot, jobs } => self.on_worker_frozen(at_us, slot, jobs),
             Event::Reaped {
                 at_us,
@@ -559,28 +507,6 @@ impl Recorder {
             other => return Some(other),
         }
         None
-    }
-
-    /// A worker died holding `jobs` (in doubt: they may run again) and having reported
-    /// `reported` shortly before (the library may not have recorded those outcomes).
-    fn on_worker_crashed(&mut self, at_us: u64, slot: u32, jobs: Vec<JobId>, reported: Vec<JobId>) {
-        let w = self.window_of(at_us);
-        self.counts[w].worker_crashes += 1;
-        let room = ORPHANS_KEPT.saturating_sub(self.orphaned.len());
-        self.orphaned
-            .extend(jobs.iter().take(room).map(|&job| OrphanedJob {
-                job,
-                slot,
-                died_at_us: at_us,
-                ran_again_at_us: None,
-            }));
-        for job in jobs {
-            self.ledger.crashed(job);
-            self.doubt_changed = true;
-        }
-        for job in reported {
-            self.ledger.crashed_after_report(job);
-        }
     }
 
     /// The reaper (or the queue itself) recovered these jobs; `true`: dead-lettered.

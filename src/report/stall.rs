@@ -30,6 +30,12 @@ impl GroupStall {
         }
         (out.partitions > 0).then_some(out)
     }
+
+    /// Over the measured phases together.
+    pub fn measured(m: &Measurements) -> Option<GroupStall> {
+        let (from, to) = m.measured_span()?;
+        GroupStall::within(m, from, to)
+    }
 }
 
 /// The group's stalls over the run.

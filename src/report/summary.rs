@@ -357,7 +357,11 @@ impl Summary {
         let limit = super::limit::measured_limit(
             &phases,
             (&measured_counts, &latency_ms),
-            (harness.clone(), &db_stats, measured_group_stall(m)),
+            (
+                harness.clone(),
+                &db_stats,
+                super::stall::GroupStall::measured(m),
+            ),
             &workers,
             !verdict.kept_up,
         );
@@ -428,16 +432,10 @@ fn complete(facts: &RunFacts, m: &Measurements) -> bool {
         && m.fatal.is_none()
 }
 
-/// The partitions a workers' group stopped reading over the measured phases.
-fn measured_group_stall(m: &Measurements) -> Option<super::stall::GroupStall> {
-    let (from, to) = measured_span(m)?;
-    super::stall::GroupStall::within(m, from, to)
-}
-
 /// What each job cost the database over the measured phases.
 /// The harness's own figures over the measured phases.
 fn measured_harness(m: &Measurements) -> Option<crate::metrics::HarnessSummary> {
-    let (from, to) = measured_span(m)?;
+    let (from, to) = m.measured_span()?;
     crate::metrics::HarnessSummary::over(&m.harness, from, to)
 }
 
@@ -570,14 +568,6 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// From the start of the first measured phase to the end of the last, µs on the run clock.
-fn measured_span(m: &Measurements) -> Option<(u64, u64)> {
-    let measured = m.windows.iter().filter(|w| w.measured);
-    let from = measured.clone().map(|w| w.start_us).min()?;
-    let to = measured.map(|w| w.end_us).max()?;
-    Some((from, to))
 }
 
 /// The measured phases' backlog, second by second, judged against the rate they were
