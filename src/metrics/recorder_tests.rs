@@ -11,6 +11,19 @@ fn windows() -> Vec<PhaseWindow> {
     ]
 }
 
+/// What `rec` measures of the events sent on `rx` (its sender dropped).
+async fn measured(rec: Recorder, rx: UnboundedReceiver<Event>) -> Measurements {
+    let (_, snapshots) = tokio::sync::mpsc::unbounded_channel();
+    rec.run(
+        rx,
+        snapshots,
+        crate::clock::RunClock::start(),
+        SystemTime::now(),
+        crate::metrics::journal::Journal::off(),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn latency_belongs_to_the_phase_that_scheduled_the_job() {
     let live = Arc::new(LiveStats::new());
@@ -65,16 +78,7 @@ async fn latency_belongs_to_the_phase_that_scheduled_the_job() {
     })
     .unwrap();
     drop(tx);
-    let (_, snapshots) = tokio::sync::mpsc::unbounded_channel();
-    let m = rec
-        .run(
-            rx,
-            snapshots,
-            crate::clock::RunClock::start(),
-            SystemTime::now(),
-            crate::metrics::journal::Journal::off(),
-        )
-        .await;
+    let m = measured(rec, rx).await;
 
     let steady = &m.metrics[1];
     assert_eq!(steady.get(Metric::EndToEnd).len(), 1);
@@ -116,16 +120,7 @@ async fn a_workers_death_is_counted_by_how_it_died_without_its_last_words() {
         .unwrap();
     }
     drop(tx);
-    let (_, snapshots) = tokio::sync::mpsc::unbounded_channel();
-    let m = rec
-        .run(
-            rx,
-            snapshots,
-            crate::clock::RunClock::start(),
-            SystemTime::now(),
-            crate::metrics::journal::Journal::off(),
-        )
-        .await;
+    let m = measured(rec, rx).await;
     let deaths: Vec<(&str, u64)> = m.errors.iter().map(|(k, n)| (k.as_str(), *n)).collect();
     assert_eq!(
         deaths,

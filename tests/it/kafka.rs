@@ -20,6 +20,14 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// A short run of one member on two partitions, its queue kept for what a test does to it.
+const SHORT_ONE_MEMBER: &[&str] = &[
+    "phases.0.duration=1s",
+    "producers.rate=20",
+    "queue.partitions=2",
+    "consumers.count=1",
+];
+
 /// A client configuration of the test's own for the shared broker.
 fn config() -> ClientConfig {
     let settings = dbq_bench::backend::kafka::url::client_settings(shared_kafka_url()).unwrap();
@@ -148,15 +156,7 @@ async fn crashed_workers_on_kafka_have_their_records_read_again() {
 /// storage (its handler is a `todo!()`), so on Tansu it cannot be what this test uses.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_removed_before_they_were_consumed_are_named_lost() {
-    let p = kafka_plan(
-        SMALL,
-        &[
-            "phases.0.duration=1s",
-            "producers.rate=20",
-            "queue.partitions=2",
-            "consumers.count=1",
-        ],
-    );
+    let p = kafka_plan(SMALL, SHORT_ONE_MEMBER);
     let (mut outcome, _dir) = run_plan(&p, true).await;
     assert_nothing_lost(&outcome.results.summary);
     let queue = outcome.kept_queue.clone().expect("kept");
@@ -250,15 +250,7 @@ async fn write_records(topic: &str, records: &[(Vec<(&str, &str)>, &str)]) {
 /// it); the proof names all three, apart from the jobs (job 1 is not blamed), and fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_the_harness_never_produced_are_named_and_the_copied_job_not_blamed() {
-    let p = kafka_plan(
-        SMALL,
-        &[
-            "phases.0.duration=1s",
-            "producers.rate=20",
-            "queue.partitions=2",
-            "consumers.count=1",
-        ],
-    );
+    let p = kafka_plan(SMALL, SHORT_ONE_MEMBER);
     let (outcome, _dir) = run_plan(&p, true).await;
     assert_nothing_lost(&outcome.results.summary);
     let queue = outcome.kept_queue.clone().expect("kept");
