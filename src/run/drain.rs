@@ -7,7 +7,11 @@
 //! empty; each is opened when first needed and kept for the whole drain (a Kafka reader
 //! walks only what was added since its last look), and dropped after an error so that the
 //! next look opens another. A queue that cannot be asked counts as empty: the ledger's word
-//! stands.
+//! stands. When every job still open is in doubt (its worker died holding it) and the queue
+//! has looked empty for [`DOUBT_SETTLES_AFTER`], the drain ends: a broker forgets a job its
+//! dead worker acknowledged, and cannot say so while consumers are attached (RabbitMQ), so
+//! the proof settles those jobs with the consumers stopped, instead of the drain waiting out
+//! its timeout for them.
 
 use crate::accounting;
 use crate::backend::link::{Link, SETTLE_ROLE};
@@ -18,6 +22,10 @@ use tokio_util::sync::CancellationToken;
 
 /// How often the drain asks the queue about in-doubt outcomes, and whether it is empty.
 const SETTLE_EVERY: Duration = Duration::from_millis(500);
+
+/// How long the queue must look empty, with only in-doubt jobs open, before the drain leaves
+/// them to the proof: longer than a broker takes to give a dead consumer's delivery back.
+const DOUBT_SETTLES_AFTER: Duration = Duration::from_secs(2);
 
 /// Returns how long the drain took and whether it timed out.
 pub(super) async fn drain(
@@ -33,14 +41,26 @@ pub(super) async fn drain(
     let (mut last_settle, mut last_look) = (0, 0);
     let mut settler = Kept::new(ctx, SETTLE_ROLE);
     let mut looker = Kept::new(ctx, "drain");
+    // Since when only in-doubt jobs were open and the queue looked empty.
+    let mut empty_since: Option<u64> = None;
     let timed_out = loop {
         if stop_load.is_cancelled() {
             break false;
         }
         let now = clock.now_us();
-        if live.drained() && now - last_look > every {
+        let (drained, in_doubt) = (live.drained(), only_in_doubt(live));
+        if !in_doubt {
+            empty_since = None;
+        }
+        if (drained || in_doubt) && now - last_look > every {
             last_look = now;
-            if looker.queue_is_empty().await {
+            let empty = looker.queue_is_empty().await;
+            if empty && drained {
+                break false;
+            }
+            empty_since = empty.then(|| empty_since.unwrap_or(now));
+            let settles = DOUBT_SETTLES_AFTER.as_micros() as u64;
+            if empty_since.is_some_and(|since| now - since >= settles) {
                 break false;
             }
         }
@@ -59,6 +79,13 @@ pub(super) async fn drain(
     settler.close().await;
     looker.close().await;
     ((clock.now_us() - drain_start) as f64 / 1e6, timed_out)
+}
+
+/// Every job still open is in doubt: its worker died holding it, and no one has said since
+/// how it ended.
+fn only_in_doubt(live: &LiveStats) -> bool {
+    let s = live.snapshot();
+    s.producers_stopped && s.outstanding > 0 && s.outstanding <= live.unresolved().1.len() as i64
 }
 
 /// One connection of the drain's, in `role`, kept between its looks.
