@@ -136,11 +136,7 @@ impl FaultSummary {
             poison: all.poison_enqueued,
             crashing_jobs: all.crash_enqueued,
             worker_crashes: all.worker_crashes,
-            worker_deaths: m
-                .errors
-                .iter()
-                .filter_map(|(e, n)| Some((e.strip_prefix(WORKER_DIED)?.to_string(), *n)))
-                .collect(),
+            worker_deaths: worker_deaths(m),
             reaped: all.reaped,
             backends_killed: killed("kill_backends"),
             server_restarts: killed("restart_server"),
@@ -282,6 +278,14 @@ impl FaultSummary {
             }
         )
     }
+}
+
+/// How the crashed workers died, from the errors the recorder counted.
+fn worker_deaths(m: &Measurements) -> BTreeMap<String, u64> {
+    m.errors
+        .iter()
+        .filter_map(|(e, n)| Some((e.strip_prefix(WORKER_DIED)?.to_string(), *n)))
+        .collect()
 }
 
 /// Time to recover after a fault that lasted from `start_s` to `end_s` (seconds since the

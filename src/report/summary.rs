@@ -352,18 +352,12 @@ impl Summary {
         let (db_stats, table_reads, claim_probes) =
             database_side(plan, m, &facts, &phases, &mut verdict);
         let cost = measured_cost(&db_stats, &phases, plan.database.engine);
-        let workers = super::limit::Workers::of(plan);
-        super::limit::name_phase_limits(&mut phases, m, &db_stats, table_reads.as_ref(), &workers);
-        let limit = super::limit::measured_limit(
-            &phases,
+        let limit = super::limit::limits(
+            (plan, m),
+            &mut phases,
+            (&db_stats, table_reads.as_ref()),
             (&measured_counts, &latency_ms),
-            (
-                harness.clone(),
-                &db_stats,
-                super::stall::GroupStall::measured(m),
-            ),
-            &workers,
-            !verdict.kept_up,
+            (harness.clone(), !verdict.kept_up),
         );
         Summary {
             schema_version: SCHEMA_VERSION,

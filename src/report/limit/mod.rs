@@ -12,7 +12,7 @@ mod of_run;
 mod table;
 mod words;
 
-pub use of_run::{Workers, measured_limit, name_phase_limits, rejudge_after_thresholds};
+pub use of_run::{Workers, limits, measured_limit, name_phase_limits, rejudge_after_thresholds};
 pub use table::table;
 
 use crate::metrics::{HarnessSummary, PhaseCounts};

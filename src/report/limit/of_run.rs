@@ -120,6 +120,26 @@ pub fn measured_limit(
     Some(Limit::judge(figures, fell_short))
 }
 
+/// Names each load phase's limit, and returns the measured phases' together.
+pub fn limits(
+    (plan, m): (&Plan, &Measurements),
+    phases: &mut [PhaseSummary],
+    (db_stats, table_reads): (&DbStatsSummary, Option<&TableReads>),
+    measured: (&PhaseCounts, &LatencyReport),
+    (harness, fell_short): (Option<HarnessSummary>, bool),
+) -> Option<Limit> {
+    let workers = Workers::of(plan);
+    name_phase_limits(phases, m, db_stats, table_reads, &workers);
+    let stall = GroupStall::measured(m);
+    measured_limit(
+        phases,
+        measured,
+        (harness, db_stats, stall),
+        &workers,
+        fell_short,
+    )
+}
+
 /// Once the thresholds are judged: a phase whose own threshold failed fell short, and so did
 /// the run when any failed.
 pub fn rejudge_after_thresholds(s: &mut Summary) {
