@@ -5,11 +5,11 @@
 //! not write is set aside unrun: its offset goes with the next commit of its partition that
 //! no held record precedes (the proof names it from the log).
 
-use super::record::{Described, describe, foreign, headers, now_ms};
+use super::record::{Described, headers, now_ms, read_job};
 use super::{ANSWER_WITHIN, Shared};
 use crate::backend::broker::backoff_ms;
 use crate::backend::error::{BackendError, ErrorClass};
-use crate::backend::job::{ClaimedJob, FailOutcome, Handout, JobId, JobPayload, NewJob};
+use crate::backend::job::{ClaimedJob, FailOutcome, Handout, JobId, NewJob};
 use crate::backend::queue::ClaimMode;
 use crate::backend::seam::{Connection, Enqueue, Work};
 use async_trait::async_trait;
@@ -191,21 +191,18 @@ impl KafkaLink {
         })
     }
 
-    /// A record as a claimed job (and held until its offset is committed). A retry whose
-    /// back-off has not ended is waited for here.
-    async fn take(&mut self, record: OwnedMessage) -> Result<ClaimedJob, BackendError> {
-        let described = describe(&record)?;
+    /// A record as a claimed job (and held until its offset is committed), or passed over
+    /// (`None`) when the harness did not write it. A retry whose back-off has not ended is
+    /// waited for here.
+    async fn take(&mut self, record: OwnedMessage) -> Option<ClaimedJob> {
+        let Ok((described, payload)) = read_job(&record) else {
+            self.skipped.push(record);
+            return None;
+        };
         let wait = described.due_ms - now_ms();
         if wait > 0 {
             tokio::time::sleep(Duration::from_millis(wait as u64)).await;
         }
-        let payload: JobPayload = serde_json::from_slice(record.payload().unwrap_or(b"{}"))
-            .map_err(|e| {
-                BackendError::new(
-                    ErrorClass::Permanent,
-                    format!("job {}: payload: {e}", described.id),
-                )
-            })?;
         let job = ClaimedJob {
             id: described.id,
             job_type: described.job_type.clone(),
@@ -213,7 +210,7 @@ impl KafkaLink {
             handout: Handout::Queued,
         };
         self.held.insert(job.id, Held { record, described });
-        Ok(job)
+        Some(job)
     }
 }
 
@@ -293,10 +290,7 @@ impl Work for KafkaLink {
         let mut jobs = Vec::with_capacity(records.len());
         let skipped = self.skipped.len();
         for r in records {
-            match foreign(&r) {
-                Some(_) => self.skipped.push(r),
-                None => jobs.push(self.take(r).await?),
-            }
+            jobs.extend(self.take(r).await);
         }
         if self.skipped.len() > skipped && !self.commit(&[]).await? {
             // The partition moved away: its new owner passes the record over in turn.

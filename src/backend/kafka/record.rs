@@ -5,7 +5,7 @@
 //! may write into the run's topics, and such a record is set aside, never run.
 
 use crate::backend::error::{BackendError, ErrorClass};
-use crate::backend::job::JobId;
+use crate::backend::job::{JobId, JobPayload};
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders, OwnedMessage};
 
 /// A record's headers: the job id, type, failed attempts, and (retries) when it may run.
@@ -16,22 +16,22 @@ pub struct Described {
     pub due_ms: i64,
 }
 
-/// Why `m` cannot be a record the harness wrote (`None`: it can).
-pub fn foreign(m: &OwnedMessage) -> Option<String> {
-    let d = match describe(m) {
-        Ok(d) => d,
-        Err(_) => {
-            return Some("it has no job id header: the harness writes one on every record".into());
-        }
-    };
-    let payload = m.payload().unwrap_or(b"");
-    match serde_json::from_slice::<crate::backend::job::JobPayload>(payload) {
-        Ok(_) => None,
-        Err(e) => Some(format!(
+/// The job `m` carries: its headers and payload, or why the harness cannot have written it.
+pub fn read_job(m: &OwnedMessage) -> Result<(Described, JobPayload), String> {
+    let d = describe(m)
+        .map_err(|_| "it has no job id header: the harness writes one on every record")?;
+    match serde_json::from_slice::<JobPayload>(m.payload().unwrap_or(b"")) {
+        Ok(payload) => Ok((d, payload)),
+        Err(e) => Err(format!(
             "it names job {} but its payload is not a job's ({e})",
             d.id
         )),
     }
+}
+
+/// Why `m` cannot be a record the harness wrote (`None`: it can).
+pub fn foreign(m: &OwnedMessage) -> Option<String> {
+    read_job(m).err()
 }
 
 /// Where a record lies, in the proof's words.
