@@ -25,7 +25,6 @@ use rand::rngs::StdRng;
 use rand_distr::Exp;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -33,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Clone)]
 pub struct FaultContext {
     pub clock: RunClock,
-    pub events: UnboundedSender<Event>,
+    pub events: crate::metrics::EventSink,
     pub backend: Arc<dyn Backend>,
     /// The engine, whose words the fault records use.
     pub engine: Engine,

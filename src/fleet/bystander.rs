@@ -54,7 +54,7 @@ impl Bystander {
         let ctx = FleetContext {
             backend,
             clock,
-            events,
+            events: events.into(),
         };
         let mut hist = crate::metrics::histogram::empty();
         let start = clock.now_us();

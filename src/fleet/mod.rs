@@ -18,11 +18,10 @@ pub mod sleep;
 
 use crate::backend::{Backend, Link};
 use crate::clock::RunClock;
-use crate::metrics::Event;
+use crate::metrics::{Event, EventSink};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 /// What every fleet member needs: the queue, the clock to stamp events with and where to
@@ -31,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 pub struct FleetContext {
     pub backend: Arc<dyn Backend>,
     pub clock: RunClock,
-    pub events: UnboundedSender<Event>,
+    pub events: EventSink,
 }
 
 impl FleetContext {

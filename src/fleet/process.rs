@@ -1,7 +1,8 @@
 //! Worker processes (`consumers.processes = true`): each consumer slot is a child process
 //! (`dbq-bench worker`, hidden) running one [`Worker`], so that it can be SIGKILLed or
 //! SIGSTOPped like a real worker. The child writes its events as JSON lines on stdout,
-//! flushed one by one, and the supervisor in the runner forwards them to the recorder; it
+//! each written before the worker goes on (a claim is in the pipe before the job is run
+//! and acknowledged, so a kill cannot hide a job it held), and the supervisor in the runner forwards them to the recorder; it
 //! also tracks which job each child holds, so that when a child dies the job is reported as
 //! in doubt. A child exits when its stdin closes (the runner is gone) or on SIGTERM.
 
@@ -10,13 +11,12 @@ use super::registry::WorkerRegistry;
 use super::{FleetContext, WakeUps, sleep_or_stop};
 use crate::backend::{self, Attachment};
 use crate::clock::RunClock;
-use crate::metrics::{Event, JobId};
+use crate::metrics::{Event, EventSink, JobId};
 use crate::scenario::{ConsumerPlan, QueuePlan};
 use anyhow::{Context, Result};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -139,11 +139,14 @@ async fn watch(
     let mut stderr = child.stderr.take().expect("piped");
     let mut in_flight: Vec<JobId> = Vec::new();
     let mut stopping = false;
+    // It reported an error that retrying cannot help (and stops the run): it then exits.
+    let mut gave_up = false;
     loop {
         tokio::select! {
             line = lines.next_line() => match line {
                 Ok(Some(line)) => match serde_json::from_str::<Event>(&line) {
                     Ok(event) => {
+                        gave_up |= matches!(event, Event::Fatal { .. });
                         track(&mut in_flight, &event);
                         registry.set_in_flight(slot, in_flight.first().copied());
                         ctx.emit(event);
@@ -163,7 +166,10 @@ async fn watch(
     let status = child.wait().await;
     registry.set_pid(slot, 0);
     registry.set_in_flight(slot, None);
-    if stopping && status.as_ref().is_ok_and(|s| s.success()) {
+    // A clean exit is a stop, not a death, when it was asked for (the run's stop may
+    // have come just as the child ended) or followed its own permanent error.
+    let asked = stopping || stop.is_cancelled() || gave_up;
+    if asked && status.as_ref().is_ok_and(|s| s.success()) {
         return Ended::Stopped;
     }
     let mut err_text = String::new();
@@ -200,12 +206,11 @@ pub async fn worker_main() -> Result<()> {
     })?;
     let config: WorkerConfig =
         serde_json::from_str(&json).context("reading the worker configuration")?;
-    let (events, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let ctx = FleetContext {
         backend: backend::attach(&config.queue_at, &config.queue)
             .context("reaching the run's queue")?,
         clock: RunClock::from_epoch(config.clock_epoch_ns),
-        events,
+        events: EventSink::Lines(Arc::new(std::sync::Mutex::new(std::io::stdout()))),
     };
     let stop = CancellationToken::new();
 
@@ -223,19 +228,6 @@ pub async fn worker_main() -> Result<()> {
         while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
         on_eof.cancel();
     });
-    // One line per event, flushed at once: work done just before a kill still reaches the runner.
-    let writer = tokio::task::spawn_blocking(move || {
-        let mut out = std::io::stdout().lock();
-        while let Some(event) = rx.blocking_recv() {
-            if serde_json::to_writer(&mut out, &event).is_err()
-                || out.write_all(b"\n").is_err()
-                || out.flush().is_err()
-            {
-                break;
-            }
-        }
-    });
-
     let registry = Arc::new(WorkerRegistry::new(config.slot as usize + 1));
     let wake_ups = WakeUps::start(&ctx, &stop);
     let worker = Worker::new(
@@ -248,6 +240,5 @@ pub async fn worker_main() -> Result<()> {
         CrashAction::KillProcess,
     );
     worker.run(stop).await;
-    writer.await.ok();
     Ok(())
 }

@@ -18,6 +18,7 @@ pub mod monitor;
 pub mod recorder;
 pub mod sampler;
 mod second;
+pub mod sink;
 
 pub use event::{Event, FaultRecord, JobId};
 pub use harness::{HarnessSample, HarnessSummary};
@@ -31,3 +32,4 @@ pub use measurements::{
 pub use monitor::HarnessMonitor;
 pub use recorder::{Recorder, Snapshot, SnapshotRequest};
 pub use sampler::DbSampler;
+pub use sink::EventSink;

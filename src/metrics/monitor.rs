@@ -9,7 +9,6 @@ use super::machine::{MachineTicks, ProcessTable, cpu_use};
 use crate::clock::RunClock;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 /// How often the timer task asks to be woken.
@@ -23,7 +22,7 @@ pub type ServerPid = Arc<dyn Fn() -> Option<u32> + Send + Sync>;
 
 pub struct HarnessMonitor {
     pub clock: RunClock,
-    pub events: UnboundedSender<Event>,
+    pub events: crate::metrics::EventSink,
     /// A wake-up later than this is late (the producers' `late_after`).
     pub late_after: Duration,
     /// The server's process, whose CPU is told apart from everyone else's.

@@ -12,13 +12,12 @@ use crate::backend::{Backend, Link};
 use crate::clock::RunClock;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 pub struct DbSampler {
     pub backend: Arc<dyn Backend>,
     pub clock: RunClock,
-    pub events: UnboundedSender<Event>,
+    pub events: crate::metrics::EventSink,
     pub interval: Duration,
     /// When to probe the claim (run-clock µs) and what to call the probe, in time order.
     pub probes: Vec<(u64, String)>,

@@ -181,7 +181,7 @@ impl Load {
         let ctx = FleetContext {
             backend: target.backend.clone(),
             clock,
-            events,
+            events: events.into(),
         };
         let stop_consumers = CancellationToken::new();
         let registry = Arc::new(WorkerRegistry::new(plan.consumers.count));
