@@ -124,8 +124,15 @@ async fn update(
         } else {
             "?".into()
         };
+        let stalled = match snap.stalled_partitions {
+            0 => String::new(),
+            n => format!(
+                " | group stalled: {n} partition(s) unread for {:.0} s",
+                snap.stalled_for_ms as f64 / 1e3
+            ),
+        };
         bar.set_message(format!(
-            "{label}{time} | enqueue {enq_rate:.0}/s | complete {done_rate:.0}/s | depth {depth} | lag max {:.1} ms | done {} of {}",
+            "{label}{time} | enqueue {enq_rate:.0}/s | complete {done_rate:.0}/s | depth {depth}{stalled} | lag max {:.1} ms | done {} of {}",
             snap.lag_max_us as f64 / 1000.0,
             snap.completed + snap.dead_lettered,
             snap.enqueued

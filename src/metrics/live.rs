@@ -14,6 +14,10 @@ pub struct LiveStats {
     dead_lettered: AtomicU64,
     outstanding: AtomicI64,
     queue_depth: AtomicI64,
+    /// Partitions a workers' group stopped reading at the last sample, and the longest
+    /// stall then, ms (a queue shared by a group, Kafka).
+    stalled_partitions: AtomicI64,
+    stalled_for_ms: AtomicI64,
     lag_max_us: AtomicU64,
     producers_stopped: AtomicBool,
     /// In-doubt insert keys and in-doubt open jobs, for the drain to settle from the table.
@@ -33,6 +37,9 @@ pub struct LiveSnapshot {
     pub outstanding: i64,
     /// Last `pending` count sampled from the database (-1 before the first sample).
     pub queue_depth: i64,
+    /// Partitions the workers' group stopped reading, and for how long, ms (last sample).
+    pub stalled_partitions: i64,
+    pub stalled_for_ms: i64,
     /// Largest schedule lag seen in the last finished second, µs.
     pub lag_max_us: u64,
     pub producers_stopped: bool,
@@ -81,6 +88,10 @@ impl LiveStats {
     pub(super) fn set_queue_depth(&self, n: i64) {
         self.queue_depth.store(n, Ordering::Relaxed);
     }
+    pub(super) fn set_stall(&self, partitions: i64, ms: i64) {
+        self.stalled_partitions.store(partitions, Ordering::Relaxed);
+        self.stalled_for_ms.store(ms, Ordering::Relaxed);
+    }
     pub(super) fn set_lag_max(&self, us: u64) {
         self.lag_max_us.store(us, Ordering::Relaxed);
     }
@@ -96,6 +107,8 @@ impl LiveStats {
             dead_lettered: self.dead_lettered.load(Ordering::Relaxed),
             outstanding: self.outstanding.load(Ordering::Relaxed),
             queue_depth: self.queue_depth.load(Ordering::Relaxed),
+            stalled_partitions: self.stalled_partitions.load(Ordering::Relaxed),
+            stalled_for_ms: self.stalled_for_ms.load(Ordering::Relaxed),
             lag_max_us: self.lag_max_us.load(Ordering::Relaxed),
             producers_stopped: self.producers_stopped.load(Ordering::Acquire),
         }

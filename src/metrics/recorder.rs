@@ -543,6 +543,9 @@ impl Recorder {
             Event::HarnessSample(sample) => self.harness.push(sample),
             Event::DbSample { at_us, sample } => {
                 self.live.set_queue_depth(sample.pending);
+                let server = |k| sample.server.get(k).copied().unwrap_or(0);
+                self.live
+                    .set_stall(server("stalled_partitions"), server("stalled_for_ms"));
                 self.bucket(at_us).depth = Some(sample.pending);
                 self.db_samples.push((at_us, *sample));
             }

@@ -131,3 +131,22 @@ async fn a_workers_death_is_counted_by_how_it_died_without_its_last_words() {
     );
     assert_eq!(m.counts[1].worker_crashes, 3);
 }
+
+#[tokio::test]
+async fn a_stalled_group_in_a_sample_reaches_the_progress_counters() {
+    let live = Arc::new(LiveStats::new());
+    let rec = Recorder::new(windows(), 1_000_000, Duration::from_millis(5), live.clone());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut sample = DbSample::default();
+    sample.server.insert("stalled_partitions".into(), 3);
+    sample.server.insert("stalled_for_ms".into(), 4_500);
+    tx.send(Event::DbSample {
+        at_us: 1_500_000,
+        sample: Box::new(sample),
+    })
+    .unwrap();
+    drop(tx);
+    measured(rec, rx).await;
+    let snap = live.snapshot();
+    assert_eq!((snap.stalled_partitions, snap.stalled_for_ms), (3, 4_500));
+}
