@@ -20,7 +20,7 @@
 //! both claim modes: the design let a worker that no longer held the job overwrite it. In outbox mode the proof also checks that no job of
 //! a rolled-back business transaction exists and that every paid order has exactly one job.
 
-use crate::backend::{JobStatus, Link, Stranger, TableMismatch};
+use crate::backend::{JobStatus, Link, Loss, Stranger, TableMismatch};
 use crate::metrics::{Event, IdSet, JobId, Ledger, LedgerEntry};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -99,6 +99,9 @@ pub struct JobProblem {
     pub ledger: String,
     /// What the table says: the row's status, `missing`, or `done xN` from the audit.
     pub table: String,
+    /// A lost job: where its record went, as the queue's own records tell (Kafka).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// Counts from one view.
@@ -152,6 +155,10 @@ pub struct AccountingProof {
     pub views_agree: bool,
     /// Jobs lost in either view (the union).
     pub lost_total: u64,
+    /// Of them, jobs the queue itself lost: it acknowledged their records and no longer
+    /// holds them (a broker that lost its log), not the harness or the workers.
+    #[serde(default)]
+    pub lost_by_queue: u64,
     /// Jobs that ended `done` and `dead_letter` (each job once, however many reports it
     /// had; by the ledger where the views disagree on how it finished). Every committed
     /// job is in one place: done + dead_lettered + unfinished + lost_total = committed.
@@ -307,6 +314,18 @@ pub async fn prove(
             .await
             .context("accounting: looking for records the harness never produced")?;
     }
+    let lost: Vec<JobId> = tally
+        .ledger_lost
+        .union(&tally.table_lost)
+        .copied()
+        .collect();
+    if let Some(p) = conn.provenance().filter(|_| !lost.is_empty()) {
+        let losses = p
+            .losses(&lost)
+            .await
+            .context("accounting: asking the queue where the lost jobs' records went")?;
+        tally.losses = losses.into_iter().map(|l| (l.job, l)).collect();
+    }
     if opts.reported_by_library {
         tally.repeated_successes = std::mem::take(&mut tally.ledger_dups);
     }
@@ -439,6 +458,8 @@ struct Tally {
     untracked_count: u64,
     /// Records the queue holds that the harness never produced.
     strangers: Vec<Stranger>,
+    /// What the queue's records tell of lost jobs, where they can.
+    losses: BTreeMap<JobId, Loss>,
     /// The table's view of each problem job that the table does not show as expected.
     table_views: BTreeMap<JobId, String>,
 }
@@ -475,6 +496,7 @@ impl Tally {
                 self.finished_differently += 1;
                 if self.disagreements.len() < LIST_LIMIT {
                     self.disagreements.push(JobProblem {
+                        why: None,
                         id: m.id,
                         ledger: m.expected.clone(),
                         table: m.table_status.clone(),
@@ -508,6 +530,7 @@ impl Tally {
                 .into_iter()
                 .take(room)
                 .map(|(id, status)| JobProblem {
+                    why: None,
                     id,
                     ledger: "never committed".into(),
                     table: status,
@@ -561,6 +584,7 @@ impl Tally {
                     id,
                     ledger: ledger_view(id),
                     table: view(id),
+                    why: self.losses.get(&id).map(|l| l.why.clone()),
                 })
                 .collect()
         };
@@ -645,7 +669,9 @@ impl Tally {
         let ok = sound && self.unfinished == 0;
         let (ledger_counts, table_counts) = self.view_counts(table_dups.as_ref());
         let stuck: Vec<JobId> = self.stuck.iter().copied().collect();
+        let by_queue: Vec<&Loss> = self.losses.values().filter(|l| l.by_queue).collect();
         let verdict = Findings {
+            lost_by_queue: &by_queue,
             stuck: &stuck,
             committed: self.committed as usize,
             ledger: &ledger_counts,
@@ -670,6 +696,7 @@ impl Tally {
             table: table_counts,
             views_agree,
             lost_total: lost_ids.len() as u64,
+            lost_by_queue: by_queue.len() as u64,
             done: self.done,
             dead_lettered: self.dead_lettered,
             duplicate_total: dup_ids.len() as u64,

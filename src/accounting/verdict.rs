@@ -3,7 +3,7 @@
 //! is here; the numbers come from the tally in mod.rs.
 
 use super::{Duplicates, JobProblem, OutboxProof, ViewCounts};
-use crate::backend::Stranger;
+use crate::backend::{Loss, Stranger};
 use crate::metrics::JobId;
 
 /// What the proof found, for its one-line verdict.
@@ -13,6 +13,8 @@ pub(super) struct Findings<'a> {
     pub(super) table: &'a ViewCounts,
     pub(super) agree: bool,
     pub(super) lost: &'a [JobProblem],
+    /// What the queue's records tell of the lost jobs it lost itself.
+    pub(super) lost_by_queue: &'a [&'a Loss],
     pub(super) duplicates: &'a [JobProblem],
     pub(super) executions: &'a Duplicates,
     pub(super) unfinished: usize,
@@ -75,6 +77,14 @@ impl Findings<'_> {
         )];
         if !self.lost.is_empty() {
             parts.push(format!("lost: {}", name(self.lost)));
+        }
+        if let [first, ..] = self.lost_by_queue {
+            parts.push(format!(
+                "{} of the lost jobs lost by the queue itself, not by the harness or its workers (job {}: {})",
+                self.lost_by_queue.len(),
+                first.job,
+                first.why
+            ));
         }
         if !self.duplicates.is_empty() {
             parts.push(format!("duplicates: {}", name(self.duplicates)));

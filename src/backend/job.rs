@@ -141,6 +141,18 @@ pub struct Stranger {
     pub why: String,
 }
 
+/// What the queue's own records tell of a job the proof found lost: where its record was,
+/// and whether the queue itself lost it (it acknowledged the record, then no longer held
+/// it: a broker that lost its log), rather than the harness or the workers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Loss {
+    pub job: JobId,
+    /// The queue lost what it had acknowledged.
+    pub by_queue: bool,
+    /// In the engine's words: where the record was, and what is there now.
+    pub why: String,
+}
+
 /// A job whose state in the queue disagrees with what the harness's ledger expects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableMismatch {

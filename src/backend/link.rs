@@ -13,7 +13,7 @@
 use super::error::BackendError;
 use super::figures::{ClaimProbe, DbSample, GroupView, TableStats};
 use super::job::{
-    ClaimedJob, FailOutcome, Insert, JobId, JobStatus, NewJob, Stranger, TableMismatch,
+    ClaimedJob, FailOutcome, Insert, JobId, JobStatus, Loss, NewJob, Stranger, TableMismatch,
 };
 use crate::backend::queue::ClaimMode;
 use async_trait::async_trait;
@@ -67,6 +67,8 @@ pub trait Link: Connection + Enqueue + Work + Inspect + Disrupt {
 pub trait Provenance: Send {
     /// Every record the queue holds that the harness never produced.
     async fn strangers(&mut self) -> Result<Vec<Stranger>, BackendError>;
+    /// Where the records of `lost` jobs went, for those the queue can say.
+    async fn losses(&mut self, lost: &[JobId]) -> Result<Vec<Loss>, BackendError>;
 }
 
 /// A queue whose workers take their share of it by joining one group, which hands each

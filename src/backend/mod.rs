@@ -25,7 +25,7 @@ pub mod sql;
 pub use error::{BackendError, ErrorClass};
 pub use figures::{ClaimProbe, DbSample, GroupView, TableStats};
 pub use job::{
-    ClaimedJob, FailOutcome, Handout, Insert, JobId, JobPayload, JobStatus, NewJob, Stranger,
+    ClaimedJob, FailOutcome, Handout, Insert, JobId, JobPayload, JobStatus, Loss, NewJob, Stranger,
     TableMismatch,
 };
 pub use seam::{

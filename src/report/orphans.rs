@@ -159,6 +159,7 @@ mod tests {
             id: 2,
             ledger: "open".into(),
             table: "processing".into(),
+            why: None,
         }];
         let o = OrphanedJobs::build(&orphaned, 0, &ledger, (&lost, &[]));
         assert_eq!((o.count, o.ran_again, o.done, o.unfinished), (2, 1, 1, 1));

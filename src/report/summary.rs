@@ -222,6 +222,10 @@ pub struct JobCounts {
     pub failed_attempts: u64,
     /// Committed jobs that vanished, or that the ledger and the table disagree on (union).
     pub lost: u64,
+    /// Of them, jobs the queue itself lost (acknowledged, then no longer held: a broker
+    /// that lost its log); the proof names where each record was.
+    #[serde(default)]
+    pub lost_by_queue: u64,
     /// Committed jobs still queued because the run stopped before the queue drained.
     pub unfinished: u64,
     pub duplicate_completions: u64,
@@ -683,6 +687,7 @@ impl JobCounts {
             dead_lettered: proof.dead_lettered,
             failed_attempts: all.failed + ledger.failures_found_in_table,
             lost: proof.lost_total,
+            lost_by_queue: proof.lost_by_queue,
             unfinished: proof.unfinished,
             duplicate_completions: proof.duplicate_total,
             enqueue_errors: all.enqueue_errors,

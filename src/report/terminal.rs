@@ -78,8 +78,12 @@ fn jobs(s: &Summary) -> String {
         0 => String::new(),
         n => format!(", {n} never sent (their phase ended first)"),
     };
+    let by_queue = match j.lost_by_queue {
+        0 => String::new(),
+        n => format!(" ({n} by the queue itself)"),
+    };
     format!(
-        "jobs       {} enqueued = {} done + {} dead-lettered + {} unfinished + {} lost; {} completions reported{unreported}, {} failed attempts, {} duplicate completions{dropped}\n",
+        "jobs       {} enqueued = {} done + {} dead-lettered + {} unfinished + {} lost{by_queue}; {} completions reported{unreported}, {} failed attempts, {} duplicate completions{dropped}\n",
         j.enqueued,
         j.done,
         j.dead_lettered,

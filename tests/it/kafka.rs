@@ -189,6 +189,12 @@ async fn records_removed_before_they_were_consumed_are_named_lost() {
     let expected: Vec<(i64, &str)> = ids.iter().map(|id| (*id, "missing")).collect();
     assert_eq!(lost, expected, "{}", proof.verdict);
     assert_proof_adds_up(&proof);
+    // The runner heard where each record went: the broker lost them, not the workers.
+    assert_eq!(proof.lost_by_queue, 3, "{}", proof.verdict);
+    for p in &proof.lost {
+        let why = p.why.as_deref().unwrap_or_default();
+        assert!(why.contains("the partition now ends at offset 0"), "{p:?}");
+    }
     queue.drop_namespace().await.unwrap();
     backend::release(&*queue);
 }

@@ -9,6 +9,7 @@ mod docs;
 mod faults;
 mod gate;
 mod kafka;
+mod kafka_loss;
 mod libraries;
 mod limits;
 mod mariadb;

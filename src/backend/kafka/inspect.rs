@@ -51,13 +51,20 @@ impl KafkaLink {
     pub(super) async fn sorted_records(
         &mut self,
     ) -> Result<(Vec<Record>, Vec<Stranger>), BackendError> {
-        let marks = self.all_marks().await?;
+        Ok(self.sorted_records_at().await?.0)
+    }
+
+    /// As [`KafkaLink::sorted_records`], with the jobs' topic's marks they were read at.
+    pub(super) async fn sorted_records_at(
+        &mut self,
+    ) -> Result<((Vec<Record>, Vec<Stranger>), Marks), BackendError> {
+        let [jobs, retry, dead] = self.all_marks().await?;
         let t = self.shared.topics.clone();
         let r = self.reader()?;
-        let mut out = r.walk(&t.jobs, 0, &marks[0]).await?;
-        out.extend(r.walk(&t.retry, 1, &marks[1]).await?);
-        out.extend(r.walk(&t.dead, 2, &marks[2]).await?);
-        Ok(sort_out(out, self.produced().as_ref(), &t))
+        let mut out = r.walk(&t.jobs, 0, &jobs).await?;
+        out.extend(r.walk(&t.retry, 1, &retry).await?);
+        out.extend(r.walk(&t.dead, 2, &dead).await?);
+        Ok((sort_out(out, self.produced().as_ref(), &t), jobs))
     }
 
     /// How each job stands by its latest record, with its payload key.

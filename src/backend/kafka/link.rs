@@ -70,6 +70,9 @@ impl KafkaLink {
                 ("acks", "all"),
                 ("enable.idempotence", "true"),
                 ("linger.ms", "0"),
+                // A record whose topic the broker lost waits for its delivery report until
+                // this runs out (librdkafka's default: 5 minutes), and the run with it.
+                ("message.timeout.ms", &ANSWER_WITHIN.as_millis().to_string()),
             ])
             .create()?;
         // Open once the producer knows where the jobs' partitions are: otherwise a link's

@@ -8,10 +8,10 @@
 
 use super::Topics;
 use super::link::KafkaLink;
-use super::reader::Record;
+use super::reader::{Marks, Record};
 use super::record::place;
 use crate::backend::error::BackendError;
-use crate::backend::job::{JobId, Stranger};
+use crate::backend::job::{JobId, Loss, Stranger};
 use crate::backend::seam::Provenance;
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -118,10 +118,67 @@ impl KafkaLink {
     }
 }
 
+/// Where a lost job's record went: still where the broker acknowledged it (then a commit of
+/// the group passed it, or it waits), or gone from the broker, which then lost it.
+fn loss(job: JobId, (p, o): (i32, i64), held: Option<&Record>, jobs: &Marks, topic: &str) -> Loss {
+    let at = place(topic, p, o);
+    if let Some(r) = held.filter(|r| (r.partition, r.offset) == (p, o)) {
+        let why = match r.committed {
+            true => format!(
+                "its record is still at {at}, below the group's committed offset: a commit passed it unprocessed"
+            ),
+            false => format!("its record is still at {at}, waiting"),
+        };
+        return Loss {
+            job,
+            by_queue: false,
+            why,
+        };
+    }
+    let (low, high) = jobs
+        .iter()
+        .find(|m| m.0 == p)
+        .map_or((0, 0), |m| (m.1, m.2));
+    let now = if o >= high {
+        format!("the partition now ends at offset {high}")
+    } else if o < low {
+        format!("the partition now starts at offset {low}")
+    } else {
+        "another record is there now".to_string()
+    };
+    Loss {
+        job,
+        by_queue: true,
+        why: format!("the broker acknowledged its record at {at} and no longer holds it ({now})"),
+    }
+}
+
 #[async_trait]
 impl Provenance for KafkaLink {
     async fn strangers(&mut self) -> Result<Vec<Stranger>, BackendError> {
         Ok(self.sorted_records().await?.1)
+    }
+
+    /// Only for jobs whose delivery report this process heard (not after `prove DIR`).
+    async fn losses(&mut self, lost: &[JobId]) -> Result<Vec<Loss>, BackendError> {
+        let shared = self.shared.clone();
+        if !shared.installed || lost.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ((records, _), jobs) = self.sorted_records_at().await?;
+        let held: HashMap<JobId, &Record> = records
+            .iter()
+            .filter(|r| r.stage == 0)
+            .map(|r| (r.id, r))
+            .collect();
+        let topic = &shared.topics.jobs;
+        Ok(lost
+            .iter()
+            .filter_map(|&id| {
+                let at = shared.delivered.get(id)?;
+                Some(loss(id, at, held.get(&id).copied(), &jobs, topic))
+            })
+            .collect())
     }
 }
 
@@ -175,6 +232,31 @@ mod tests {
         assert_eq!(strangers[0].place, "ns.jobs partition 1 offset 3");
         assert!(strangers[0].why.contains("partition 0 offset 10"));
         assert!(strangers[1].why.contains("never gave out"));
+    }
+
+    #[test]
+    fn a_record_gone_from_where_the_broker_put_it_is_the_brokers_loss() {
+        let jobs: Marks = vec![(0, 0, 4, 0), (1, 10, 20, 12)];
+        let held = record(0, 7, 1, 12);
+        let mut waiting = held.clone();
+        waiting.committed = false;
+        let l = |at, held| loss(7, at, held, &jobs, "ns.jobs");
+        let past = l((0, 9), None);
+        assert!(past.by_queue, "{past:?}");
+        assert!(
+            past.why.contains("ns.jobs partition 0 offset 9")
+                && past.why.contains("now ends at offset 4"),
+            "{past:?}"
+        );
+        assert!(l((1, 3), None).why.contains("now starts at offset 10"));
+        assert!(l((1, 15), None).why.contains("another record"));
+        assert!(l((1, 15), Some(&held)).by_queue, "its record is elsewhere");
+        let passed = l((1, 12), Some(&held));
+        assert!(
+            !passed.by_queue && passed.why.contains("a commit passed it"),
+            "{passed:?}"
+        );
+        assert!(l((1, 12), Some(&waiting)).why.contains("waiting"));
     }
 
     #[test]

@@ -284,6 +284,11 @@ fn read_new(
     let mut left = HashSet::new();
     for (p, low, high, _) in marks {
         let w = seen.entry(*p).or_default();
+        if *high < w.next {
+            // The partition ends before what was read: the broker lost its log (a restart
+            // without storage, the topic made again). What was read is gone.
+            *w = Walked::default();
+        }
         w.records.retain(|r| r.offset >= *low);
         w.next = w.next.max(*low);
         if *high > w.next {
