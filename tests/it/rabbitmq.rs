@@ -244,6 +244,31 @@ fn a_quorum_queue_killed_and_restarted_loses_nothing_and_repeats_nothing() {
     assert_eq!(summary["jobs"]["duplicate_completions"], 0, "{verdict}");
 }
 
+/// Jobs waiting out a failure's back-off in a retry queue when the server crashes come back:
+/// beside a quorum queue the retry queues are quorum queues that dead-letter at least once
+/// (classic ones, dead-lettering at most once, lost such jobs in a crash-restart).
+#[test]
+fn jobs_waiting_to_be_retried_when_a_quorum_queues_server_crashes_are_not_lost() {
+    crate::support::require_rabbitmq_binaries();
+    let text = restart_scenario("quorum", "immediate")
+        .replace("[producers]", "[queue.backoff]\nbase = \"2s\"\n[producers]")
+        .replace("[drain]", "error_rate = 0.5\n[drain]");
+    let (code, summary) = run_local(&text);
+    let verdict = &summary["accounting"]["verdict"];
+    assert!(
+        summary["jobs"]["failed_attempts"].as_u64().unwrap() > 100,
+        "{}",
+        summary["jobs"]
+    );
+    assert_eq!(
+        summary["faults"]["server_restarts"], 1,
+        "{}",
+        summary["faults"]
+    );
+    assert_eq!(summary["jobs"]["lost"], 0, "{verdict}");
+    assert_eq!(code, Some(0), "{verdict}");
+}
+
 fn rabbitmq_db_plan(provider: ProviderKind, image: String) -> DatabasePlan {
     DatabasePlan {
         engine: Engine::Rabbitmq,

@@ -1,8 +1,8 @@
 //! RabbitMQ: the broker the article names. A queue is a set of queues named after the
 //! namespace: `<ns>.jobs` (a durable quorum queue by default; classic, or transient, as
 //! `queue.rabbitmq_queue` says), `<ns>.dead` (dead letters, of the same kind) and
-//! `<ns>.retry.<n>` (classic queues whose messages wait out the n-th back-off, then are
-//! dead-lettered back to the jobs).
+//! `<ns>.retry.<n>` (queues of the same kind whose messages wait out the n-th back-off, then
+//! are dead-lettered back to the jobs; at least once where they are quorum queues).
 //!
 //! A job is enqueued when its publisher confirm arrives. A worker consumes with a prefetch
 //! of the claim batch and acknowledges after the handler; a worker that vanishes leaves its
@@ -169,9 +169,24 @@ impl Shared {
         (options, args)
     }
 
-    /// A retry queue: classic, dead-lettering expired messages back to the jobs' queue.
+    /// A retry queue, dead-lettering expired messages back to the jobs' queue. Beside a
+    /// quorum queue it is a quorum queue too, dead-lettering at least once (RabbitMQ 3.10+):
+    /// a classic retry queue dead-letters at most once, and jobs waiting in one when the
+    /// server crashed were lost (4 to 8 in each of three runs of 40 s of faults, each last
+    /// failed within 1.6 s before the crash).
     fn retry_queue(&self) -> (QueueDeclareOptions, FieldTable) {
         let mut args = FieldTable::default();
+        if self.kind == RabbitQueue::Quorum {
+            for (k, v) in [
+                ("x-queue-type", "quorum"),
+                ("x-dead-letter-strategy", "at-least-once"),
+                // At-least-once dead-lettering needs it: the queue refuses a publish when full
+                // rather than dropping its head.
+                ("x-overflow", "reject-publish"),
+            ] {
+                args.insert(k.into(), AMQPValue::LongString(v.into()));
+            }
+        }
         args.insert(
             "x-dead-letter-exchange".into(),
             AMQPValue::LongString("".into()),
