@@ -3,7 +3,7 @@
 //! its proof must name the lost jobs as the broker's loss, each with where the broker had
 //! acknowledged its record.
 
-use crate::support::{require_kafka_binaries, shared_kafka_url};
+use crate::support::{Background, require_kafka_binaries, shared_kafka_url};
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -79,60 +79,33 @@ impl Drop for OwnBroker {
 }
 
 /// `dbq-bench run smoke.toml` on Kafka at `url`, with `disrupt` called once its journal
-/// holds 1,200 lines (the load under way); its exit status and what it said.
+/// holds 1,200 lines (the load under way); its exit status and its last lines, last first.
 fn run_disrupted(url: &str, out: &Path, disrupt: impl FnOnce(&str)) -> (ExitStatus, String) {
-    let said = tempfile::NamedTempFile::new().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
-        .args([
-            "run",
-            "scenarios/smoke.toml",
-            "--db",
-            "url",
-            "--database-url",
-            url,
-        ])
-        .args(["--set", "database.engine=\"kafka\""])
-        .args(["--set", "phases.1.duration=\"20s\"", "--quiet", "--out"])
-        .arg(out)
-        .stdout(Stdio::null())
-        .stderr(said.reopen().unwrap())
-        .spawn()
-        .unwrap();
-    let journal = out.join("journal.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let text = std::fs::read_to_string(&journal).unwrap_or_default();
-        if text.lines().count() >= 1200 {
-            let ns: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-            disrupt(ns["namespace"].as_str().unwrap());
-            break;
-        }
-        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
-        assert!(Instant::now() < deadline, "no journal of 1,200 lines");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let said = std::fs::read_to_string(said.path()).unwrap_or_default();
-            let tail: Vec<&str> = said.lines().rev().take(20).collect();
-            panic!(
-                "the run did not end within 4 minutes of the disruption; it said, last first: {tail:#?}"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    (status, std::fs::read_to_string(said.path()).unwrap())
+    let args = [
+        "run",
+        "scenarios/smoke.toml",
+        "--db",
+        "url",
+        "--database-url",
+        url,
+    ];
+    let sets = [
+        "--set",
+        "database.engine=\"kafka\"",
+        "--set",
+        "phases.1.duration=\"20s\"",
+    ];
+    let mut run = Background::start(&[&args[..], &sets[..]].concat(), out);
+    let journal = run.journal_of(1200);
+    let ns: serde_json::Value = serde_json::from_str(journal.lines().next().unwrap()).unwrap();
+    disrupt(ns["namespace"].as_str().unwrap());
+    let status = run.ended_within(Duration::from_secs(240));
+    (status, run.said_last().join("\n"))
 }
 
 /// Exit 1, a summary, and every lost job the broker's loss, named with its offset.
 fn assert_the_brokers_loss(status: ExitStatus, said: &str, out: &Path) {
-    let tail: Vec<&str> = said.lines().rev().take(12).collect();
-    assert_eq!(status.code(), Some(1), "{tail:#?}");
+    assert_eq!(status.code(), Some(1), "it said, last first:\n{said}");
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).expect("a summary"))
             .unwrap();

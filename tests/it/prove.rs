@@ -2,43 +2,20 @@
 //! job the journal saw committed against the queue still on its server, names a job the
 //! server really lost, and refuses a directory without a journal in one line.
 
-use crate::support::{shared_kafka_url, shared_url, smoke_on_shared_server};
+use crate::support::{Background, shared_kafka_url, shared_url, smoke_on_shared_server};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 /// Runs `dbq-bench run … --out DIR` and SIGKILLs it once its journal holds `lines` lines (the
 /// load well under way); returns the journal's text.
 fn killed_mid_run(args: &[&str], out: &Path, lines: usize) -> String {
-    let said = tempfile::NamedTempFile::new().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
-        .args(args)
-        .args(["--quiet", "--set", "phases.1.duration=\"120s\"", "--out"])
-        .arg(out)
-        .stdout(Stdio::null())
-        .stderr(said.reopen().unwrap())
-        .spawn()
-        .unwrap();
-    let journal = out.join("journal.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let text = std::fs::read_to_string(&journal).unwrap_or_default();
-        if text.lines().count() >= lines {
-            break;
-        }
-        if let Some(ended) = child.try_wait().unwrap() {
-            let said = std::fs::read_to_string(said.path()).unwrap_or_default();
-            let tail: Vec<&str> = said.lines().rev().take(15).collect();
-            panic!(
-                "the run ended ({ended}) before its journal held {lines} lines; it said, last first: {tail:#?}"
-            );
-        }
-        assert!(Instant::now() < deadline, "no journal of {lines} lines");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    std::fs::read_to_string(&journal).unwrap()
+    let mut args = args.to_vec();
+    args.extend(["--set", "phases.1.duration=\"120s\""]);
+    let mut run = Background::start(&args, out);
+    run.journal_of(lines);
+    run.child.kill().unwrap();
+    run.child.wait().unwrap();
+    std::fs::read_to_string(out.join("journal.jsonl")).unwrap()
 }
 
 fn prove(dir: &Path, url: &str, more: &[&str]) -> Output {

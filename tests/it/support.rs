@@ -727,3 +727,78 @@ pub fn copy_of(src: &str) -> tempfile::TempDir {
     }
     dir
 }
+
+/// `dbq-bench <args> --quiet --out DIR` running in the background, what it says on stderr
+/// kept in a file: for tests that disrupt a run (or kill it) once its journal has filled.
+pub struct Background {
+    pub child: std::process::Child,
+    said: tempfile::NamedTempFile,
+    journal: std::path::PathBuf,
+}
+
+impl Background {
+    pub fn start(args: &[&str], out: &std::path::Path) -> Background {
+        let said = tempfile::NamedTempFile::new().unwrap();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+            .args(args)
+            .args(["--quiet", "--out"])
+            .arg(out)
+            .stdout(std::process::Stdio::null())
+            .stderr(said.reopen().unwrap())
+            .spawn()
+            .unwrap();
+        let journal = out.join("journal.jsonl");
+        Background {
+            child,
+            said,
+            journal,
+        }
+    }
+
+    /// Its journal's text once it holds `lines` lines (within 2 minutes); a run that ends
+    /// first fails the test with what it said.
+    pub fn journal_of(&mut self, lines: usize) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            let text = std::fs::read_to_string(&self.journal).unwrap_or_default();
+            if text.lines().count() >= lines {
+                return text;
+            }
+            if let Some(ended) = self.child.try_wait().unwrap() {
+                panic!(
+                    "the run ended ({ended}) before its journal held {lines} lines; it said, last first: {:#?}",
+                    self.said_last()
+                );
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no journal of {lines} lines"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Its exit status, waiting up to `within`; past it the run is killed and the test fails.
+    pub fn ended_within(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "the run did not end within {within:?}; it said, last first: {:#?}",
+                    self.said_last()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Its last 20 lines on stderr, last first.
+    pub fn said_last(&self) -> Vec<String> {
+        let said = std::fs::read_to_string(self.said.path()).unwrap_or_default();
+        said.lines().rev().take(20).map(str::to_string).collect()
+    }
+}
