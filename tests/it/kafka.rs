@@ -14,9 +14,10 @@ use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -194,6 +195,49 @@ async fn records_removed_before_they_were_consumed_are_named_lost() {
     for p in &proof.lost {
         let why = p.why.as_deref().unwrap_or_default();
         assert!(why.contains("the partition now ends at offset 0"), "{p:?}");
+    }
+    queue.drop_namespace().await.unwrap();
+    backend::release(&*queue);
+}
+
+/// A client of the workers' group that commits its offsets past records nobody consumed
+/// loses their jobs: the proof names them lost, and not as the broker's loss (their records
+/// are still where the broker put them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_a_rogue_commit_passed_are_lost_by_the_group_not_the_broker() {
+    let p = kafka_plan(SMALL, SHORT_ONE_MEMBER);
+    let (mut outcome, _dir) = run_plan(&p, true).await;
+    let queue = outcome.kept_queue.clone().expect("kept");
+    let mut link = queue.connect("test").await.unwrap();
+    let job = NewJob {
+        job_type: "email".into(),
+        payload: "{}".into(),
+        priority: 0,
+    };
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let id = link.enqueue(&job).await.unwrap();
+        outcome.ledger.enqueued(id);
+        ids.push(id);
+    }
+    link.close().await;
+    let ns = queue.namespace();
+    let (jobs, group) = (format!("{ns}.jobs"), format!("{ns}.workers"));
+    let rogue: BaseConsumer = config().set("group.id", &group).create().unwrap();
+    let mut past = TopicPartitionList::new();
+    for (partition, _, high) in watermarks(&jobs, 2) {
+        past.add_partition_offset(&jobs, partition, Offset::Offset(high))
+            .unwrap();
+    }
+    rogue.commit(&past, CommitMode::Sync).unwrap();
+
+    let proof = prove_again(&*queue, &outcome.ledger, NOT_DRAINED).await;
+    let lost: Vec<i64> = proof.lost.iter().map(|p| p.id).collect();
+    assert_eq!(lost, ids, "{}", proof.verdict);
+    assert_eq!(proof.lost_by_queue, 0, "{}", proof.verdict);
+    for p in &proof.lost {
+        let why = p.why.as_deref().unwrap_or_default();
+        assert!(why.contains("a commit passed it unprocessed"), "{p:?}");
     }
     queue.drop_namespace().await.unwrap();
     backend::release(&*queue);
