@@ -8,7 +8,7 @@ use crate::support::{
     NOT_DRAINED, SMALL, assert_bad_input, assert_nothing_lost, assert_proof_adds_up, kafka_plan,
     lost_named, prove_again, run_plan, shared_kafka_url,
 };
-use dbq_bench::backend::{self, ClaimMode, NewJob};
+use dbq_bench::backend::{self, ClaimMode};
 use dbq_bench::run::{self, RunOptions, Session};
 use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
 use rdkafka::ClientConfig;
@@ -161,19 +161,7 @@ async fn records_removed_before_they_were_consumed_are_named_lost() {
     let (mut outcome, _dir) = run_plan(&p, true).await;
     assert_nothing_lost(&outcome.results.summary);
     let queue = outcome.kept_queue.clone().expect("kept");
-    let mut link = queue.connect("test").await.unwrap();
-    let job = NewJob {
-        job_type: "email".into(),
-        payload: "{}".into(),
-        priority: 0,
-    };
-    let mut ids = Vec::new();
-    for _ in 0..3 {
-        let id = link.enqueue(&job).await.unwrap();
-        outcome.ledger.enqueued(id);
-        ids.push(id);
-    }
-    link.close().await;
+    let ids = crate::support::enqueue_beside(&*queue, &mut outcome.ledger, 3).await;
     let jobs = format!("{}.jobs", queue.namespace());
     let admin: AdminClient<DefaultClientContext> = config().create().unwrap();
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
@@ -208,19 +196,7 @@ async fn jobs_a_rogue_commit_passed_are_lost_by_the_group_not_the_broker() {
     let p = kafka_plan(SMALL, SHORT_ONE_MEMBER);
     let (mut outcome, _dir) = run_plan(&p, true).await;
     let queue = outcome.kept_queue.clone().expect("kept");
-    let mut link = queue.connect("test").await.unwrap();
-    let job = NewJob {
-        job_type: "email".into(),
-        payload: "{}".into(),
-        priority: 0,
-    };
-    let mut ids = Vec::new();
-    for _ in 0..3 {
-        let id = link.enqueue(&job).await.unwrap();
-        outcome.ledger.enqueued(id);
-        ids.push(id);
-    }
-    link.close().await;
+    let ids = crate::support::enqueue_beside(&*queue, &mut outcome.ledger, 3).await;
     let ns = queue.namespace();
     let (jobs, group) = (format!("{ns}.jobs"), format!("{ns}.workers"));
     let rogue: BaseConsumer = config().set("group.id", &group).create().unwrap();

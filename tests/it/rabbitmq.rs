@@ -7,7 +7,7 @@ use crate::support::{
     NOT_DRAINED, SMALL, assert_nothing_lost, assert_proof_adds_up, lost_named, prove_again,
     rabbitmq_plan, run_plan, shared_rabbitmq_url,
 };
-use dbq_bench::backend::{self, Backend, NewJob};
+use dbq_bench::backend::{self, Backend};
 use dbq_bench::scenario::{DatabasePlan, Engine, ProviderKind};
 use lapin::options::BasicGetOptions;
 use lapin::options::QueueDeclareOptions;
@@ -120,19 +120,7 @@ async fn jobs_taken_off_the_queue_behind_the_runs_back_on_rabbitmq_are_named_los
     let (mut outcome, _dir) = run_plan(&p, true).await;
     assert_nothing_lost(&outcome.results.summary);
     let queue = outcome.kept_queue.clone().expect("kept");
-    let mut link = queue.connect("test").await.unwrap();
-    let job = NewJob {
-        job_type: "email".into(),
-        payload: "{}".into(),
-        priority: 0,
-    };
-    let mut ids = Vec::new();
-    for _ in 0..3 {
-        let id = link.enqueue(&job).await.unwrap();
-        outcome.ledger.enqueued(id);
-        ids.push(id);
-    }
-    link.close().await;
+    let ids = crate::support::enqueue_beside(&*queue, &mut outcome.ledger, 3).await;
     let conn = lapin::Connection::connect(shared_rabbitmq_url(), Default::default())
         .await
         .unwrap();

@@ -802,3 +802,26 @@ impl Background {
         said.lines().rev().take(20).map(str::to_string).collect()
     }
 }
+
+/// Enqueues `n` jobs on a queue a run kept, as one more producer the run's ledger hears of:
+/// their ids.
+pub async fn enqueue_beside(
+    queue: &dyn Backend,
+    ledger: &mut dbq_bench::metrics::Ledger,
+    n: usize,
+) -> Vec<i64> {
+    let mut link = queue.connect("test").await.unwrap();
+    let job = dbq_bench::backend::NewJob {
+        job_type: "email".into(),
+        payload: "{}".into(),
+        priority: 0,
+    };
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        let id = link.enqueue(&job).await.unwrap();
+        ledger.enqueued(id);
+        ids.push(id);
+    }
+    link.close().await;
+    ids
+}
