@@ -584,10 +584,13 @@ fn calibrate_runs_pgbench_and_the_harness_side_by_side() {
         ] {
             assert!(r[k].as_f64().unwrap() > 0.0, "{k}: {r}");
         }
-        // The instrumentation's cost is a share of the bare rate (noise may make it negative).
+        // The instrumentation's cost is a share of the bare rate, below 1 while the harness
+        // completed jobs. It has no lower bound: a bare run slowed by a neighbour (the rest of
+        // the suite on the shared server) makes it as negative as the slowdown, and once it
+        // went below -1 (bare 1,389 jobs/s, instrumented 2,901, beside two CPU burners).
         let cost = r["instrumentation_cost"].as_f64().unwrap();
-        assert!((-1.0..1.0).contains(&cost), "{r}");
-        for k in ["ratio", "cpu_ratio"] {
+        assert!(cost.is_finite() && cost < 1.0, "{r}");
+        for k in ["ratio", "cpu_ratio", "instrumentation_cost"] {
             let (mid, range) = (r[k].as_f64().unwrap(), &r[format!("{k}_range")]);
             let (lo, hi) = (range[0].as_f64().unwrap(), range[1].as_f64().unwrap());
             assert!(lo <= mid && mid <= hi, "{k}: {r}");
