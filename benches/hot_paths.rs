@@ -32,7 +32,7 @@ fn ledger(c: &mut Criterion) {
             |mut l| {
                 for id in 1..=JOBS as i64 {
                     l.enqueued(black_box(id));
-                    l.claimed(id);
+                    l.claimed(id, None);
                     l.completed(id);
                 }
                 l

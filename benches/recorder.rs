@@ -34,6 +34,7 @@ fn events() -> Vec<Event> {
             started_us: Some(t + 1_000),
             claimed_us: t + 1_200,
             first: true,
+            attempt: None,
         });
         v.push(Event::Completed {
             job,

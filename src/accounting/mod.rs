@@ -131,6 +131,13 @@ pub struct Duplicates {
     /// recorded it). At-least-once execution, counted; not a duplicate completion.
     #[serde(default)]
     pub repeated_successes: u64,
+    /// Every job that ran more often than its retries explain (`extra_executions` counts
+    /// the runs), in id order.
+    #[serde(default)]
+    pub repeated_jobs: Vec<JobId>,
+    /// Of them, the jobs whose repeats no crash, rollback or reap explains.
+    #[serde(default)]
+    pub unexplained_jobs: Vec<JobId>,
     /// On a queue that promises at least once for completions (Kafka): jobs completed more
     /// than once, counted in `completions` too, and allowed, with the runs they repeat.
     #[serde(default)]
@@ -161,7 +168,8 @@ pub struct AccountingProof {
     pub lost_by_queue: u64,
     /// Jobs that ended `done` and `dead_letter` (each job once, however many reports it
     /// had; by the ledger where the views disagree on how it finished). Every committed
-    /// job is in one place: done + dead_lettered + unfinished + lost_total = committed.
+    /// job is in one place: done + dead_lettered + unfinished + lost_total +
+    /// unrecorded_success_count = committed.
     #[serde(default)]
     pub done: u64,
     #[serde(default)]
@@ -170,6 +178,13 @@ pub struct AccountingProof {
     pub duplicate_total: u64,
     /// Lost jobs (in either view), first 100.
     pub lost: Vec<JobProblem>,
+    /// A library's workers: jobs whose handler returned success that the library never
+    /// recorded (its table shows them waiting or in flight: they will run again), first
+    /// 100, and their count. Not lost, not done: the proof fails on them.
+    #[serde(default)]
+    pub unrecorded_successes: Vec<JobProblem>,
+    #[serde(default)]
+    pub unrecorded_success_count: u64,
     /// Jobs whose final state differs between the views (other than being lost), first 100.
     pub disagreements: Vec<JobProblem>,
     /// Jobs completed more than once (in either view), first 100.
@@ -276,6 +291,7 @@ pub async fn prove(
     };
     let mut tally = Tally {
         audit: opts.audit.then(AuditTally::default),
+        library: opts.reported_by_library,
         ..Tally::default()
     };
     let mut chunks = Chunks {
@@ -448,6 +464,13 @@ struct Tally {
     ledger_dups: BTreeSet<JobId>,
     /// A library's workers: jobs its handler reported successful more than once.
     repeated_successes: BTreeSet<JobId>,
+    /// The ledger's completions are a library's handler reports (see [`ProofOptions`]).
+    library: bool,
+    /// A library's successes its table does not show done: (id, table status).
+    unrecorded: BTreeMap<JobId, String>,
+    /// Jobs run more often than their retries explain, and those no cause explains.
+    repeated: BTreeSet<JobId>,
+    unexplained: BTreeSet<JobId>,
     /// The queue promises at least once for completions: repeats are counted, not failures.
     at_least_once: bool,
     extra_executions: u64,
@@ -489,7 +512,9 @@ impl Tally {
                 continue;
             }
             self.table_views.insert(m.id, m.table_status.clone());
-            if !finished(&m.table_status) {
+            if self.library && m.expected == "done" && queued(&m.table_status) {
+                self.unrecorded.insert(m.id, m.table_status.clone());
+            } else if !finished(&m.table_status) {
                 self.table_lost.insert(m.id);
             } else if m.expected != "open" {
                 // Both views say finished, but not the same way (done vs dead_letter).
@@ -518,8 +543,15 @@ impl Tally {
             if e.completions > 1 {
                 self.ledger_dups.insert(*id);
             }
-            self.extra_executions += e.extra_executions() as u64;
-            self.unexplained_executions += e.unexplained_executions() as u64;
+            let (extra, unexplained) = (e.extra_executions(), e.unexplained_executions());
+            if extra > 0 {
+                self.repeated.insert(*id);
+            }
+            if unexplained > 0 {
+                self.unexplained.insert(*id);
+            }
+            self.extra_executions += extra as u64;
+            self.unexplained_executions += unexplained as u64;
             self.stale_outcomes += e.stale as u64;
             self.finished_without_report += e.resolved_from_table as u64;
         }
@@ -546,6 +578,8 @@ impl Tally {
             completions: dup_ids.len() as u64,
             stale_outcomes: self.stale_outcomes,
             repeated_successes: self.repeated_successes.len() as u64,
+            repeated_jobs: self.repeated.iter().copied().collect(),
+            unexplained_jobs: self.unexplained.iter().copied().collect(),
             at_least_once: self.at_least_once,
         }
     }
@@ -630,6 +664,7 @@ impl Tally {
     /// Counts a job that is neither lost nor unfinished by how it ended.
     fn place(&mut self, id: JobId, e: &LedgerEntry, unfinished: &BTreeSet<JobId>) {
         if unfinished.contains(&id)
+            || self.unrecorded.contains_key(&id)
             || self.ledger_lost.contains(&id)
             || self.table_lost.contains(&id)
         {
@@ -641,13 +676,42 @@ impl Tally {
         }
     }
 
-    fn conclude(mut self, ledger: &Ledger, outbox: Option<OutboxProof>) -> AccountingProof {
+    /// The first [`LIST_LIMIT`] successes the library never recorded, with both views.
+    fn unrecorded_named(&self, ledger: &Ledger) -> Vec<JobProblem> {
+        self.unrecorded
+            .iter()
+            .take(LIST_LIMIT)
+            .map(|(&id, table)| JobProblem {
+                id,
+                ledger: ledger
+                    .get(id)
+                    .map_or("done", |e| e.expected_status())
+                    .into(),
+                table: table.clone(),
+                why: None,
+            })
+            .collect()
+    }
+
+    /// What the completion audit found: the jobs it saw completed more than once (none
+    /// without an audit), and the finished jobs it never saw completed.
+    fn audit_findings(&mut self) -> (Option<BTreeMap<JobId, i64>>, Vec<JobId>) {
         let audit = self.audit.take();
-        let audited = audit.as_ref().map(|a| a.duplicates.clone());
-        let audit_missed: Vec<JobId> = audit
+        let missed = audit
             .iter()
             .flat_map(|a| a.missed.iter().copied())
             .collect();
+        (audit.map(|a| a.duplicates), missed)
+    }
+
+    /// Jobs completed more than once that a stranger's record names.
+    fn strangers_duplicated(&self, dup_ids: &BTreeSet<JobId>) -> usize {
+        let theirs: BTreeSet<JobId> = self.strangers.iter().filter_map(|s| s.job).collect();
+        dup_ids.intersection(&theirs).count()
+    }
+
+    fn conclude(mut self, ledger: &Ledger, outbox: Option<OutboxProof>) -> AccountingProof {
+        let (audited, audit_missed) = self.audit_findings();
         let lost_ids: BTreeSet<JobId> = self.ledger_lost.union(&self.table_lost).copied().collect();
         let table_dups: Option<BTreeSet<JobId>> =
             audited.as_ref().map(|rows| rows.keys().copied().collect());
@@ -658,8 +722,9 @@ impl Tally {
             && self.finished_differently == 0
             && table_dups.as_ref().is_none_or(|t| *t == self.ledger_dups);
         let repeats_allowed = executions.at_least_once;
-        let stranger_jobs: BTreeSet<JobId> = self.strangers.iter().filter_map(|s| s.job).collect();
+        let unrecorded = self.unrecorded_named(ledger);
         let sound = lost_ids.is_empty()
+            && unrecorded.is_empty()
             && self.strangers.is_empty()
             && audit_missed.is_empty()
             && (repeats_allowed
@@ -678,6 +743,8 @@ impl Tally {
             table: &table_counts,
             agree: views_agree,
             lost: &lost,
+            unrecorded: &unrecorded,
+            unrecorded_count: self.unrecorded.len(),
             duplicates: &duplicates,
             executions: &executions,
             unfinished: self.unfinished as usize,
@@ -685,7 +752,7 @@ impl Tally {
             audit_missed: &audit_missed,
             outbox: outbox.as_ref(),
             strangers: &self.strangers,
-            strangers_duplicated: dup_ids.intersection(&stranger_jobs).count(),
+            strangers_duplicated: self.strangers_duplicated(&dup_ids),
         }
         .line();
         AccountingProof {
@@ -701,6 +768,8 @@ impl Tally {
             dead_lettered: self.dead_lettered,
             duplicate_total: dup_ids.len() as u64,
             lost,
+            unrecorded_success_count: self.unrecorded.len() as u64,
+            unrecorded_successes: unrecorded,
             disagreements: self.disagreements,
             duplicates,
             executions,

@@ -64,7 +64,7 @@ async fn a_commit_whose_reply_was_lost_is_settled_from_the_queue() {
     let id = enqueued(&queue, &mut ledger, 1).await[0];
     let mut worker = queue.connect("worker-0").await.unwrap();
     let claimed = worker.claim(ClaimMode::InTransaction).await.unwrap();
-    ledger.claimed(claimed[0].id);
+    ledger.claimed(claimed[0].id, None);
     queue.set_mishaps(Mishaps {
         lost_replies: 1,
         ..Mishaps::default()
@@ -90,7 +90,7 @@ async fn a_failure_update_whose_reply_was_lost_counts_as_a_failure_not_a_repeat(
     let mut worker = queue.connect("worker-0").await.unwrap();
     let opts = ProofOptions { ..OPTIONS };
     worker.claim(ClaimMode::Committed).await.unwrap();
-    ledger.claimed(id);
+    ledger.claimed(id, None);
     queue.set_mishaps(Mishaps {
         lost_replies: 1,
         ..Mishaps::default()
@@ -99,7 +99,7 @@ async fn a_failure_update_whose_reply_was_lost_counts_as_a_failure_not_a_repeat(
     ledger.rolled_back(id, true);
     // It runs again (the retry the failure scheduled) and completes.
     assert_eq!(worker.claim(ClaimMode::Committed).await.unwrap()[0].id, id);
-    ledger.claimed(id);
+    ledger.claimed(id, None);
     worker.finish(ClaimMode::Committed, &[id]).await.unwrap();
     ledger.completed(id);
     let proof = prove_on(&queue, &mut ledger, opts).await;
@@ -120,7 +120,7 @@ async fn a_crash_before_the_dead_letter_is_one_repeat_explained_by_the_crash() {
     // The first worker dies holding the job: its transaction goes with it.
     let mut first = queue.connect("worker-0").await.unwrap();
     first.claim(ClaimMode::InTransaction).await.unwrap();
-    ledger.claimed(id);
+    ledger.claimed(id, None);
     drop(first);
     ledger.crashed(id);
     // Then two failures dead-letter it.
@@ -130,7 +130,7 @@ async fn a_crash_before_the_dead_letter_is_one_repeat_explained_by_the_crash() {
             worker.claim(ClaimMode::InTransaction).await.unwrap()[0].id,
             id
         );
-        ledger.claimed(id);
+        ledger.claimed(id, None);
         let outcome = worker.fail(id, "boom").await.unwrap();
         assert_eq!(outcome == FailOutcome::DeadLettered, dead);
         worker.finish(ClaimMode::InTransaction, &[]).await.unwrap();
@@ -155,7 +155,7 @@ async fn a_job_the_queue_really_lost_is_named_and_a_stranger_is_counted() {
     let mut worker = queue.connect("worker-0").await.unwrap();
     for _ in &ids {
         let job = worker.claim(ClaimMode::InTransaction).await.unwrap()[0].id;
-        ledger.claimed(job);
+        ledger.claimed(job, None);
         worker
             .finish(ClaimMode::InTransaction, &[job])
             .await
@@ -189,7 +189,7 @@ async fn reaped_and_run_again(
     let id = enqueued(queue, ledger, 1).await[0];
     let mut slow = queue.connect("worker-0").await.unwrap();
     slow.claim(ClaimMode::Committed).await.unwrap();
-    ledger.claimed(id);
+    ledger.claimed(id, None);
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let mut reaper = queue.connect("reaper").await.unwrap();
     let reaped = reaper
@@ -200,7 +200,7 @@ async fn reaped_and_run_again(
     ledger.reaped(id, false, false);
     let mut fast = queue.connect("worker-1").await.unwrap();
     fast.claim(ClaimMode::Committed).await.unwrap();
-    ledger.claimed(id);
+    ledger.claimed(id, None);
     let stale = fast.finish(ClaimMode::Committed, &[id]).await.unwrap();
     assert!(stale.is_empty());
     ledger.completed(id);
@@ -270,7 +270,7 @@ async fn a_job_completed_twice_fails_the_proof_unless_the_queue_promises_at_leas
         .await
         .unwrap();
     for _ in 0..2 {
-        ledger.claimed(id);
+        ledger.claimed(id, None);
         ledger.completed(id);
     }
     // Kafka keeps no record of completions: the ledger alone counts them.

@@ -13,6 +13,9 @@ pub(super) struct Findings<'a> {
     pub(super) table: &'a ViewCounts,
     pub(super) agree: bool,
     pub(super) lost: &'a [JobProblem],
+    /// A library's successes it never recorded (first 100), and their count.
+    pub(super) unrecorded: &'a [JobProblem],
+    pub(super) unrecorded_count: usize,
     /// What the queue's records tell of the lost jobs it lost itself.
     pub(super) lost_by_queue: &'a [&'a Loss],
     pub(super) duplicates: &'a [JobProblem],
@@ -36,6 +39,15 @@ fn name(ps: &[JobProblem]) -> String {
         .collect();
     let more = if ps.len() > 5 { ", …" } else { "" };
     format!("{}{more}", shown.join(", "))
+}
+
+/// Up to five job ids, then how many more.
+fn ids(ids: &[JobId]) -> String {
+    let shown: Vec<String> = ids.iter().take(5).map(JobId::to_string).collect();
+    match ids.len() {
+        0..=5 => shown.join(", "),
+        n => format!("{}, … ({} more)", shown.join(", "), n - 5),
+    }
 }
 
 impl Findings<'_> {
@@ -78,6 +90,13 @@ impl Findings<'_> {
         if !self.lost.is_empty() {
             parts.push(format!("lost: {}", name(self.lost)));
         }
+        if self.unrecorded_count > 0 {
+            parts.push(format!(
+                "{} unrecorded success(es): the handler returned but the library never recorded the job done; its table shows it waiting or in flight, so it is back in the queue and will run again: {}",
+                self.unrecorded_count,
+                name(self.unrecorded)
+            ));
+        }
         if let [first, ..] = self.lost_by_queue {
             parts.push(format!(
                 "{} of the lost jobs lost by the queue itself, not by the harness or its workers (job {}: {})",
@@ -91,8 +110,9 @@ impl Findings<'_> {
         }
         if x.unexplained_executions > 0 {
             parts.push(format!(
-                "{} execution(s) that no crash, rollback or reap explains",
-                x.unexplained_executions
+                "{} execution(s) that no crash, rollback or reap explains (jobs {})",
+                x.unexplained_executions,
+                ids(&x.unexplained_jobs)
             ));
         }
         if !self.agree {
@@ -121,6 +141,7 @@ impl Findings<'_> {
         let x = self.executions;
         let dups_ok = x.at_least_once || x.completions == 0 && x.unexplained_executions == 0;
         let clean = self.lost.is_empty()
+            && self.unrecorded_count == 0
             && dups_ok
             && self.agree
             && self.audit_missed.is_empty()
@@ -139,6 +160,15 @@ impl Findings<'_> {
         } else {
             parts.extend(self.failures(&dup_table));
         }
+        parts.extend(self.notes());
+        parts.join("; ")
+    }
+
+    /// What is worth knowing though nothing failed: stuck and repeated runs, refused stale
+    /// outcomes, the at-least-once allowance, the outbox, untracked rows.
+    fn notes(&self) -> Vec<String> {
+        let x = self.executions;
+        let mut parts = Vec::new();
         if !self.stuck.is_empty() {
             let shown: Vec<String> = self.stuck.iter().take(5).map(JobId::to_string).collect();
             parts.push(format!(
@@ -155,9 +185,17 @@ impl Findings<'_> {
             ));
         }
         if x.extra_executions > 0 {
+            let cause = match x.unexplained_executions {
+                0 => "after a crash, rollback or reap".to_string(),
+                n => format!(
+                    "{} of them after a crash, rollback or reap",
+                    x.extra_executions - n
+                ),
+            };
             parts.push(format!(
-                "{} job run(s) repeated after a crash, rollback or reap",
-                x.extra_executions
+                "{} job run(s) repeated, {cause} (jobs {})",
+                x.extra_executions,
+                ids(&x.repeated_jobs)
             ));
         }
         let by_queue = x
@@ -192,6 +230,6 @@ impl Findings<'_> {
                 self.untracked
             ));
         }
-        parts.join("; ")
+        parts
     }
 }

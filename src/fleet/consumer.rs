@@ -327,6 +327,7 @@ impl Worker {
             started_us: Some(started_us),
             claimed_us,
             first,
+            attempt: None,
         });
         if let Handout::Redelivered { counted } = job.handout {
             self.ctx.emit(Event::Reaped {

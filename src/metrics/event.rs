@@ -84,6 +84,10 @@ pub enum Event {
         claimed_us: u64,
         #[serde(default = "first_of_its_claim")]
         first: bool,
+        /// The library's attempt number for this run, when its worker reports one: a start
+        /// of an attempt already started is a repeated run, whatever its outcome.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u32>,
     },
     /// A claim found no ready job. `busy_us`: the worker's time on that claim (statement and
     /// the transaction's end), before it went idle.
@@ -146,6 +150,15 @@ pub enum Event {
         #[serde(default)]
         reported: Vec<JobId>,
         cause: String,
+    },
+    /// A library's worker process said hello: the library it runs and the settings it
+    /// reported (the DBQ_BENCH_* it read and the library's own).
+    WorkerHello {
+        at_us: u64,
+        slot: u32,
+        library: Option<String>,
+        #[serde(default)]
+        settings: std::collections::BTreeMap<String, String>,
     },
     /// A worker process was stopped (SIGSTOP) while holding `jobs` (none, one, or a
     /// library's several).

@@ -40,6 +40,11 @@ pub struct LedgerEntry {
     pub doubted: bool,
     /// It finished in the table without a worker reporting it (resolved in-doubt outcome).
     pub resolved_from_table: bool,
+    /// The highest attempt number a library's worker reported starting (0: none reported).
+    pub last_attempt: u32,
+    /// Starts of an attempt already started (a library's worker reports its attempt
+    /// number): runs repeated whatever their outcome, a failed repeat included.
+    pub repeated_starts: u32,
 }
 
 impl LedgerEntry {
@@ -62,9 +67,13 @@ impl LedgerEntry {
     /// because an earlier run was lost (crash, rollback, reap) or for no known reason. Each
     /// failure that sent the job back to `pending` explains one more claim; the one that
     /// dead-lettered it explains none, so a repeat before a dead letter is still counted.
+    /// Where the worker reports the library's attempt numbers, a start of an attempt already
+    /// started counts too (a repeat that failed sends no retry of its own).
     pub fn extra_executions(&self) -> u32 {
         let retried = self.failures - u32::from(self.dead_lettered_by_failure && self.failures > 0);
-        self.claims.saturating_sub(1 + retried)
+        self.claims
+            .saturating_sub(1 + retried)
+            .max(self.repeated_starts)
     }
 
     /// Extra executions that no crash, rollback or reap explains.
@@ -82,6 +91,8 @@ const PAGE: i64 = 4096;
 const ENQUEUED: u8 = 1;
 const CLAIMED: u8 = 2;
 const COMPLETED: u8 = 4;
+/// A library's worker reported starting it as attempt 1.
+const FIRST_ATTEMPT: u8 = 8;
 /// Anything else (failures, retries, crashes, doubt) is kept whole in `unusual`.
 const UNUSUAL: u8 = 0xFF;
 
@@ -92,12 +103,14 @@ impl LedgerEntry {
             enqueued: self.enqueued,
             claims: self.claims.min(1),
             completions: self.completions.min(1),
+            last_attempt: self.last_attempt.min(1),
             ..LedgerEntry::default()
         };
         (self == common).then_some(
             (u8::from(self.enqueued) * ENQUEUED)
                 | (u8::from(self.claims == 1) * CLAIMED)
-                | (u8::from(self.completions == 1) * COMPLETED),
+                | (u8::from(self.completions == 1) * COMPLETED)
+                | (u8::from(self.last_attempt == 1) * FIRST_ATTEMPT),
         )
     }
 
@@ -106,6 +119,7 @@ impl LedgerEntry {
             enqueued: b & ENQUEUED != 0,
             claims: u32::from(b & CLAIMED != 0),
             completions: u32::from(b & COMPLETED != 0),
+            last_attempt: u32::from(b & FIRST_ATTEMPT != 0),
             ..LedgerEntry::default()
         }
     }
@@ -186,8 +200,16 @@ impl Ledger {
     pub fn enqueued(&mut self, id: JobId) {
         self.update(id, |e| e.enqueued = true);
     }
-    pub fn claimed(&mut self, id: JobId) {
-        self.update(id, |e| e.claims += 1);
+    /// A run started; `attempt`: the library's number for it, when its worker reports one.
+    pub fn claimed(&mut self, id: JobId, attempt: Option<u32>) {
+        self.update(id, |e| {
+            e.claims += 1;
+            match attempt {
+                Some(a) if a <= e.last_attempt => e.repeated_starts += 1,
+                Some(a) => e.last_attempt = a,
+                None => {}
+            }
+        });
     }
     pub fn completed(&mut self, id: JobId) {
         self.update(id, |e| {
@@ -427,7 +449,7 @@ mod tests {
         l.completed(3);
         l.enqueued(3);
         assert_eq!(l.outstanding(), 2);
-        l.claimed(1);
+        l.claimed(1, None);
         l.failed(1, false);
         assert_eq!(l.outstanding(), 2);
         l.failed(1, true);
@@ -441,11 +463,11 @@ mod tests {
     fn in_doubt_jobs_and_inserts_are_settled_by_the_table() {
         let mut l = Ledger::default();
         l.enqueued(1);
-        l.claimed(1);
+        l.claimed(1, None);
         l.crashed(1);
         assert_eq!(l.unresolved().1, vec![1]);
         // Claimed again after the crash: one extra execution, explained by the crash.
-        l.claimed(1);
+        l.claimed(1, None);
         assert_eq!(l.get(1).unwrap().extra_executions(), 1);
         assert_eq!(l.get(1).unwrap().unexplained_executions(), 0);
         l.resolved(1, JobStatus::Done, Some(0));
@@ -466,11 +488,11 @@ mod tests {
         let mut l = Ledger::default();
         for id in [-5, 0, 1, 4095, 4096, 1 << 40] {
             l.enqueued(id);
-            l.claimed(id);
+            l.claimed(id, None);
         }
         l.completed(1);
         l.failed(4096, false);
-        l.claimed(4096);
+        l.claimed(4096, None);
         l.completed(4096);
         assert_eq!(l.unusual.len(), 1, "only the retried job is unusual");
         let e = l.get(4096).unwrap();
@@ -497,11 +519,11 @@ mod tests {
     fn a_repeat_before_a_dead_letter_is_counted() {
         let mut l = Ledger::default();
         l.enqueued(1);
-        l.claimed(1);
+        l.claimed(1, None);
         l.crashed(1);
-        l.claimed(1);
+        l.claimed(1, None);
         l.failed(1, false);
-        l.claimed(1);
+        l.claimed(1, None);
         l.failed(1, true);
         let e = l.get(1).unwrap();
         assert_eq!(e.extra_executions(), 1);
@@ -509,11 +531,35 @@ mod tests {
         // Two failures, no crash: nothing was repeated.
         let mut l = Ledger::default();
         l.enqueued(2);
-        l.claimed(2);
+        l.claimed(2, None);
         l.failed(2, false);
-        l.claimed(2);
+        l.claimed(2, None);
         l.failed(2, true);
         assert_eq!(l.get(2).unwrap().extra_executions(), 0);
+    }
+
+    /// A library's worker started attempt 1 twice, both runs failed, attempt 2 succeeded:
+    /// the failures explain no repeat (each sends a retry), the attempt numbers do. A job
+    /// on the common path with attempt numbers still fits one byte.
+    #[test]
+    fn a_failed_repeat_of_one_attempt_is_counted() {
+        let mut l = Ledger::default();
+        l.enqueued(1);
+        l.claimed(1, Some(1));
+        l.claimed(1, Some(1));
+        l.failed(1, false);
+        l.failed(1, false);
+        l.claimed(1, Some(2));
+        l.completed(1);
+        let e = l.get(1).unwrap();
+        assert_eq!((e.claims, e.repeated_starts), (3, 1));
+        assert_eq!((e.extra_executions(), e.unexplained_executions()), (1, 1));
+        l.enqueued(2);
+        l.claimed(2, Some(1));
+        l.completed(2);
+        assert!(!l.unusual.contains_key(&2), "one byte on the common path");
+        l.claimed(2, Some(1));
+        assert_eq!(l.get(2).unwrap().extra_executions(), 1);
     }
 
     /// A failure update whose commit reply was lost was taken for a rollback; the table's
@@ -522,16 +568,16 @@ mod tests {
     fn a_failure_whose_commit_was_in_doubt_is_settled_by_retry_count() {
         let mut l = Ledger::default();
         l.enqueued(1);
-        l.claimed(1);
+        l.claimed(1, None);
         l.reaped(1, false, true);
-        l.claimed(1);
+        l.claimed(1, None);
         l.rolled_back(1, true);
         assert_eq!(l.resolved(1, JobStatus::Pending, Some(2)), 1);
         let e = l.get(1).unwrap();
         assert_eq!((e.failures, e.rollbacks, e.in_doubt), (1, 0, false));
         assert_eq!(l.failures_found_in_table, 1);
         // The same in doubt, but the table shows nothing new: a rollback it was.
-        l.claimed(1);
+        l.claimed(1, None);
         l.rolled_back(1, true);
         assert_eq!(l.resolved(1, JobStatus::Pending, Some(2)), 0);
         assert_eq!(l.get(1).unwrap().rollbacks, 1);

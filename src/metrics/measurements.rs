@@ -220,6 +220,45 @@ pub struct Measurements {
     pub claim_probes: Vec<ClaimProbeRecord>,
     /// The harness's ANALYZEs of the queue table during the load, in order.
     pub analyzed: Vec<AnalyzedRecord>,
+    /// What a library's worker processes said at their hello, each distinct saying once.
+    pub library_workers: Vec<LibraryWorkers>,
+}
+
+/// Worker processes of a library that said the same at their hello: the library and its
+/// version, and the settings they reported (what ran, for the results).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LibraryWorkers {
+    /// As the glue named it, e.g. `dramatiq-pg 0.12.0`.
+    pub library: Option<String>,
+    /// The DBQ_BENCH_* settings the glue read and the library's own, as it reported them.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    /// The consumer slots whose processes said this, and how many hellos (lives) in all.
+    pub slots: Vec<u32>,
+    pub hellos: u64,
+}
+
+impl LibraryWorkers {
+    /// `dramatiq-pg 0.12.0 (slots 0–3, 5 hellos; prefetch=1000, …)`, for the reports.
+    pub fn line(&self) -> String {
+        let settings: Vec<String> = self
+            .settings
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let settings = match settings.is_empty() {
+            true => "no settings reported".to_string(),
+            false => settings.join(", "),
+        };
+        format!(
+            "{} ({} process(es), {} hello(s); {settings})",
+            self.library
+                .as_deref()
+                .unwrap_or("a library that did not name itself"),
+            self.slots.len(),
+            self.hellos
+        )
+    }
 }
 
 /// One of the harness's ANALYZEs of the queue table once the load had put rows in it.

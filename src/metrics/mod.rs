@@ -26,8 +26,8 @@ pub use histogram::{LatencyReport, LatencySummary, Metric, MetricSet};
 pub use ledger::{IdSet, Ledger, LedgerEntry};
 pub use live::{LiveSnapshot, LiveStats};
 pub use measurements::{
-    AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, OrphanedJob, PhaseCounts,
-    PhaseWindow, TableProbe, TimelineRow, WORKER_DIED, WindowKind,
+    AnalyzedRecord, ClaimProbeRecord, FrozenJob, LibraryWorkers, Measurements, OrphanedJob,
+    PhaseCounts, PhaseWindow, TableProbe, TimelineRow, WORKER_DIED, WindowKind,
 };
 pub use monitor::HarnessMonitor;
 pub use recorder::{Recorder, Snapshot, SnapshotRequest};

@@ -18,8 +18,8 @@ use super::journal::Journal;
 use super::ledger::Ledger;
 use super::live::LiveStats;
 use super::measurements::{
-    AnalyzedRecord, ClaimProbeRecord, FrozenJob, Measurements, OrphanedJob, PhaseCounts,
-    PhaseWindow, TableProbe, TimelineRow, WindowKind,
+    AnalyzedRecord, ClaimProbeRecord, FrozenJob, LibraryWorkers, Measurements, OrphanedJob,
+    PhaseCounts, PhaseWindow, TableProbe, TimelineRow, WindowKind,
 };
 use crate::backend::{DbSample, JobStatus};
 use hdrhistogram::serialization::V2DeflateSerializer;
@@ -72,6 +72,8 @@ pub struct Recorder {
     harness: Vec<super::harness::HarnessSample>,
     claim_probes: Vec<ClaimProbeRecord>,
     analyzed: Vec<AnalyzedRecord>,
+    /// What library workers said at their hello, each distinct saying once.
+    library_workers: Vec<LibraryWorkers>,
     /// Set when an event made some outcome uncertain; cleared when the live list is updated.
     doubt_changed: bool,
 }
@@ -120,6 +122,7 @@ impl Recorder {
             fatal: None,
             claim_probes: Vec::new(),
             analyzed: Vec::new(),
+            library_workers: Vec::new(),
             doubt_changed: false,
         }
     }
@@ -319,7 +322,11 @@ impl Recorder {
                 started_us,
                 claimed_us,
                 first,
-            } => self.on_claimed(job, intended_us, started_us, claimed_us, first),
+                attempt,
+            } => {
+                self.ledger.claimed(job, attempt);
+                self.on_claimed(job, intended_us, started_us, claimed_us, first)
+            }
             Event::EmptyPoll { at_us, busy_us } => {
                 let w = self.window_of(at_us);
                 self.counts[w].empty_polls += 1;
@@ -387,7 +394,6 @@ impl Recorder {
         claimed_us: u64,
         first: bool,
     ) {
-        self.ledger.claimed(job);
         // A library's worker (no claim of the harness's to time) starting a job a frozen
         // worker holds: the library's own rescue of a worker that looked dead, its reap.
         if self.release_frozen(job, claimed_us) && started_us.is_none() {
@@ -509,6 +515,32 @@ impl Recorder {
         None
     }
 
+    /// A library's worker said hello: counted with the others that said the same.
+    fn on_worker_hello(
+        &mut self,
+        slot: u32,
+        library: Option<String>,
+        settings: BTreeMap<String, String>,
+    ) {
+        let same = |w: &&mut LibraryWorkers| w.library == library && w.settings == settings;
+        let entry = match self.library_workers.iter_mut().find(same) {
+            Some(w) => w,
+            None => {
+                self.library_workers.push(LibraryWorkers {
+                    library,
+                    settings,
+                    ..LibraryWorkers::default()
+                });
+                self.library_workers.last_mut().expect("just pushed")
+            }
+        };
+        entry.hellos += 1;
+        if !entry.slots.contains(&slot) {
+            entry.slots.push(slot);
+            entry.slots.sort_unstable();
+        }
+    }
+
     /// The reaper (or the queue itself) recovered these jobs; `true`: dead-lettered.
     fn on_reaped(&mut self, at_us: u64, jobs: Vec<(JobId, bool)>, counted: bool) {
         let w = self.window_of(at_us);
@@ -570,6 +602,12 @@ impl Recorder {
                 error,
             }),
             Event::Fault(record) => self.faults.push(record),
+            Event::WorkerHello {
+                slot,
+                library,
+                settings,
+                ..
+            } => self.on_worker_hello(slot, library, settings),
             Event::TableProbe {
                 at_us,
                 label,
@@ -725,6 +763,7 @@ impl Recorder {
             harness: self.harness,
             claim_probes: self.claim_probes,
             analyzed: self.analyzed,
+            library_workers: self.library_workers,
         }
     }
 }

@@ -59,6 +59,7 @@ async fn latency_belongs_to_the_phase_that_scheduled_the_job() {
         started_us: Some(3_999_000),
         claimed_us: 3_999_500,
         first: true,
+        attempt: None,
     })
     .unwrap();
     tx.send(Event::Completed {

@@ -20,6 +20,10 @@ pub struct JobCost {
     /// Autovacuum (or purge) runs and manual VACUUMs of the queue table.
     pub autovacuums: i64,
     pub vacuums: i64,
+    /// The run is incomplete (its jobs did not all finish): nothing is given per job, only
+    /// what the measured phases cost whole.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_job_withheld: bool,
 }
 
 impl JobCost {
@@ -43,7 +47,16 @@ impl JobCost {
             size_growth_bytes: grown,
             autovacuums: stats.iter().map(|d| d.autovacuums).sum(),
             vacuums: stats.iter().map(|d| d.vacuums).sum(),
+            per_job_withheld: false,
         }
+    }
+
+    /// An incomplete run's cost: its jobs did not all finish, so a figure per finished job
+    /// would charge them the unfinished ones' writes; the phases' whole growth stays.
+    pub fn withhold_per_job(&mut self) {
+        self.wal_bytes_per_job = None;
+        self.bytes_per_1k_jobs = None;
+        self.per_job_withheld = true;
     }
 
     /// One line for the terminal and the reports, in the engine's words.
@@ -54,6 +67,15 @@ impl JobCost {
             Some(what) => format!(", {} {what}", self.vacuums),
             None => String::new(),
         };
+        if self.per_job_withheld {
+            return format!(
+                "Cost per job: not given, the run is incomplete (its jobs did not all finish); over the measured phases {} bytes of {} growth, {} {}{vacuums}.",
+                or_dash(self.size_growth_bytes.map(|b| b as f64)),
+                words.size,
+                self.autovacuums,
+                words.cleanup,
+            );
+        }
         let growth = match words.size_per_job {
             true => format!(
                 "{} bytes of {} growth per 1,000 jobs",
@@ -137,6 +159,13 @@ mod tests {
         // A broker's memory: its growth whole, never per 1,000 jobs.
         let broker = JobCost::of(&db, &[("a", 500), ("b", 500)], Engine::Rabbitmq);
         assert_eq!(broker.bytes_per_1k_jobs, None);
+        // An incomplete run: nothing per job.
+        let mut incomplete = c;
+        incomplete.withhold_per_job();
+        assert_eq!(incomplete.wal_bytes_per_job, None);
+        let line = incomplete.line(Engine::Postgres);
+        assert!(line.contains("not given, the run is incomplete"), "{line}");
+        assert!(!line.contains("per 1,000 jobs"), "{line}");
         assert_eq!(broker.size_growth_bytes, Some(16384));
         let line = broker.line(Engine::Rabbitmq);
         assert!(

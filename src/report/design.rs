@@ -7,6 +7,35 @@ use crate::backend::{DesignInfo, WakeUp};
 use crate::scenario::{ClaimMode, Plan};
 use serde::{Deserialize, Serialize};
 
+/// Who decides when a claim commits: the scenario's claim mode for the harness's workers,
+/// the library's own rules for a library's (`library`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimRule {
+    #[default]
+    InTransaction,
+    Committed,
+    Library,
+}
+
+impl ClaimRule {
+    pub fn of(plan: &Plan) -> ClaimRule {
+        match (&plan.queue.variant.workers, plan.consumers.claim_mode) {
+            (Some(_), _) => ClaimRule::Library,
+            (None, ClaimMode::InTransaction) => ClaimRule::InTransaction,
+            (None, ClaimMode::Committed) => ClaimRule::Committed,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClaimRule::InTransaction => "in_transaction",
+            ClaimRule::Committed => "committed",
+            ClaimRule::Library => "library",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DesignRecord {
     pub engine: Engine,
@@ -14,7 +43,7 @@ pub struct DesignRecord {
     pub variant: String,
     /// Jobs one claim takes at most.
     pub claim_batch: u32,
-    pub claim_mode: ClaimMode,
+    pub claim_mode: ClaimRule,
     /// The queue table's fillfactor, when the scenario set one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fillfactor: Option<u32>,
@@ -41,7 +70,7 @@ impl DesignRecord {
             engine: plan.database.engine,
             variant: v.name.as_str().to_string(),
             claim_batch: installed.claim_batch,
-            claim_mode: plan.consumers.claim_mode,
+            claim_mode: ClaimRule::of(plan),
             fillfactor: v.fillfactor,
             unlogged: v.unlogged,
             custom_dir: v.dir.as_ref().map(|d| d.display().to_string()),
@@ -61,8 +90,10 @@ impl DesignRecord {
             words.push(format!("×{}", self.claim_batch));
         }
         words.push(format!("on {}", self.engine.label()));
-        if self.claim_mode == ClaimMode::Committed {
-            words.push("claims committed".into());
+        match self.claim_mode {
+            ClaimRule::Committed => words.push("claims committed".into()),
+            ClaimRule::Library => words.push("the library's own workers".into()),
+            ClaimRule::InTransaction => {}
         }
         if let Some(ff) = self.fillfactor {
             words.push(format!("fillfactor {ff}"));
@@ -169,7 +200,7 @@ mod tests {
             "the batch design (claims of 10) on PostgreSQL"
         );
         let committed = DesignRecord {
-            claim_mode: ClaimMode::Committed,
+            claim_mode: ClaimRule::Committed,
             ..seed
         };
         assert_eq!(

@@ -145,6 +145,9 @@ fn md_run(s: &Summary) -> String {
         s.scenario.file, s.scenario.seed, s.queue.variant
     ));
     md.push_str(&format!("- design: {}\n", s.design.label()));
+    for w in &s.library_workers {
+        md.push_str(&format!("- library: {}\n", w.line()));
+    }
     md.push_str(&format!(
         "- database: {} — {}\n",
         s.database.provider, s.database.description

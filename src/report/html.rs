@@ -88,10 +88,24 @@ pub fn page(r: &RunResults) -> Page {
             s.run.started_at,
             s.run.ended_at
         ),
-        intro: (!s.scenario.description.is_empty()).then(|| s.scenario.description.clone()),
+        intro: intro(s),
         callouts,
         sections,
     }
+}
+
+/// The scenario's description, then what a library's workers said at their hello.
+fn intro(s: &Summary) -> Option<String> {
+    let mut lines: Vec<String> = Vec::new();
+    if !s.scenario.description.is_empty() {
+        lines.push(s.scenario.description.clone());
+    }
+    lines.extend(
+        s.library_workers
+            .iter()
+            .map(|w| format!("Library: {}.", w.line())),
+    );
+    (!lines.is_empty()).then(|| lines.join(" "))
 }
 
 fn thresholds(s: &Summary) -> Option<Section> {
@@ -120,6 +134,11 @@ fn thresholds(s: &Summary) -> Option<Section> {
     Some(Section::new("Thresholds", h))
 }
 
+/// A latency figure, or "–" when nothing was timed (never a zero).
+fn timed(l: &crate::metrics::LatencySummary, v: f64) -> String {
+    if l.count > 0 { ms(v) } else { "–".into() }
+}
+
 fn key_figures(s: &Summary) -> Section {
     let e = &s.latency_ms.end_to_end;
     let j = &s.jobs;
@@ -135,9 +154,9 @@ fn key_figures(s: &Summary) -> Section {
             .map_or("max".into(), |r| format!("{r:.0}/s")),
         s.throughput.enqueued_per_s,
         s.throughput.completed_per_s,
-        ms(e.p50),
-        ms(e.p99),
-        ms(e.max),
+        timed(e, e.p50),
+        timed(e, e.p99),
+        timed(e, e.max),
         j.enqueued,
         j.done,
         j.dead_lettered,

@@ -135,10 +135,10 @@ mod tests {
         let mut ledger = Ledger::default();
         for id in 1..=3 {
             ledger.enqueued(id);
-            ledger.claimed(id);
+            ledger.claimed(id, None);
             ledger.crashed(id);
         }
-        ledger.claimed(1);
+        ledger.claimed(1, None);
         ledger.completed(1);
         ledger.completed(1);
         let orphaned = [

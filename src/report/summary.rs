@@ -4,7 +4,7 @@
 
 use super::article;
 use super::dbstats::{self, DbStatsSummary};
-use super::design::DesignRecord;
+use super::design::{ClaimRule, DesignRecord};
 use super::faults::FaultSummary;
 pub use super::phases::{ClaimProbeSummary, PhaseSummary, ProducerUse, Throughput};
 use super::thresholds::ThresholdResult;
@@ -50,6 +50,10 @@ pub struct Summary {
     /// The design measured, whole (engine, variant and every option that shapes it).
     #[serde(default)]
     pub design: DesignRecord,
+    /// A library's workers: what they said at their hello (the library and its version, the
+    /// settings they reported), each distinct saying once with the slots that said it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub library_workers: Vec<crate::metrics::LibraryWorkers>,
     pub verdict: Verdict,
     /// The harness's own figures over the measured phases (its timer's lateness, its CPU,
     /// the machine's), which tell a load generator limit from a queue that fell behind.
@@ -206,7 +210,7 @@ pub struct JobCounts {
     pub prefilled: u64,
     /// Jobs that ended `done`, each once (reported or found in the table). With
     /// `dead_lettered`, `unfinished` and `lost`, every enqueued job in one place:
-    /// enqueued = done + dead_lettered + unfinished + lost.
+    /// enqueued = done + dead_lettered + unfinished + lost (+ unrecorded_successes).
     #[serde(default)]
     pub done: u64,
     /// `done` updates that committed, as workers reported them (a job completed twice
@@ -226,6 +230,11 @@ pub struct JobCounts {
     /// that lost its log); the proof names where each record was.
     #[serde(default)]
     pub lost_by_queue: u64,
+    /// A library's successes it never recorded: the handler returned, the job is back in
+    /// the library's queue (not lost, not done; the proof fails on them). enqueued = done +
+    /// dead_lettered + unfinished + lost + unrecorded_successes.
+    #[serde(default)]
+    pub unrecorded_successes: u64,
     /// Committed jobs still queued because the run stopped before the queue drained.
     pub unfinished: u64,
     pub duplicate_completions: u64,
@@ -283,14 +292,6 @@ fn per_s(n: u64, window_s: f64) -> f64 {
     }
 }
 
-/// Who decides when a claim commits: the scenario's claim mode, or a library's own rules.
-fn claim_rule(plan: &Plan) -> &'static str {
-    match plan.queue.variant.workers {
-        Some(_) => "the library's own",
-        None => plan.consumers.claim_mode.as_str(),
-    }
-}
-
 impl Summary {
     /// Why the run is incomplete (`None` when it is complete): the one wording every format
     /// uses.
@@ -334,7 +335,7 @@ impl Summary {
         } = Phases::of(plan, m, &facts);
         let all = all_counts(m);
         let jobs = JobCounts::of(&all, &proof, ledger, facts.prefilled);
-        let faults = FaultSummary::build(m, &all, ledger, &proof, claim_rule(plan));
+        let faults = FaultSummary::build(m, &all, ledger, &proof, ClaimRule::of(plan).as_str());
         let harness = measured_harness(m);
         let producers = ProducerUse::of(plan, &all, &measured_counts);
         let latency_ms = LatencyReport::of(&measured_metrics);
@@ -355,7 +356,10 @@ impl Summary {
         }
         let (db_stats, table_reads, claim_probes) =
             database_side(plan, m, &facts, &phases, &mut verdict);
-        let cost = measured_cost(&db_stats, &phases, plan.database.engine);
+        let mut cost = measured_cost(&db_stats, &phases, plan.database.engine);
+        if !complete(&facts, m) {
+            cost.withhold_per_job();
+        }
         let limit = super::limit::limits(
             (plan, m),
             &mut phases,
@@ -386,6 +390,7 @@ impl Summary {
             phases,
             accounting: proof,
             design: DesignRecord::of(plan, &facts.design),
+            library_workers: m.library_workers.clone(),
             queue: QueueInfo::of(&facts),
             verdict,
             harness,
@@ -688,6 +693,7 @@ impl JobCounts {
             failed_attempts: all.failed + ledger.failures_found_in_table,
             lost: proof.lost_total,
             lost_by_queue: proof.lost_by_queue,
+            unrecorded_successes: proof.unrecorded_success_count,
             unfinished: proof.unfinished,
             duplicate_completions: proof.duplicate_total,
             enqueue_errors: all.enqueue_errors,

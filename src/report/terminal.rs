@@ -21,6 +21,9 @@ pub fn render(s: &Summary) -> String {
         s.throughput.window_s,
         s.throughput.offered_per_s.map_or("max".to_string(), |r| format!("{r:.1} jobs/s"))
     ));
+    for w in &s.library_workers {
+        t.push_str(&format!("library    {}\n", w.line()));
+    }
     t.push_str(&jobs(s));
     t.push_str(&format!("producers  {}\n", s.producers.describe()));
     if let Some(g) = &s.run.group_forming {
@@ -82,8 +85,12 @@ fn jobs(s: &Summary) -> String {
         0 => String::new(),
         n => format!(" ({n} by the queue itself)"),
     };
+    let unrecorded = match j.unrecorded_successes {
+        0 => String::new(),
+        n => format!(" + {n} unrecorded successes (back in the library's queue)"),
+    };
     format!(
-        "jobs       {} enqueued = {} done + {} dead-lettered + {} unfinished + {} lost{by_queue}; {} completions reported{unreported}, {} failed attempts, {} duplicate completions{dropped}\n",
+        "jobs       {} enqueued = {} done + {} dead-lettered + {} unfinished + {} lost{by_queue}{unrecorded}; {} completions reported{unreported}, {} failed attempts, {} duplicate completions{dropped}\n",
         j.enqueued,
         j.done,
         j.dead_lettered,
@@ -99,6 +106,14 @@ fn latency(s: &Summary) -> String {
     let mut t =
         String::from("latency ms       count      p50      p90      p99    p99.9      max\n");
     for (name, l) in s.latency_ms.rows() {
+        if l.count == 0 {
+            // Nothing was timed: no percentile, not a zero.
+            t.push_str(&format!(
+                "  {name:<13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+                0, "–", "–", "–", "–", "–"
+            ));
+            continue;
+        }
         t.push_str(&format!(
             "  {name:<13} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}\n",
             l.count, l.p50, l.p90, l.p99, l.p999, l.max

@@ -184,6 +184,21 @@ impl Backlog {
         ))
     }
 
+    /// A backlog still standing at the end (a prefill not worked off, a drain measured):
+    /// not kept up, however fast it fell.
+    fn standing(&self) -> Option<i64> {
+        self.end.filter(|e| *e > self.allowed)
+    }
+
+    /// Why a standing backlog is not kept up, unless the backlog's rise already says so.
+    fn standing_reason(&self) -> Option<String> {
+        let end = self.standing().filter(|_| self.behind.is_none())?;
+        Some(format!(
+            "{end} jobs still waited at the end of the measured phases (a queue that keeps up holds at most {}: {PEAK_SLACK_S:.0} s of the offered load and one idle poll)",
+            self.allowed
+        ))
+    }
+
     fn describe(&self) -> String {
         match (self.start, self.end, self.peak) {
             (Some(s), Some(e), Some((p, at))) => {
@@ -285,7 +300,7 @@ fn verdict_head(
             h.describe()
         ),
         (VerdictState::DidNotKeepUp, Some(h)) if harness_saturated => format!(
-            "{}: {}, while the harness itself was saturated ({}): its simulated workers share its CPU, so part of the shortfall may be its own",
+            "{}: {}, while the machine was saturated ({}): the harness, the workers and the server share its cores, so part of the shortfall may be the machine's, not the queue's",
             state.headline(),
             reasons.join(" and "),
             h.describe()
@@ -331,7 +346,8 @@ pub fn judge(
     let tolerance_jobs = gap_tolerance(counts.enqueued) as i64;
     let ends_kept_up = completions_kept_up(counts.enqueued, finished, in_flight)
         && backlog_growth.is_none_or(|g| g <= tolerance_jobs);
-    let consumers_kept_up = ends_kept_up && backlog.behind.is_none();
+    let consumers_kept_up =
+        ends_kept_up && backlog.behind.is_none() && backlog.standing().is_none();
     let kept_up = producers_kept_schedule && consumers_kept_up;
     let harness_saturated = harness.is_some_and(|h| h.saturated());
     let state = if kept_up {
@@ -358,6 +374,7 @@ pub fn judge(
         ));
     }
     reasons.extend(backlog.reason(ends_kept_up));
+    reasons.extend(backlog.standing_reason());
     let head = verdict_head(state, harness, producers, &late, &reasons);
     let text = format!(
         "{head}. {:.0} jobs/s completed over {:.0} s measured = {}; offered {offered}; {depth}; {late_pct:.1}% of jobs sent late.",
@@ -440,14 +457,14 @@ mod tests {
     }
 
     #[test]
-    fn a_queue_behind_on_a_saturated_harness_says_the_harness_may_share_the_blame() {
+    fn a_queue_behind_on_a_saturated_machine_says_the_machine_may_share_the_blame() {
         let v = behind_with_timer_late(40.0);
         assert_eq!(v.state, VerdictState::DidNotKeepUp);
         assert!(!v.consumers_kept_up);
         assert!(
             v.text
                 .contains("consumers fell behind (100 more jobs enqueued than finished)")
-                && v.text.contains("the harness itself was saturated")
+                && v.text.contains("the machine was saturated")
                 && v.text.contains("timer woke late 40.0% of the time"),
             "{}",
             v.text
@@ -455,6 +472,46 @@ mod tests {
         let calm = behind_with_timer_late(0.2);
         assert_eq!(calm.state, VerdictState::DidNotKeepUp);
         assert!(!calm.text.contains("saturated"), "{}", calm.text);
+    }
+
+    /// A drain measured from a prefill: the backlog fell all along but 39,384 jobs still
+    /// waited at the end, and the saturated machine made the producers late. Not the load
+    /// generator's limit: the queue had not kept up.
+    #[test]
+    fn a_backlog_standing_at_the_end_is_not_kept_up_however_fast_it_fell() {
+        let counts = PhaseCounts {
+            enqueued: 10,
+            completed: 1_940,
+            sent_late: 5,
+            ..PhaseCounts::default()
+        };
+        let t = Throughput {
+            enqueued_per_s: 1.0,
+            completed_per_s: 194.0,
+            offered_per_s: Some(1.0),
+            window_s: 10.0,
+        };
+        let harness = crate::metrics::HarnessSummary {
+            timer_late_pct: 40.0,
+            timer_max_lag_ms: 300.0,
+            machine_cores: 2,
+            ..Default::default()
+        };
+        let pace = ProducerPace::of(&counts, ProducerUse::default());
+        let backlog = Backlog {
+            start: Some(41_300),
+            end: Some(39_384),
+            peak: Some((41_300, 0)),
+            allowed: 10,
+            behind: None,
+        };
+        let v = judge(&backlog, &t, &counts, 50.0, 10, Some(&harness), &pace);
+        assert_eq!(v.state, VerdictState::DidNotKeepUp, "{}", v.text);
+        assert!(
+            v.text.contains("39384 jobs still waited at the end"),
+            "{}",
+            v.text
+        );
     }
 
     fn second(second: i64, depth: i64) -> TimelineRow {

@@ -128,6 +128,15 @@ const CHANCY: Library = Library {
     installed_schema: &["print_schema.py"],
 };
 
+const DRAMATIQ_PG: Library = Library {
+    name: "dramatiq-pg",
+    table: "dramatiq_queue",
+    delete_waiting: "DELETE FROM dramatiq_queue WHERE message_id = (SELECT message_id FROM dramatiq_queue WHERE state = 'queued' AND queue_name = 'default' ORDER BY (message->'kwargs'->>'dbq_job')::bigint DESC LIMIT 1) RETURNING (message->'kwargs'->>'dbq_job')::bigint",
+    // dramatiq-pg's schema.sql is a psql script; print_schema.py reads it as dramatiq-pg's
+    // own generate_init_sql does.
+    installed_schema: &["print_schema.py"],
+};
+
 /// The library works the queue open loop, retries the handler's failures its own way, and
 /// nothing is lost.
 async fn works_the_queue_and_nothing_is_lost(library: &Library) {
@@ -286,7 +295,7 @@ async fn a_server_restart_loses_nothing(library: &Library) {
 async fn a_job_deleted_behind_its_back_is_named_lost(library: &'static Library) {
     let (_copy, dir) = example(library.name);
     let design = custom(&dir);
-    let database = format!("dbq_library_lost_{}", library.name);
+    let database = format!("dbq_library_lost_{}", library.name.replace('-', "_"));
     let url = database_of_its_own(&database).await;
     // One worker and a prefill: a backlog waits while the load starts.
     let p = plan_on(
@@ -459,6 +468,65 @@ fn the_chancy_example_carries_the_schema_its_migrations_make() {
     carries_the_installed_librarys_schema(&CHANCY);
 }
 
+/// dramatiq-pg (threaded: the blocking client) works the queue with a prefetch of 100, and
+/// nothing is lost; what it runs twice by itself, with no fault (its lock released before
+/// its acknowledgement commits), is named job by job, and its hello is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dramatiq_pg_works_the_queue_and_every_repeat_is_named() {
+    let python = library_python();
+    let (_copy, dir) = example_copy(
+        DRAMATIQ_PG.name,
+        &["env", "DRAMATIQ_PG_PREFETCH=100", &python, "worker.py"],
+    );
+    let design = custom(&dir);
+    let p = plan(
+        SMALL,
+        &sets(
+            &design,
+            &[
+                "producers.rate=100",
+                "producers.prefill=20",
+                "consumers.handler.error_rate=0.05",
+                "queue.backoff.base=\"100ms\"",
+            ],
+        ),
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    let a = &s.accounting;
+    assert_eq!(a.lost_total, 0, "{}", a.verdict);
+    assert!(s.jobs.enqueued > 150, "{:?}", s.jobs);
+    assert!(s.faults.handler_errors > 0, "{:?}", s.faults);
+    let x = &a.executions;
+    assert_eq!(
+        x.unexplained_executions == 0,
+        x.unexplained_jobs.is_empty(),
+        "{x:?}"
+    );
+    for job in x.unexplained_jobs.iter().take(5) {
+        assert!(a.verdict.contains(&job.to_string()), "{}", a.verdict);
+    }
+    let said = &s.library_workers;
+    assert!(
+        said.iter().all(|w| w
+            .library
+            .as_deref()
+            .is_some_and(|l| l.starts_with("dramatiq-pg 0.12.0"))
+            && w.settings["prefetch"] == "100"),
+        "{said:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_deleted_behind_dramatiq_pgs_back_is_named_lost() {
+    a_job_deleted_behind_its_back_is_named_lost(&DRAMATIQ_PG).await;
+}
+
+#[test]
+fn the_dramatiq_pg_example_carries_the_installed_librarys_schema() {
+    carries_the_installed_librarys_schema(&DRAMATIQ_PG);
+}
+
 /// `dbq-bench run` with a design whose worker command is `program`: its exit code and
 /// stderr.
 fn run_with_worker(program: &[&str]) -> (i32, String) {
@@ -574,4 +642,106 @@ fn a_claim_statement_beside_a_library_s_workers_is_refused_in_one_line() {
         )),
         "{stderr}"
     );
+}
+
+/// A copy of tests/it/toyqueue (a queue library of a few lines, threaded: the protocol's
+/// blocking client) whose slot 0 misbehaves as `misbehaves` says, with examples/python where
+/// its glue looks for it; returns the copy and the design's directory in it.
+fn toyqueue(misbehaves: &str) -> (tempfile::TempDir, String) {
+    let root = tempfile::tempdir().unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let design = root.path().join("tests/it/toyqueue");
+    for (from, to) in [
+        (source.join("tests/it/toyqueue"), design.clone()),
+        (
+            source.join("examples/python"),
+            root.path().join("examples/python"),
+        ),
+    ] {
+        std::fs::create_dir_all(&to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+    let toml = design.join("design.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let told = format!("command = [\"env\", \"TOYQUEUE_MISBEHAVES={misbehaves}\", ");
+    std::fs::write(&toml, text.replace("command = [", &told)).unwrap();
+    (root, design.display().to_string())
+}
+
+/// A library that runs one job twice, the same attempt, with no fault (as dramatiq-pg was
+/// seen to): the job is named among the repeated runs no crash, rollback or reap explains,
+/// and the proof fails; the hello's library and settings are in the results.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_a_library_runs_twice_with_no_fault_is_named() {
+    library_python();
+    let (_copy, dir) = toyqueue("twice");
+    let p = plan(
+        SMALL,
+        &sets(&custom(&dir), &["consumers.handler.error_rate=0"]),
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    let x = &s.accounting.executions;
+    assert_eq!(x.unexplained_jobs.len(), 1, "{}", s.accounting.verdict);
+    let job = x.unexplained_jobs[0];
+    assert_eq!(x.repeated_jobs, [job], "{x:?}");
+    assert_eq!(x.repeated_successes, 1, "{x:?}");
+    assert!(!s.accounting.ok);
+    assert!(
+        s.accounting.verdict.contains(&format!(
+            "that no crash, rollback or reap explains (jobs {job})"
+        )),
+        "{}",
+        s.accounting.verdict
+    );
+    assert_eq!(s.accounting.lost_total, 0, "{}", s.accounting.verdict);
+    let slot0 = s
+        .library_workers
+        .iter()
+        .find(|w| w.slots.contains(&0))
+        .expect("slot 0 said hello");
+    assert_eq!(slot0.library.as_deref(), Some("toyqueue 0"));
+    assert_eq!(slot0.settings["misbehaves"], "twice", "{slot0:?}");
+    assert_eq!(
+        slot0.settings["DBQ_BENCH_POLL_INTERVAL_S"], "0.02",
+        "{slot0:?}"
+    );
+}
+
+/// A library that leaves a success unrecorded (the handler returned, the job went back to
+/// its queue): "unrecorded success", not lost, and the proof fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_success_a_library_never_recorded_is_an_unrecorded_success_not_a_loss() {
+    library_python();
+    let (_copy, dir) = toyqueue("unrecorded");
+    let p = plan(
+        SMALL,
+        &sets(
+            &custom(&dir),
+            &["consumers.handler.error_rate=0", "drain.timeout=\"3s\""],
+        ),
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    let a = &s.accounting;
+    assert_eq!(a.unrecorded_success_count, 1, "{}", a.verdict);
+    assert_eq!(a.lost_total, 0, "{}", a.verdict);
+    assert_eq!(
+        a.unrecorded_successes[0].table, "pending",
+        "{:?}",
+        a.unrecorded_successes
+    );
+    assert!(!a.ok && !a.sound, "{}", a.verdict);
+    assert!(
+        a.verdict.contains("1 unrecorded success(es)")
+            && a.verdict.contains("back in the queue and will run again"),
+        "{}",
+        a.verdict
+    );
+    assert_eq!(s.jobs.unrecorded_successes, 1, "{:?}", s.jobs);
 }

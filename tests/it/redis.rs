@@ -173,7 +173,7 @@ async fn entries_acknowledged_outside_the_run_on_redis_are_named_lost() {
     // The run's worker takes the first.
     let held = link.claim(ClaimMode::Committed).await.unwrap();
     assert_eq!(held.iter().map(|j| j.id).collect::<Vec<_>>(), vec![ids[0]]);
-    outcome.ledger.claimed(ids[0]);
+    outcome.ledger.claimed(ids[0], None);
 
     // The intruder reads the next two in the run's group and acknowledges all three.
     let client = redis::Client::open(shared_redis_url()).unwrap();

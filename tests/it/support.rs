@@ -570,9 +570,13 @@ pub fn lost_named(proof: &dbq_bench::accounting::AccountingProof) -> Vec<(i64, &
 /// Every committed job is in exactly one of the proof's places.
 pub fn assert_proof_adds_up(proof: &dbq_bench::accounting::AccountingProof) {
     assert_eq!(
-        proof.done + proof.dead_lettered + proof.unfinished + proof.lost_total,
+        proof.done
+            + proof.dead_lettered
+            + proof.unfinished
+            + proof.lost_total
+            + proof.unrecorded_success_count,
         proof.committed,
-        "committed = done + dead-lettered + unfinished + lost: {proof:?}"
+        "committed = done + dead-lettered + unfinished + lost + unrecorded successes: {proof:?}"
     );
 }
 
@@ -678,9 +682,9 @@ pub fn assert_nothing_lost(s: &dbq_bench::report::Summary) {
 pub fn assert_counts_add_up(s: &dbq_bench::report::Summary) {
     let j = &s.jobs;
     assert_eq!(
-        j.done + j.dead_lettered + j.unfinished + j.lost,
+        j.done + j.dead_lettered + j.unfinished + j.lost + j.unrecorded_successes,
         j.enqueued,
-        "enqueued = done + dead-lettered + unfinished + lost: {j:?}; the proof says: {}",
+        "enqueued = done + dead-lettered + unfinished + lost + unrecorded successes: {j:?}; the proof says: {}",
         s.accounting.verdict
     );
 }

@@ -574,8 +574,8 @@ fn engine_files(dir: &Path, sql: &Statements, returning: Returning) -> Result<()
 }
 
 /// Reads a custom design's directory: the required files must exist; the others replace
-/// the seed's when present. Also the SHA-256 over every file read (`.sql` files and
-/// design.toml), in name order.
+/// the seed's when present. Also the SHA-256 over every file of the directory (its glue
+/// and anything else beside the SQL), in path order.
 fn custom_statements(
     dir: &Path,
     seed: Statements,
@@ -583,7 +583,10 @@ fn custom_statements(
     external: bool,
 ) -> Result<(Statements, names::Binds, String), DesignError> {
     let mut got = read_files(dir, external)?;
-    let files_sha256 = sha256_of(&got);
+    let files_sha256 = sha256_of_dir(dir).map_err(|e| DesignError {
+        file: dir.display().to_string(),
+        reason: format!("cannot be read whole for its digest: {e}"),
+    })?;
     got.remove(DESIGN_FILE);
     let bound = [
         "claim.sql",
@@ -722,17 +725,36 @@ fn set_but_not_taken(b: &BackoffPlan, taken: &[FailParam]) -> Option<(&'static s
         .map(|(key, param, _)| (key, param))
 }
 
-/// SHA-256 over each file read (its name, then its text), in name order.
-fn sha256_of(files: &std::collections::BTreeMap<&str, Option<String>>) -> String {
+/// SHA-256 over every file under `dir` (its path from `dir`, then its bytes), in path
+/// order; hidden entries and Python's `__pycache__` are not the design's.
+fn sha256_of_dir(dir: &Path) -> std::io::Result<String> {
     use sha2::Digest;
-    let mut hash = sha2::Sha256::new();
-    for (name, text) in files {
-        if let Some(text) = text {
-            hash.update(name.as_bytes());
-            hash.update(text.as_bytes());
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || name == "__pycache__" {
+                continue;
+            }
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                dirs.push(entry.path());
+            } else {
+                files.push(entry.path());
+            }
         }
     }
-    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    files.sort();
+    let mut hash = sha2::Sha256::new();
+    for file in files {
+        let relative = file.strip_prefix(dir).unwrap_or(&file);
+        hash.update(relative.to_string_lossy().as_bytes());
+        hash.update(std::fs::read(&file)?);
+    }
+    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// The files a custom design may bring to replace the seed's; `mark_claimed.sql` and

@@ -101,6 +101,9 @@ impl Drop for Process {
     }
 }
 
+/// What a worker's hello names: its library, and the settings it reported.
+type Said = (Option<String>, BTreeMap<String, serde_json::Value>);
+
 /// The worker's lines, each read or the error that ends them.
 type Lines = mpsc::Receiver<Result<FromWorker, String>>;
 
@@ -251,9 +254,19 @@ impl Slot {
         };
         let (read, mut write) = connected.map_err(Ended::Refused)?.0.into_split();
         let mut lines = read_lines(read);
-        if let Some(refused) = self.hello(p, &mut lines).await {
-            return Err(Ended::Refused(refused));
-        }
+        let (library, settings) = self.hello(p, &mut lines).await.map_err(Ended::Refused)?;
+        self.ctx.emit(Event::WorkerHello {
+            at_us: self.ctx.clock.now_us(),
+            slot: self.slot,
+            library,
+            settings: settings
+                .into_iter()
+                .map(|(k, v)| match v {
+                    serde_json::Value::String(s) => (k, s),
+                    other => (k, other.to_string()),
+                })
+                .collect(),
+        });
         let welcome = wire::write(&ToWorker::Welcome {
             protocol: wire::PROTOCOL,
         });
@@ -265,33 +278,34 @@ impl Slot {
         }
     }
 
-    /// What is wrong with the worker's first line, if anything.
-    async fn hello(&self, p: &mut Process, lines: &mut Lines) -> Option<String> {
+    /// The library and settings the worker's first line names, or what is wrong with it.
+    async fn hello(&self, p: &mut Process, lines: &mut Lines) -> Result<Said, String> {
         let timeout = self.fleet.workers.connect_timeout;
-        match tokio::time::timeout(timeout, lines.recv()).await {
-            Ok(Some(Ok(FromWorker::Hello { protocol, .. }))) if protocol == wire::PROTOCOL => None,
-            Ok(Some(Ok(FromWorker::Hello { protocol, .. }))) => Some(format!(
+        Err(match tokio::time::timeout(timeout, lines.recv()).await {
+            Ok(Some(Ok(FromWorker::Hello {
+                protocol,
+                library,
+                settings,
+            }))) if protocol == wire::PROTOCOL => return Ok((library, settings)),
+            Ok(Some(Ok(FromWorker::Hello { protocol, .. }))) => format!(
                 "speaks protocol {protocol}; this harness speaks {}",
                 wire::PROTOCOL
-            )),
-            Ok(Some(Ok(other))) => Some(format!(
+            ),
+            Ok(Some(Ok(other))) => format!(
                 "sent {other:?} before its hello; the first line must be {{\"hello\": {{\"protocol\": {}}}}}",
                 wire::PROTOCOL
-            )),
-            Ok(Some(Err(e))) => Some(e),
+            ),
+            Ok(Some(Err(e))) => e,
             Ok(None) => {
                 let _ = tokio::time::timeout(timeout, p.child.wait()).await;
                 p.tail.read_to_end().await;
-                Some(format!(
-                    "closed its socket before its hello{}",
-                    p.tail.last()
-                ))
+                format!("closed its socket before its hello{}", p.tail.last())
             }
-            Err(_) => Some(format!(
+            Err(_) => format!(
                 "connected but sent no hello within {}",
                 humantime::format_duration(timeout)
-            )),
-        }
+            ),
+        })
     }
 
     /// Answers the worker's lines until its socket closes; on `stop`, asks it to stop
@@ -359,7 +373,11 @@ impl Slot {
         let now = self.ctx.clock.now_us();
         match message {
             FromWorker::Hello { .. } => Err("sent a second hello".into()),
-            FromWorker::Start { job, payload, .. } => {
+            FromWorker::Start {
+                job,
+                payload,
+                attempt,
+            } => {
                 let payload = payload.unwrap_or_default();
                 self.ctx.emit(Event::Claimed {
                     job,
@@ -367,10 +385,10 @@ impl Slot {
                     started_us: None,
                     claimed_us: now,
                     first: true,
+                    attempt,
                 });
-                serving.started.insert(job, (now, payload.t));
-                self.registry
-                    .set_held(self.slot, serving.started.keys().copied().collect());
+                serving.start(job, now, payload.t);
+                self.registry.set_held(self.slot, serving.held());
                 let run = SimulatedHandler::new(self.fleet.handler).draw(&mut self.rng);
                 let then = match (payload.crash, payload.poison || run.fails) {
                     (true, _) => Then::Crash,
@@ -384,11 +402,10 @@ impl Slot {
                 }))
             }
             FromWorker::Done { job } | FromWorker::Fail { job, .. } => {
-                let (started_us, intended_us) = serving.started.remove(&job).ok_or_else(|| {
+                let (started_us, intended_us) = serving.finish(job).ok_or_else(|| {
                     format!("reported job {job} finished, but never sent its start")
                 })?;
-                self.registry
-                    .set_held(self.slot, serving.started.keys().copied().collect());
+                self.registry.set_held(self.slot, serving.held());
                 serving.reported.push_back((now, job));
                 let handler_us = now.saturating_sub(started_us);
                 self.ctx.emit(match message {
@@ -415,15 +432,37 @@ impl Slot {
     }
 }
 
-/// What one life of a worker is doing: the jobs it started and has not reported (µs started,
-/// intended), and the ones it reported lately (µs reported).
+/// What one life of a worker is doing: the runs it started and has not reported (µs
+/// started, intended; a job started twice at once has two), and the jobs it reported lately
+/// (µs reported).
 #[derive(Default)]
 struct Serving {
-    started: BTreeMap<JobId, (u64, Option<u64>)>,
+    started: BTreeMap<JobId, VecDeque<(u64, Option<u64>)>>,
     reported: VecDeque<(u64, JobId)>,
 }
 
 impl Serving {
+    fn start(&mut self, job: JobId, now: u64, intended: Option<u64>) {
+        self.started
+            .entry(job)
+            .or_default()
+            .push_back((now, intended));
+    }
+
+    /// The job's oldest unreported run, which its report ends.
+    fn finish(&mut self, job: JobId) -> Option<(u64, Option<u64>)> {
+        let runs = self.started.get_mut(&job)?;
+        let run = runs.pop_front();
+        if runs.is_empty() {
+            self.started.remove(&job);
+        }
+        run
+    }
+
+    fn held(&self) -> Vec<JobId> {
+        self.started.keys().copied().collect()
+    }
+
     fn forget_before(&mut self, us: u64) {
         while self.reported.front().is_some_and(|(at, _)| *at < us) {
             self.reported.pop_front();

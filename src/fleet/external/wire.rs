@@ -7,7 +7,7 @@
 //! one of these is an error the run stops on, naming the line; nothing here guesses.
 //!
 //! ```text
-//! worker  → {"hello": {"protocol": 1, "library": "procrastinate 3.10.0"}}
+//! worker  → {"hello": {"protocol": 1, "library": "procrastinate 3.10.0", "settings": {…}}}
 //! harness → {"welcome": {"protocol": 1}}
 //! worker  → {"start": {"job": 17, "attempt": 1, "payload": {"k": "…", "t": 1200345}}}
 //! harness → {"run": {"job": 17, "sleep_s": 0.012, "then": "done"}}      then: done|fail|crash
@@ -34,6 +34,10 @@ pub enum FromWorker {
         protocol: u32,
         #[serde(default)]
         library: Option<String>,
+        /// The settings the glue read (the DBQ_BENCH_* it uses) and the library's own that
+        /// move its figures (prefetch, batch sizes, polling), for the results.
+        #[serde(default)]
+        settings: std::collections::BTreeMap<String, serde_json::Value>,
     },
     /// The library handed it a job (`attempt`: the library's count, when it keeps one); the
     /// harness answers with what the handler does.
@@ -105,8 +109,22 @@ mod tests {
             read(r#"{"hello": {"protocol": 1, "library": "procrastinate 3.10.0"}}"#),
             Ok(FromWorker::Hello {
                 protocol: 1,
-                library: Some("procrastinate 3.10.0".into())
+                library: Some("procrastinate 3.10.0".into()),
+                settings: Default::default(),
             })
+        );
+        let FromWorker::Hello { settings, .. } = read(
+            r#"{"hello": {"protocol": 1, "library": "dramatiq-pg 0.12.0", "settings": {"prefetch": 1000, "DBQ_BENCH_CONCURRENCY": "4"}}}"#,
+        )
+        .unwrap() else {
+            panic!("not a hello");
+        };
+        assert_eq!(
+            (
+                settings["prefetch"].as_u64(),
+                settings["DBQ_BENCH_CONCURRENCY"].as_str()
+            ),
+            (Some(1000), Some("4"))
         );
         let FromWorker::Start {
             job,

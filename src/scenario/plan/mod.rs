@@ -238,6 +238,12 @@ fn fill_resolved(scenario: &mut Scenario, database: &DatabasePlan, queue: &Queue
     if let Some(dir) = &queue.variant.dir {
         scenario.queue.dir = Some(dir.clone());
     }
+    // A library's workers are processes of their own and claim by its rules: the resolved
+    // scenario says so rather than a claim mode nothing used.
+    if queue.variant.workers.is_some() {
+        scenario.consumers.processes = Some(true);
+        scenario.consumers.claim_mode = None;
+    }
 }
 
 /// Every threshold, the scenario's and each phase's.
