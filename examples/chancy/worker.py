@@ -31,6 +31,13 @@ STALE_AFTER_S = dbq_bench.setting("STALE_AFTER_S", None, float)
 # for the next poll or push notification, so with a backlog and no new pushes a worker of
 # concurrency 1 runs one job per polling interval; CHANCY_EAGER_POLLING=0 measures that.
 EAGER_POLLING = os.environ.get("CHANCY_EAGER_POLLING", "1") != "0"
+CONCURRENCY = dbq_bench.setting("CONCURRENCY", 1, int)
+# chancy polls in whole seconds; pushes also wake it (queue.pushed).
+POLLING_INTERVAL_S = max(1, math.ceil(dbq_bench.setting("POLL_INTERVAL_S", 1.0, float)))
+# chancy beats in whole seconds: a threshold under three beats would take live workers for
+# dead (seen: a 1 s threshold with 1 s beats ran live workers' jobs again), so it is at
+# least 3 s.
+STALE_S = max(3, math.ceil(STALE_AFTER_S)) if STALE_AFTER_S else 90
 harness = None
 
 
@@ -53,28 +60,32 @@ def plugins():
 
 async def main():
     global harness
-    harness = await dbq_bench.Harness.connect(f"chancy {version('chancy')}")
+    harness = await dbq_bench.Harness.connect(
+        f"chancy {version('chancy')}",
+        settings={
+            "executor": "AsyncExecutor",
+            "eager_polling": EAGER_POLLING,
+            "polling_interval_s": POLLING_INTERVAL_S,
+            "heartbeat_timeout_s": STALE_S,
+            "recovery_poll_s": 1 if STALE_AFTER_S else 60,
+        },
+    )
     # The connection comes from libpq's environment variables (conninfo "").
     async with Chancy("", plugins=plugins()) as app:
         await app.declare(
             Queue(
                 "dbq_bench",
-                concurrency=dbq_bench.setting("CONCURRENCY", 1, int),
+                concurrency=CONCURRENCY,
                 executor="chancy.executors.asyncex.AsyncExecutor",
-                # chancy polls in whole seconds; pushes also wake it (queue.pushed).
-                polling_interval=max(1, math.ceil(dbq_bench.setting("POLL_INTERVAL_S", 1.0, float))),
+                polling_interval=POLLING_INTERVAL_S,
                 eager_polling=EAGER_POLLING,
             ),
             upsert=True,
         )
-        # chancy beats in whole seconds: a threshold under three beats would take live
-        # workers for dead (seen: a 1 s threshold with 1 s beats ran live workers' jobs
-        # again), so it is at least 3 s.
-        stale = max(3, math.ceil(STALE_AFTER_S)) if STALE_AFTER_S else 90
         async with Worker(
             app,
-            heartbeat_poll_interval=max(1, stale // 3),
-            heartbeat_timeout=stale,
+            heartbeat_poll_interval=max(1, STALE_S // 3),
+            heartbeat_timeout=STALE_S,
         ) as worker:
             await worker.wait_for_shutdown()
 

@@ -28,6 +28,7 @@ MAX_RETRIES = dbq_bench.setting("MAX_RETRIES", 3, int)
 BACKOFF_S = dbq_bench.setting("BACKOFF_BASE_S", 1.0, float)
 STALE_AFTER_S = dbq_bench.setting("STALE_AFTER_S", None, float)
 CONCURRENCY = dbq_bench.setting("CONCURRENCY", 2, int)
+POLL_INTERVAL_S = dbq_bench.setting("POLL_INTERVAL_S", 5.0, float)
 BATCH = 1
 
 
@@ -41,7 +42,15 @@ def retrying_executor(parameters):
 
 
 async def main():
-    harness = await dbq_bench.Harness.connect(f"pgqueuer {pgqueuer.__version__}")
+    harness = await dbq_bench.Harness.connect(
+        f"pgqueuer {pgqueuer.__version__}",
+        settings={
+            "driver": "asyncpg",
+            "batch_size": BATCH,
+            "max_concurrent_tasks": max(CONCURRENCY, 2 * BATCH),
+            "heartbeat_timeout_s": STALE_AFTER_S or 30.0,
+        },
+    )
     # asyncpg, pgqueuer's first driver: the server from libpq's variables (PGHOST, …), the
     # run's schema from PGOPTIONS. (With psycopg, pgqueuer's notification watcher holds the
     # connection up to 1 s at a time, delaying heartbeats and outcomes by as much.)
@@ -62,7 +71,7 @@ async def main():
     for stop in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(stop, queue.shutdown.set)
     await queue.run(
-        dequeue_timeout=timedelta(seconds=dbq_bench.setting("POLL_INTERVAL_S", 5.0, float)),
+        dequeue_timeout=timedelta(seconds=POLL_INTERVAL_S),
         batch_size=BATCH,
         max_concurrent_tasks=max(CONCURRENCY, 2 * BATCH),
         heartbeat_timeout=timedelta(seconds=STALE_AFTER_S or 30.0),

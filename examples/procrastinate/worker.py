@@ -22,6 +22,9 @@ import procrastinate  # noqa: E402
 MAX_RETRIES = dbq_bench.setting("MAX_RETRIES", 3, int)
 BACKOFF_S = dbq_bench.setting("BACKOFF_BASE_S", 1.0, float)
 STALE_AFTER_S = dbq_bench.setting("STALE_AFTER_S", None, float)
+CONCURRENCY = dbq_bench.setting("CONCURRENCY", 1, int)
+POLL_INTERVAL_S = dbq_bench.setting("POLL_INTERVAL_S", 5.0, float)
+HEARTBEAT_S = min(10.0, STALE_AFTER_S / 3) if STALE_AFTER_S else 10.0
 
 # The connection comes from libpq's environment variables (conninfo "").
 app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=""))
@@ -54,15 +57,21 @@ async def retry_stalled_jobs():
 
 async def main():
     global harness
-    harness = await dbq_bench.Harness.connect(f"procrastinate {procrastinate.__version__}")
+    harness = await dbq_bench.Harness.connect(
+        f"procrastinate {procrastinate.__version__}",
+        settings={
+            "update_heartbeat_interval_s": HEARTBEAT_S,
+            "stalled_worker_timeout_s": STALE_AFTER_S or 30.0,
+            "stalled_job_retry": STALE_AFTER_S is not None,
+        },
+    )
     async with app.open_async():
         if STALE_AFTER_S is not None:
             asyncio.get_running_loop().create_task(retry_stalled_jobs())
-        heartbeat = min(10.0, STALE_AFTER_S / 3) if STALE_AFTER_S else 10.0
         await app.run_worker_async(
-            concurrency=dbq_bench.setting("CONCURRENCY", 1, int),
-            fetch_job_polling_interval=dbq_bench.setting("POLL_INTERVAL_S", 5.0, float),
-            update_heartbeat_interval=heartbeat,
+            concurrency=CONCURRENCY,
+            fetch_job_polling_interval=POLL_INTERVAL_S,
+            update_heartbeat_interval=HEARTBEAT_S,
             stalled_worker_timeout=STALE_AFTER_S or 30.0,
             install_signal_handlers=True,
         )
