@@ -55,18 +55,37 @@ fn example_copy(name: &str, program: &[&str]) -> (tempfile::TempDir, String) {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let original = "command = [\"python3\", \"worker.py\"]";
-    assert!(
-        text.contains(original),
-        "{name}'s design.toml changed its command"
-    );
+    let original = text
+        .lines()
+        .find(|l| l.starts_with("command = ["))
+        .unwrap_or_else(|| panic!("{name}'s design.toml has no [worker] command"));
     std::fs::write(&design, text.replace(original, &command)).unwrap();
     let dir = root.path().join(name).display().to_string();
     (root, dir)
 }
 
-/// The example `name` with its own worker, run by the libraries' interpreter.
+/// The graphile_worker example's worker binary (scripts/test builds it).
+fn graphile_worker_binary() -> String {
+    let binary = std::env::var("DBQ_GRAPHILE_WORKER").unwrap_or_else(|_| {
+        panic!(
+            "missing prerequisite: DBQ_GRAPHILE_WORKER, the graphile_worker example's worker \
+             (cargo build --release --manifest-path examples/graphile-worker/Cargo.toml); \
+             scripts/test builds it"
+        )
+    });
+    assert!(
+        Path::new(&binary).exists(),
+        "DBQ_GRAPHILE_WORKER={binary} does not exist"
+    );
+    binary
+}
+
+/// The example `name` with its own worker: the libraries' interpreter running its
+/// worker.py, or the Rust example's binary.
 fn example(name: &str) -> (tempfile::TempDir, String) {
+    if name == GRAPHILE_WORKER.name {
+        return example_copy(name, &[&graphile_worker_binary()]);
+    }
     let python = library_python();
     example_copy(name, &[&python, "worker.py"])
 }
@@ -126,6 +145,14 @@ const CHANCY: Library = Library {
     delete_waiting: "DELETE FROM chancy_jobs WHERE id = (SELECT id FROM chancy_jobs WHERE state = 'pending' ORDER BY id DESC LIMIT 1) RETURNING (kwargs->>'dbq_job')::bigint",
     // chancy ships no SQL: its migrations run in a scratch schema and pg_dump prints it.
     installed_schema: &["print_schema.py"],
+};
+
+const GRAPHILE_WORKER: Library = Library {
+    name: "graphile-worker",
+    table: "_private_jobs",
+    delete_waiting: "DELETE FROM _private_jobs WHERE id = (SELECT max(id) FROM _private_jobs WHERE locked_at IS NULL AND attempts = 0) RETURNING id",
+    // Printed by the example's own binary from graphile_worker's migrations.
+    installed_schema: &["--print-schema"],
 };
 
 const DRAMATIQ_PG: Library = Library {
@@ -364,7 +391,11 @@ async fn delete_one_waiting_job(url: String, library: &'static Library) -> i64 {
 fn carries_the_installed_librarys_schema(library: &Library) {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     let server: sqlx::postgres::PgConnectOptions = shared_url().parse().unwrap();
-    let out = std::process::Command::new(library_python())
+    let program = match library.name == GRAPHILE_WORKER.name {
+        true => graphile_worker_binary(),
+        false => library_python(),
+    };
+    let out = std::process::Command::new(program)
         .args(library.installed_schema)
         .current_dir(examples.join(library.name))
         .env("PGHOST", server.get_host())
@@ -515,6 +546,26 @@ async fn dramatiq_pg_works_the_queue_and_every_repeat_is_named() {
             && w.settings["prefetch"] == "100"),
         "{said:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graphile_worker_works_the_queue_open_loop_and_nothing_is_lost() {
+    works_the_queue_and_nothing_is_lost(&GRAPHILE_WORKER).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_graphile_worker_workers_job_is_rescued_or_named_stuck() {
+    a_killed_workers_job_is_rescued_or_named_stuck(&GRAPHILE_WORKER).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_deleted_behind_graphile_workers_back_is_named_lost() {
+    a_job_deleted_behind_its_back_is_named_lost(&GRAPHILE_WORKER).await;
+}
+
+#[test]
+fn the_graphile_worker_example_carries_the_installed_librarys_schema() {
+    carries_the_installed_librarys_schema(&GRAPHILE_WORKER);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
