@@ -280,7 +280,9 @@ impl Pacer {
                 Some(true) => {}
             }
         }
-        true
+        // The phase lasts until its end, not until its last arrival: at a low rate the
+        // last one comes well before it, and the run's window would end there.
+        sleep_or_stop(self.until(end), &self.pool.stop).await
     }
 
     /// The phase is over: what its schedule still holds is dropped, not sent late into the

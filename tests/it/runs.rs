@@ -451,3 +451,22 @@ async fn a_bystander_is_measured_alone_and_beside_the_queue() {
     // Every other statement was an update, alone (1 s) and beside the load (2 s).
     assert!((100..=160).contains(&updates), "{updates} updates");
 }
+
+/// At a low rate the last arrival comes well before the phase's end (at 1 job/s, about a
+/// second before it): the phase still lasts its planned 2 s, and the measured window is that,
+/// not the time until the last arrival (it was cut there: 8.3 s of a 10 s drain measured).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phase_lasts_its_duration_however_few_its_arrivals() {
+    let p = plan(
+        SMALL,
+        &["producers.rate=1", "producers.arrival=\"constant\""],
+    );
+    let (outcome, _dir) = run_plan(&p, false).await;
+    let s = &outcome.results.summary;
+    assert!(s.accounting.ok, "{}", s.accounting.verdict);
+    assert!(
+        (s.throughput.window_s - 2.0).abs() < 1e-6,
+        "measured window {} s of a 2 s phase",
+        s.throughput.window_s
+    );
+}
