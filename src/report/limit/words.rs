@@ -101,6 +101,9 @@ fn harness_late(f: &LimitFigures, fell_short: bool) -> Named {
     if server_has_the_machine(f) {
         return server_cpu(f, true);
     }
+    if let Some(named) = library_cpu(f, m) {
+        return Some(named);
+    }
     let harness = m.load_machine_cores().unwrap_or(0.0);
     if m.server_cores.is_some_and(|s| s > harness) {
         return None;
@@ -116,6 +119,29 @@ fn harness_late(f: &LimitFigures, fell_short: bool) -> Named {
         ),
         "the harness is saturated: run it on a machine of its own, or with more cores".into(),
     ))
+}
+
+/// A library's worker processes (the harness's children, but the system under test, not
+/// the load generator) took more of the saturated machine than the harness itself.
+fn library_cpu(f: &LimitFigures, m: &crate::metrics::HarnessSummary) -> Named {
+    let workers = m.children_cores.filter(|_| f.library_workers)?;
+    let harness = m.process_cores.unwrap_or(0.0);
+    (workers > harness).then(|| {
+        (
+            LimitKind::Workers,
+            format!(
+                "the library's worker processes used {} cores of the machine's {} ({}the harness {}): the library's own CPU, while the harness's timer woke late {:.1}% of the time",
+                cores(workers),
+                m.machine_cores,
+                m.machine_busy_pct
+                    .map_or(String::new(), |b| format!("the machine {b:.0}% busy, ")),
+                cores(harness),
+                m.timer_late_pct,
+            ),
+            "give the library's workers more cores (or a machine of their own), or measure fewer processes per core"
+                .into(),
+        )
+    })
 }
 
 /// The workers were busy with their own handlers nearly all the time, even leaving out the

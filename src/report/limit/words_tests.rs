@@ -157,6 +157,33 @@ fn a_late_timer_is_the_load_machine_only_when_the_harness_had_the_most_cpu() {
     assert!(evidence.contains("woke late 3.5%"), "{evidence}");
 }
 
+/// A library's worker processes are the harness's children but the system under test: when
+/// they took the saturated machine (chancy's four processes, 1.2 cores at 300 jobs/s), the
+/// limit is theirs, not the load generator's.
+#[test]
+fn a_librarys_workers_with_the_machine_are_the_workers_not_the_load_machine() {
+    let mut m = machine();
+    (m.timer_late_pct, m.machine_busy_pct) = (1.6, Some(91.0));
+    (m.process_cores, m.children_cores, m.server_cores) = (Some(0.09), Some(1.13), Some(0.56));
+    let f = LimitFigures {
+        machine: Some(m),
+        library_workers: true,
+        ..figures()
+    };
+    let (kind, evidence, _) = name(&f, true);
+    assert_eq!(kind, LimitKind::Workers, "{evidence}");
+    assert!(
+        evidence.contains("the library's worker processes used 1.13 cores"),
+        "{evidence}"
+    );
+    // The harness's own workers (in its process, or its children) stay the load machine's.
+    let f = LimitFigures {
+        library_workers: false,
+        ..f
+    };
+    assert_eq!(name(&f, true).0, LimitKind::LoadMachine);
+}
+
 #[test]
 fn another_process_on_a_busy_machine_is_named_with_its_share() {
     let mut m = machine();
