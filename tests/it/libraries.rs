@@ -29,6 +29,17 @@ fn library_python() -> String {
     python
 }
 
+/// Copies the files (not the directories) of `from` into `to`, made.
+fn copy_files(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
 /// A copy of examples/`name` beside examples/python (which its glue imports), its
 /// `[worker]` command's program replaced by `program`; returns the copy and the design's
 /// directory in it.
@@ -36,14 +47,7 @@ fn example_copy(name: &str, program: &[&str]) -> (tempfile::TempDir, String) {
     let root = tempfile::tempdir().unwrap();
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     for dir in [name, "python"] {
-        std::fs::create_dir(root.path().join(dir)).unwrap();
-        for entry in std::fs::read_dir(examples.join(dir)).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_file() {
-                std::fs::copy(&path, root.path().join(dir).join(path.file_name().unwrap()))
-                    .unwrap();
-            }
-        }
+        copy_files(&examples.join(dir), &root.path().join(dir));
     }
     let design = root.path().join(name).join("design.toml");
     let text = std::fs::read_to_string(&design).unwrap();
@@ -702,21 +706,11 @@ fn toyqueue(misbehaves: &str) -> (tempfile::TempDir, String) {
     let root = tempfile::tempdir().unwrap();
     let source = Path::new(env!("CARGO_MANIFEST_DIR"));
     let design = root.path().join("tests/it/toyqueue");
-    for (from, to) in [
-        (source.join("tests/it/toyqueue"), design.clone()),
-        (
-            source.join("examples/python"),
-            root.path().join("examples/python"),
-        ),
-    ] {
-        std::fs::create_dir_all(&to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_file() {
-                std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
-            }
-        }
-    }
+    copy_files(&source.join("tests/it/toyqueue"), &design);
+    copy_files(
+        &source.join("examples/python"),
+        &root.path().join("examples/python"),
+    );
     let toml = design.join("design.toml");
     let text = std::fs::read_to_string(&toml).unwrap();
     let told = format!("command = [\"env\", \"TOYQUEUE_MISBEHAVES={misbehaves}\", ");
