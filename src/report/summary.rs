@@ -348,18 +348,10 @@ impl Summary {
             harness.as_ref(),
             &ProducerPace::of(&measured_counts, producers),
         );
-        verdict::name_the_first_phase_behind(&mut verdict, &phases);
-        if facts.interrupted {
-            verdict::not_judged(&mut verdict, "interrupted (Ctrl-C)");
-        } else if let Some(e) = &m.fatal {
-            verdict::not_judged(&mut verdict, &format!("stopped by an error ({e})"));
-        }
+        verdict::settle(&mut verdict, &phases, facts.interrupted, m.fatal.as_deref());
         let (db_stats, table_reads, claim_probes) =
             database_side(plan, m, &facts, &phases, &mut verdict);
-        let mut cost = measured_cost(&db_stats, &phases, plan.database.engine);
-        if !complete(&facts, m) {
-            cost.withhold_per_job();
-        }
+        let cost = measured_cost(&db_stats, &phases, plan, complete(&facts, m));
         let limit = super::limit::limits(
             (plan, m),
             &mut phases,
@@ -470,17 +462,24 @@ fn database_side(
     )
 }
 
+/// What each job cost over the measured phases; nothing per job when the run is not
+/// `complete` (its jobs did not all finish).
 fn measured_cost(
     db: &DbStatsSummary,
     phases: &[PhaseSummary],
-    engine: crate::backend::Engine,
+    plan: &Plan,
+    complete: bool,
 ) -> super::cost::JobCost {
     let finished: Vec<(&str, u64)> = phases
         .iter()
         .filter(|p| p.measured)
         .map(|p| (p.name.as_str(), p.jobs.completed + p.jobs.dead_lettered))
         .collect();
-    super::cost::JobCost::of(db, &finished, engine)
+    let mut cost = super::cost::JobCost::of(db, &finished, plan.database.engine);
+    if !complete {
+        cost.withhold_per_job();
+    }
+    cost
 }
 
 impl ScenarioInfo {

@@ -224,6 +224,22 @@ pub fn not_judged(verdict: &mut Verdict, why: &str) {
     );
 }
 
+/// Names the first phase that fell behind; a run `interrupted` or stopped by a `fatal`
+/// error is not judged.
+pub fn settle(
+    verdict: &mut Verdict,
+    phases: &[PhaseSummary],
+    interrupted: bool,
+    fatal: Option<&str>,
+) {
+    name_the_first_phase_behind(verdict, phases);
+    if interrupted {
+        not_judged(verdict, "interrupted (Ctrl-C)");
+    } else if let Some(e) = fatal {
+        not_judged(verdict, &format!("stopped by an error ({e})"));
+    }
+}
+
 /// A run that did not keep up names the first phase that fell behind.
 pub fn name_the_first_phase_behind(verdict: &mut Verdict, phases: &[PhaseSummary]) {
     let first_behind = phases.iter().find(|p| p.kept_up == Some(false));
