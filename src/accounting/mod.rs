@@ -315,7 +315,10 @@ pub async fn prove(
             .await
             .context("accounting: looking for untracked rows")?;
         if let Some(audit) = &mut tally.audit {
-            let audited = conn
+            let reader = conn
+                .audit()
+                .context("accounting: this engine keeps no completion audit")?;
+            let audited = reader
                 .audited_completions(chunk.from, chunk.to)
                 .await
                 .context("accounting: reading the completion audit")?;

@@ -59,6 +59,12 @@ pub struct Supports {
     /// `accounting.executions.at_least_once`) and does not fail on them or on the runs
     /// they repeat; a threshold on `jobs.duplicate_completions` does.
     pub at_least_once_completions: bool,
+    /// The workers share the queue only as members of one group (Kafka's consumer group):
+    /// a step's load starts once the group has formed.
+    pub group: bool,
+    /// Anyone with access may write records in the harness's own shape (a Kafka topic): the
+    /// proof names the records the harness never produced.
+    pub provenance: bool,
 }
 
 /// What an engine's figures are called: the fields are the same, the statistics behind them

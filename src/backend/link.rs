@@ -1,14 +1,13 @@
 //! One connection to an installed queue ([`Link`]) and what each role does on it. The
 //! required part is what every queue does: enqueue ([`Enqueue`]), claim, finish and fail
-//! ([`Work`]), the proof's and the sampler's view ([`Inspect`]) and ending sessions
-//! ([`Disrupt`]). What only some engines have is a capability a link offers or not
-//! ([`Link::bystander`], [`Link::planner`], [`Link::outbox`], [`Link::group`]): absent by
-//! default, so an engine
-//! without it writes nothing. The engine's facts declare the same capabilities for
-//! validation, which refuses a scenario that needs one before any server is reached; a test
-//! walking the registry holds the two together. Within [`Disrupt`], the operations of MVCC
-//! engines (held horizons, vacuum, snapshots) answer "not available" unless an engine says
-//! otherwise, and `clean_up` does nothing where the engine cleans up by itself.
+//! ([`Work`]) and the proof's and the sampler's view ([`Inspect`]). What only some engines
+//! have is a capability a link offers or not, each an `Option` absent by default, so an
+//! engine without it writes nothing: the bystander, the planner, the outbox, the group,
+//! provenance, ending sessions, sessions' states, a held MVCC horizon, per-table cleanup,
+//! long snapshot readers and the completion audit. The engine's facts declare the same
+//! capabilities for validation (the faults it runs, the audit, the bystander …), which
+//! refuses a scenario that needs one before any server is reached; a test walking the
+//! registry holds the two together.
 
 use super::error::BackendError;
 use super::figures::{ClaimProbe, DbSample, GroupView, TableStats};
@@ -20,13 +19,6 @@ use async_trait::async_trait;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// What a backend without an operation answers (the default of the operations only some
-/// engines have; validation refuses the scenarios that need them first, from the engine's
-/// facts, so this is reached only by a caller that skipped it).
-fn not_here(what: &str) -> BackendError {
-    BackendError::unsupported(what, "this backend")
-}
-
 /// The role of the connection that settles in-doubt outcomes while the run's workers still
 /// work (`Backend::connect`): a backend answers it without disturbing the queue — a broker
 /// that can read its waiting messages only by taking them (and giving them back marked
@@ -35,7 +27,7 @@ pub const SETTLE_ROLE: &str = "settle";
 
 /// One connection to an installed queue: the required roles, and the capabilities an engine
 /// may offer, each `None` unless it does.
-pub trait Link: Connection + Enqueue + Work + Inspect + Disrupt {
+pub trait Link: Connection + Enqueue + Work + Inspect {
     /// Statements on a table of the bystander's own (`[bystander]`).
     fn bystander(&mut self) -> Option<&mut dyn Bystand> {
         None
@@ -57,6 +49,30 @@ pub trait Link: Connection + Enqueue + Work + Inspect + Disrupt {
     /// Where the queue's records came from, for a queue anyone with access may write to
     /// in the harness's own shape (a Kafka topic): the proof names the strangers.
     fn provenance(&mut self) -> Option<&mut dyn Provenance> {
+        None
+    }
+    /// Ending the run's sessions (`kill_backends`).
+    fn sessions(&mut self) -> Option<&mut dyn Sessions> {
+        None
+    }
+    /// The server's view of a session (`freeze_workers` on a claim held in a transaction).
+    fn session_states(&mut self) -> Option<&mut dyn SessionStates> {
+        None
+    }
+    /// A held MVCC horizon (`idle_in_transaction`).
+    fn mvcc(&mut self) -> Option<&mut dyn Mvcc> {
+        None
+    }
+    /// Per-table cleanup on demand and held off (`delay_vacuum`; the cleanup between steps).
+    fn vacuum(&mut self) -> Option<&mut dyn Vacuum> {
+        None
+    }
+    /// Long snapshot readers (`active_readers`).
+    fn readers(&mut self) -> Option<&mut dyn Readers> {
+        None
+    }
+    /// The completion audit (`verify.completion_audit`).
+    fn audit(&mut self) -> Option<&mut dyn Audit> {
         None
     }
 }
@@ -201,18 +217,11 @@ pub trait Inspect: Send {
         from: JobId,
         to: JobId,
     ) -> Result<Vec<(JobId, String)>, BackendError>;
-    /// Jobs with ids in `[from, to)` that the completion audit saw finish as `done`: (id,
-    /// completions).
-    async fn audited_completions(
-        &mut self,
-        from: JobId,
-        to: JobId,
-    ) -> Result<Vec<(JobId, i64)>, BackendError>;
 }
 
-/// What fault drivers do to the server through a connection of their own.
+/// Sessions the run's own connections can end (`kill_backends`).
 #[async_trait]
-pub trait Disrupt: Send {
+pub trait Sessions: Send {
     /// Ends up to `count` of the run's sessions whose role starts with one of `roles`,
     /// chosen at random; how (the server's word for it) and how many.
     async fn terminate_sessions(
@@ -220,47 +229,64 @@ pub trait Disrupt: Send {
         roles: &[&str],
         count: u32,
     ) -> Result<(&'static str, u64), BackendError>;
+}
+
+/// A server that tells what a session is doing (`freeze_workers` asks whether a stopped
+/// worker still holds its claim inside a transaction).
+#[async_trait]
+pub trait SessionStates: Send {
+    /// The server's view of the session in `role`: `idle in transaction` when it holds a
+    /// claim inside a transaction; `None` when there is no such session.
+    async fn session_state(&mut self, role: &str) -> Result<Option<String>, BackendError>;
+}
+
+/// What an MVCC engine offers: a transaction that holds back what may be cleaned up
+/// (`idle_in_transaction`).
+#[async_trait]
+pub trait Mvcc: Send {
     /// Opens a transaction that holds back what MVCC may clean up; its id. Released by
     /// [`Work::recover`] or by closing the link.
-    async fn hold_horizon(&mut self) -> Result<i64, BackendError> {
-        Err(not_here("idle_in_transaction"))
-    }
+    async fn hold_horizon(&mut self) -> Result<i64, BackendError>;
     /// After a hold of `held` was released: waits up to `wait` (or until `stop`) until what
     /// was held can be cleaned up, no other session of the run still seeing it; how many
-    /// still did when the wait ended.
+    /// still did when the wait ended (`None` where the engine cannot tell).
     async fn await_horizon(
         &mut self,
-        _held: i64,
-        _wait: Duration,
-        _stop: &CancellationToken,
-    ) -> Option<u64> {
-        None
-    }
-    /// Cleans the table up now where the engine does that on demand (VACUUM); nothing where
-    /// it cleans up by itself (a broker forgets what was acknowledged).
-    async fn clean_up(&mut self) -> Result<(), BackendError> {
-        Ok(())
-    }
+        held: i64,
+        wait: Duration,
+        stop: &CancellationToken,
+    ) -> Option<u64>;
+}
+
+/// An engine that cleans a table up on demand and in the background, per table (PostgreSQL's
+/// VACUUM and autovacuum; InnoDB's purge is the server's, a broker forgets by itself).
+#[async_trait]
+pub trait Vacuum: Send {
+    /// Cleans the queue table up now.
+    async fn clean_up(&mut self) -> Result<(), BackendError>;
     /// Keeps the background cleanup off the queue table (`off`), or lets it run again.
-    /// Unsupported where cleanup is not per table (InnoDB's purge).
-    async fn hold_autovacuum(&mut self, _off: bool) -> Result<(), BackendError> {
-        Err(not_here("delay_vacuum"))
-    }
+    async fn hold_autovacuum(&mut self, off: bool) -> Result<(), BackendError>;
     /// One cleanup of the queue table now, paced as the background cleanup paces its own.
-    async fn vacuum_as_autovacuum(&mut self) -> Result<(), BackendError> {
-        Err(not_here("delay_vacuum"))
-    }
-    /// Opens a long REPEATABLE READ snapshot; [`Disrupt::scan`] reads the table in it.
-    async fn begin_snapshot(&mut self) -> Result<(), BackendError> {
-        Err(not_here("active_readers"))
-    }
-    async fn scan(&mut self) -> Result<(), BackendError> {
-        Err(not_here("active_readers"))
-    }
-    /// The server's view of the session in `role`: `idle in transaction` when it holds a
-    /// claim inside a transaction; `None` when there is no such session. Unsupported where
-    /// the engine cannot tell.
-    async fn session_state(&mut self, _role: &str) -> Result<Option<String>, BackendError> {
-        Err(not_here("a session's state"))
-    }
+    async fn vacuum_as_autovacuum(&mut self) -> Result<(), BackendError>;
+}
+
+/// Long readers of the queue table on one snapshot (`active_readers`).
+#[async_trait]
+pub trait Readers: Send {
+    /// Opens a long REPEATABLE READ snapshot; [`Readers::scan`] reads the table in it.
+    async fn begin_snapshot(&mut self) -> Result<(), BackendError>;
+    async fn scan(&mut self) -> Result<(), BackendError>;
+}
+
+/// The completion audit (`verify.completion_audit`): the server's own record of every
+/// completion, installed with the queue.
+#[async_trait]
+pub trait Audit: Send {
+    /// Jobs with ids in `[from, to)` that the completion audit saw finish as `done`: (id,
+    /// completions).
+    async fn audited_completions(
+        &mut self,
+        from: JobId,
+        to: JobId,
+    ) -> Result<Vec<(JobId, i64)>, BackendError>;
 }

@@ -29,8 +29,8 @@ pub use job::{
     TableMismatch,
 };
 pub use seam::{
-    Attachment, Backend, DesignError, DesignInfo, Driver, Endpoint, InstallError, Link, Ports,
-    ServerFacts, WakeUp,
+    Attachment, Backend, DesignError, DesignInfo, Driver, Endpoint, InstallError, Link, Mvcc,
+    Ports, Readers, ServerFacts, SessionStates, Sessions, Vacuum, WakeUp,
 };
 
 pub use engine::{EngineFacts, ShutdownMode};

@@ -1,19 +1,21 @@
 //! The seam between the harness and a queue backend. Everything above it (fleets, faults,
 //! the sampler, the proof, the stages of a run) holds these traits and nothing of an
 //! engine; each engine is one folder below it, listed by one line of [`super::registry`]
-//! (`postgres`, `mariadb`, `rabbitmq`, `redis_streams`; `memory` for unit tests and the
-//! harness's own ceiling).
+//! (`postgres`, `mariadb`, `rabbitmq`, `redis_streams`, `kafka`; `memory` for unit tests and
+//! the harness's own ceiling).
 //!
 //! - [`Driver`]: an engine: how to reach its servers and how providers make one.
 //! - [`Endpoint`]: one server, reachable; installs queues in namespaces of their own.
 //! - [`Backend`]: one installed queue (a design in a namespace); hands out connections.
 //! - [`Link`]: one [`Connection`] to it, with what each role does on it: [`Enqueue`] (producers),
-//!   [`Work`] (workers and the reaper), [`Inspect`] (set-up, the sampler, the proof) and
-//!   [`Disrupt`] (fault drivers), and the capabilities only some engines offer, each an
-//!   `Option`: [`Bystand`], [`Planner`], [`Outbox`], [`Group`], [`Provenance`]; in [`super::link`], re-exported here.
+//!   [`Work`] (workers and the reaper) and [`Inspect`] (set-up, the sampler, the proof), and
+//!   the capabilities only some engines offer, each an `Option`: [`Bystand`], [`Planner`],
+//!   [`Outbox`], [`Group`], [`Provenance`], [`Sessions`], [`SessionStates`], [`Mvcc`],
+//!   [`Vacuum`], [`Readers`], [`Audit`]; in [`super::link`], re-exported here.
 
 pub use super::link::{
-    Bystand, Connection, Disrupt, Enqueue, Group, Inspect, Link, Outbox, Planner, Provenance, Work,
+    Audit, Bystand, Connection, Enqueue, Group, Inspect, Link, Mvcc, Outbox, Planner, Provenance,
+    Readers, SessionStates, Sessions, Vacuum, Work,
 };
 
 use super::engine::{EngineFacts, ShutdownMode};
@@ -39,18 +41,9 @@ pub trait Driver: Sync {
         url: &str,
         settings: &[(String, String)],
     ) -> Result<Arc<dyn Endpoint>, String>;
-    /// A queue installed by another process, reached again (worker processes). Only for
-    /// queues whose [`Backend::attachment`] says how; none by default.
-    fn attach(
-        &self,
-        _at: &Attachment,
-        _queue: &QueuePlan,
-    ) -> Result<Arc<dyn Backend>, BackendError> {
-        Err(BackendError::unsupported(
-            "a queue reached from another process",
-            self.facts().label,
-        ))
-    }
+    /// A queue installed by another process, reached again (worker processes): the queue
+    /// whose [`Backend::attachment`] gave `at`.
+    fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError>;
     /// The servers the harness can start itself (the local and container providers); `None`
     /// for an engine it cannot start, which then takes a server by URL only.
     fn servers(&self) -> Option<&dyn Servers> {

@@ -14,7 +14,7 @@
 //! the harness's over the claims that found a job); each side's raw output is kept.
 
 use super::pgbench;
-use crate::backend::{Backend, DbSample};
+use crate::backend::{Backend, DbSample, Link, Vacuum};
 use crate::clock::RunClock;
 use crate::error::{Failure, InputError};
 use crate::provider::Server;
@@ -356,7 +356,7 @@ async fn drive(
     let queue = session.backend().clone();
     let mut admin = queue.connect("main").await?;
     if hold.is_some() {
-        admin.hold_autovacuum(true).await?;
+        vacuum_of(&mut *admin)?.hold_autovacuum(true).await?;
     }
     let clock = RunClock::start();
     let stop = CancellationToken::new();
@@ -375,8 +375,8 @@ async fn drive(
     let samples = sampler.await.unwrap_or_default();
     chores.await.ok();
     let (consumers, _) = (consumers?, producers?);
-    if hold.is_some() {
-        admin.hold_autovacuum(false).await.ok();
+    if let (Some(_), Some(v)) = (hold, admin.vacuum()) {
+        v.hold_autovacuum(false).await.ok();
     }
     let counts = admin.status_counts().await;
     admin.close().await;
@@ -470,8 +470,9 @@ async fn conditions(
     for (at, vacuum) in chores {
         tokio::time::sleep(clock.until(at.as_micros() as u64)).await;
         if vacuum {
-            conn.vacuum_as_autovacuum().await?;
-            conn.hold_autovacuum(false).await?;
+            let v = vacuum_of(&mut *conn)?;
+            v.vacuum_as_autovacuum().await?;
+            v.hold_autovacuum(false).await?;
         } else {
             let planner = conn
                 .planner()
@@ -725,6 +726,12 @@ impl Document for FreshCheck {
             )],
         }
     }
+}
+
+/// The link's per-table cleanup (calibrate runs on PostgreSQL only, which has it).
+fn vacuum_of(link: &mut dyn Link) -> anyhow::Result<&mut dyn Vacuum> {
+    link.vacuum()
+        .ok_or_else(|| anyhow::anyhow!("this engine has no per-table cleanup to hold back"))
 }
 
 #[cfg(test)]

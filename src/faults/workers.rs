@@ -1,7 +1,7 @@
 //! Faults on worker processes: SIGKILL, and SIGSTOP/SIGCONT.
 
 use super::Job;
-use crate::backend::{ErrorClass, JobStatus, Link};
+use crate::backend::{JobStatus, Link};
 use crate::fleet::sleep_or_stop;
 use crate::metrics::{Event, JobId};
 use crate::scenario::ClaimMode;
@@ -154,10 +154,10 @@ async fn holds_jobs(job: &Job, mut conn: Option<&mut Box<dyn Link>>, slot: u32) 
 /// The state of the session in `role` once a statement in flight has finished (up to half a
 /// second): `None` where the engine cannot tell, `Some(None)` when there is no such session.
 async fn settled_state(conn: &mut Box<dyn Link>, role: &str) -> Option<Option<String>> {
+    let states = conn.session_states()?;
     let mut state = Some(None);
     for _ in 0..50 {
-        state = match conn.session_state(role).await {
-            Err(e) if e.class == ErrorClass::Unsupported => return None,
+        state = match states.session_state(role).await {
             Ok(state) => Some(state),
             Err(_) => Some(None),
         };

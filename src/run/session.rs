@@ -360,10 +360,13 @@ impl Session {
             .connect("main")
             .await
             .context("connecting to the queue")?;
-        let cleaned = admin
-            .clean_up()
-            .await
-            .context("cleaning the queue table up");
+        let cleaned = match admin.vacuum() {
+            Some(vacuum) => vacuum
+                .clean_up()
+                .await
+                .context("cleaning the queue table up"),
+            None => Ok(()),
+        };
         admin.close().await;
         Ok(cleaned?)
     }

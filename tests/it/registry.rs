@@ -84,6 +84,31 @@ async fn the_capabilities_declared_are_the_ones_offered() {
             "{name}"
         );
         assert_eq!(link.outbox().is_some(), supports.outbox, "{name}");
+        let offers = |fault: &str| supports.faults.contains(&fault);
+        assert_eq!(link.sessions().is_some(), offers("kill_backends"), "{name}");
+        assert_eq!(
+            link.mvcc().is_some(),
+            offers("idle_in_transaction"),
+            "{name}"
+        );
+        assert_eq!(link.vacuum().is_some(), offers("delay_vacuum"), "{name}");
+        assert_eq!(link.readers().is_some(), offers("active_readers"), "{name}");
+        assert_eq!(
+            link.planner().is_some(),
+            offers("analyze"),
+            "{name}: the analyze fault is the planner's"
+        );
+        // A server that tells a session's state is asked about a frozen worker's claim in a
+        // transaction (one that cannot, a broker, leaves the workers' reports to say).
+        if link.session_states().is_some() {
+            assert!(
+                offers("freeze_workers") && offers("kill_backends"),
+                "{name}"
+            );
+        }
+        assert_eq!(link.audit().is_some(), supports.completion_audit, "{name}");
+        assert_eq!(link.group().is_some(), supports.group, "{name}");
+        assert_eq!(link.provenance().is_some(), supports.provenance, "{name}");
         let job = NewJob {
             job_type: "registry".into(),
             payload: "{}".into(),

@@ -69,7 +69,12 @@ async fn late_completion(engine: Engine, sets: &[&str]) -> (Late, Vec<(JobId, i6
         [s] if *s == id => Late::Stale,
         other => panic!("{name}: stale {other:?}"),
     };
-    let audited = reaper.audited_completions(id, id + 1).await.unwrap();
+    let audited = reaper
+        .audit()
+        .unwrap()
+        .audited_completions(id, id + 1)
+        .await
+        .unwrap();
     for link in [slow, fast, reaper] {
         link.close().await;
     }

@@ -32,6 +32,8 @@ pub const FACTS: EngineFacts = EngineFacts {
         completion_audit: false,
         bystander: false,
         at_least_once_completions: true,
+        group: true,
+        provenance: true,
         planner_statistics: false,
     },
     words: Words {

@@ -14,7 +14,7 @@ use crate::backend::broker::{mismatches, untracked};
 use crate::backend::error::BackendError;
 use crate::backend::figures::{DbSample, GroupView, TableStats};
 use crate::backend::job::{JobId, JobStatus, Stranger, TableMismatch};
-use crate::backend::seam::{Disrupt, Group, Inspect};
+use crate::backend::seam::{Group, Inspect};
 use async_trait::async_trait;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -196,25 +196,6 @@ impl Inspect for KafkaLink {
             .into_iter()
             .map(|(id, (s, _))| (id, s.as_str().to_string()));
         Ok(untracked(held, known, from, to))
-    }
-
-    async fn audited_completions(
-        &mut self,
-        _from: JobId,
-        _to: JobId,
-    ) -> Result<Vec<(JobId, i64)>, BackendError> {
-        Err(BackendError::unsupported("the completion audit", "Kafka"))
-    }
-}
-
-#[async_trait]
-impl Disrupt for KafkaLink {
-    async fn terminate_sessions(
-        &mut self,
-        _roles: &[&str],
-        _count: u32,
-    ) -> Result<(&'static str, u64), BackendError> {
-        Err(BackendError::unsupported("kill_backends", "Kafka"))
     }
 }
 

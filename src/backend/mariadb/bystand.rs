@@ -34,12 +34,3 @@ impl Bystand for MariaLink {
         Ok(bystander::touch::<MySql>(&mut self.conn, &SQL, false, id).await?)
     }
 }
-
-impl crate::backend::seam::Link for MariaLink {
-    fn bystander(&mut self) -> Option<&mut dyn crate::backend::seam::Bystand> {
-        Some(self)
-    }
-    fn planner(&mut self) -> Option<&mut dyn crate::backend::seam::Planner> {
-        Some(self)
-    }
-}

@@ -4,7 +4,7 @@
 use super::Sessions;
 use super::link::MariaLink;
 use crate::backend::error::BackendError;
-use crate::backend::seam::Disrupt;
+use crate::backend::seam::{Mvcc, Sessions as EndSessions};
 use async_trait::async_trait;
 use rand::seq::SliceRandom;
 use std::time::Duration;
@@ -23,7 +23,7 @@ FROM   information_schema.INNODB_TRX
 WHERE  trx_mysql_thread_id = CONNECTION_ID()";
 
 #[async_trait]
-impl Disrupt for MariaLink {
+impl EndSessions for MariaLink {
     /// `KILL CONNECTION` on up to `count` of the run's sessions in `roles`, chosen at
     /// random. A session this process did not open is a worker process's.
     async fn terminate_sessions(
@@ -56,7 +56,10 @@ impl Disrupt for MariaLink {
         }
         Ok(("KILL CONNECTION", killed))
     }
+}
 
+#[async_trait]
+impl Mvcc for MariaLink {
     async fn hold_horizon(&mut self) -> Result<i64, BackendError> {
         self.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             .await?;
@@ -77,26 +80,5 @@ impl Disrupt for MariaLink {
             _ = stop.cancelled() => {}
         }
         None
-    }
-
-    /// InnoDB's purge is the server's, not the table's.
-    async fn hold_autovacuum(&mut self, _off: bool) -> Result<(), BackendError> {
-        Err(BackendError::unsupported("delay_vacuum", "MariaDB"))
-    }
-
-    async fn vacuum_as_autovacuum(&mut self) -> Result<(), BackendError> {
-        Err(BackendError::unsupported("delay_vacuum", "MariaDB"))
-    }
-
-    async fn begin_snapshot(&mut self) -> Result<(), BackendError> {
-        Err(BackendError::unsupported("active_readers", "MariaDB"))
-    }
-
-    async fn scan(&mut self) -> Result<(), BackendError> {
-        Err(BackendError::unsupported("active_readers", "MariaDB"))
-    }
-
-    async fn session_state(&mut self, _role: &str) -> Result<Option<String>, BackendError> {
-        Err(BackendError::unsupported("a session's state", "MariaDB"))
     }
 }

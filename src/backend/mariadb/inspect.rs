@@ -7,7 +7,7 @@ use super::link::{MariaLink, json_ids, text};
 use crate::backend::error::BackendError;
 use crate::backend::figures::{ClaimProbe, DbSample, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
-use crate::backend::seam::{Inspect, Planner};
+use crate::backend::seam::{Audit, Inspect, Planner};
 use crate::backend::sql::count_statuses;
 use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, Row};
@@ -196,7 +196,10 @@ impl Inspect for MariaLink {
             .fetch_all(&mut self.conn)
             .await?)
     }
+}
 
+#[async_trait]
+impl Audit for MariaLink {
     async fn audited_completions(
         &mut self,
         from: JobId,

@@ -8,6 +8,7 @@
 use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::job::{ClaimedJob, FailOutcome, Handout, JobId, JobPayload, JobStatus, NewJob};
 use crate::backend::queue::ClaimMode;
+use crate::backend::seam;
 use crate::backend::seam::{Connection, Enqueue, Work};
 use crate::backend::sql::Shared;
 use crate::backend::sql::completion::{self, Completion};
@@ -372,6 +373,25 @@ impl Work for MariaLink {
         }
         self.alone(async |l| l.reap_locked(stale_after, count_as_attempt).await)
             .await
+    }
+}
+
+/// What a connection to this engine offers beyond the required roles.
+impl seam::Link for MariaLink {
+    fn bystander(&mut self) -> Option<&mut dyn seam::Bystand> {
+        Some(self)
+    }
+    fn planner(&mut self) -> Option<&mut dyn seam::Planner> {
+        Some(self)
+    }
+    fn sessions(&mut self) -> Option<&mut dyn seam::Sessions> {
+        Some(self)
+    }
+    fn mvcc(&mut self) -> Option<&mut dyn seam::Mvcc> {
+        Some(self)
+    }
+    fn audit(&mut self) -> Option<&mut dyn seam::Audit> {
+        Some(self)
     }
 }
 

@@ -23,16 +23,14 @@ use super::job::{
     ClaimedJob, FailOutcome, Handout, JobId, JobPayload, JobStatus, NewJob, TableMismatch,
 };
 use super::seam::{
-    Backend, Bystand, Connection, DesignInfo, Disrupt, Driver, Endpoint, Enqueue, Inspect,
-    InstallError, Link, ServerFacts, WakeUp, Work,
+    Attachment, Audit, Backend, Bystand, Connection, DesignInfo, Driver, Endpoint, Enqueue,
+    Inspect, InstallError, Link, ServerFacts, WakeUp, Work,
 };
 use crate::backend::queue::{BackoffPlan, ClaimMode, Finish, QueuePlan};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-const NAME: &str = "the in-memory queue";
 
 /// The in-memory engine: one queue per URL `memory://`, in this process.
 pub struct MemoryDriver;
@@ -50,6 +48,22 @@ impl Driver for MemoryDriver {
         _settings: &[(String, String)],
     ) -> Result<Arc<dyn Endpoint>, String> {
         Ok(Arc::new(MemoryEndpoint))
+    }
+
+    /// The queue lives in this process's memory: its [`Backend::attachment`] is `None`, so no
+    /// other process is ever told of it.
+    fn attach(
+        &self,
+        at: &Attachment,
+        _queue: &QueuePlan,
+    ) -> Result<Arc<dyn Backend>, BackendError> {
+        Err(BackendError::new(
+            ErrorClass::Permanent,
+            format!(
+                "{}: the in-memory queue cannot be reached from another process",
+                at.url
+            ),
+        ))
     }
 }
 
@@ -413,10 +427,6 @@ fn lost_reply() -> BackendError {
     )
 }
 
-fn unsupported(what: &str) -> BackendError {
-    BackendError::unsupported(what, NAME)
-}
-
 #[async_trait]
 impl Connection for MemoryLink {
     async fn close(self: Box<Self>) {}
@@ -608,7 +618,10 @@ impl Inspect for MemoryLink {
             .map(|(id, r)| (id, r.status.as_str().to_string()))
             .collect())
     }
+}
 
+#[async_trait]
+impl Audit for MemoryLink {
     async fn audited_completions(
         &mut self,
         from: JobId,
@@ -651,19 +664,11 @@ impl Bystand for MemoryLink {
     }
 }
 
-#[async_trait]
-impl Disrupt for MemoryLink {
-    async fn terminate_sessions(
-        &mut self,
-        _roles: &[&str],
-        _count: u32,
-    ) -> Result<(&'static str, u64), BackendError> {
-        Err(unsupported("kill_backends"))
-    }
-}
-
 impl crate::backend::seam::Link for MemoryLink {
     fn bystander(&mut self) -> Option<&mut dyn crate::backend::seam::Bystand> {
+        Some(self)
+    }
+    fn audit(&mut self) -> Option<&mut dyn Audit> {
         Some(self)
     }
 }

@@ -31,15 +31,3 @@ impl Bystand for PgLink {
         Ok(bystander::touch::<Postgres>(&mut self.conn, &SQL, false, id).await?)
     }
 }
-
-impl crate::backend::seam::Link for PgLink {
-    fn bystander(&mut self) -> Option<&mut dyn crate::backend::seam::Bystand> {
-        Some(self)
-    }
-    fn planner(&mut self) -> Option<&mut dyn crate::backend::seam::Planner> {
-        Some(self)
-    }
-    fn outbox(&mut self) -> Option<&mut dyn crate::backend::seam::Outbox> {
-        Some(self)
-    }
-}

@@ -3,7 +3,7 @@
 
 use super::link::PgLink;
 use crate::backend::error::BackendError;
-use crate::backend::seam::Disrupt;
+use crate::backend::seam::{Mvcc, Readers, SessionStates, Sessions, Vacuum};
 use async_trait::async_trait;
 use sqlx::AssertSqlSafe;
 use std::time::Duration;
@@ -61,7 +61,7 @@ impl PgLink {
 }
 
 #[async_trait]
-impl Disrupt for PgLink {
+impl Sessions for PgLink {
     async fn terminate_sessions(
         &mut self,
         roles: &[&str],
@@ -79,7 +79,10 @@ impl Disrupt for PgLink {
         let n = done.iter().filter(|ok| **ok).count() as u64;
         Ok(("pg_terminate_backend", n))
     }
+}
 
+#[async_trait]
+impl Mvcc for PgLink {
     /// A transaction with an XID: VACUUM can remove no row version newer than it.
     async fn hold_horizon(&mut self) -> Result<i64, BackendError> {
         self.execute("BEGIN").await?;
@@ -113,7 +116,10 @@ impl Disrupt for PgLink {
             }
         }
     }
+}
 
+#[async_trait]
+impl Vacuum for PgLink {
     async fn clean_up(&mut self) -> Result<(), BackendError> {
         // The table name is the design's constant, not user input.
         let vacuum = format!("VACUUM {}", self.shared.design.table);
@@ -151,7 +157,10 @@ impl Disrupt for PgLink {
         let vacuum = format!("VACUUM (ANALYZE) {}", self.shared.design.table);
         Ok(self.execute(&vacuum).await?)
     }
+}
 
+#[async_trait]
+impl Readers for PgLink {
     async fn begin_snapshot(&mut self) -> Result<(), BackendError> {
         Ok(self
             .execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
@@ -166,7 +175,10 @@ impl Disrupt for PgLink {
             .await?;
         Ok(())
     }
+}
 
+#[async_trait]
+impl SessionStates for PgLink {
     async fn session_state(&mut self, role: &str) -> Result<Option<String>, BackendError> {
         let name = self.application_name(role);
         Ok(sqlx::query_scalar(SESSION_STATE)

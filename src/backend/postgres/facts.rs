@@ -44,6 +44,8 @@ pub const FACTS: EngineFacts = EngineFacts {
         completion_audit: true,
         bystander: true,
         at_least_once_completions: false,
+        group: false,
+        provenance: false,
         planner_statistics: true,
     },
     words: Words {

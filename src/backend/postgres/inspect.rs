@@ -5,7 +5,7 @@ use super::link::PgLink;
 use crate::backend::error::BackendError;
 use crate::backend::figures::{ClaimProbe, DbSample, TableReads, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
-use crate::backend::seam::{Inspect, Planner};
+use crate::backend::seam::{Audit, Inspect, Planner};
 use crate::backend::sql::count_statuses;
 use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, Row};
@@ -236,7 +236,10 @@ impl Inspect for PgLink {
             .fetch_all(&mut self.conn)
             .await?)
     }
+}
 
+#[async_trait]
+impl Audit for PgLink {
     async fn audited_completions(
         &mut self,
         from: JobId,

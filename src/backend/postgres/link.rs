@@ -5,6 +5,7 @@
 use crate::backend::error::BackendError;
 use crate::backend::job::{ClaimedJob, FailOutcome, Handout, JobId, JobPayload, JobStatus, NewJob};
 use crate::backend::queue::ClaimMode;
+use crate::backend::seam;
 use crate::backend::seam::{Connection, DesignError, Enqueue, WakeUp, Work};
 use crate::backend::sql::Shared;
 use crate::backend::sql::completion::{self, Completion};
@@ -567,4 +568,35 @@ fn claim_types(statement: &sqlx::postgres::PgStatement) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// What a connection to this engine offers beyond the required roles.
+impl seam::Link for PgLink {
+    fn bystander(&mut self) -> Option<&mut dyn seam::Bystand> {
+        Some(self)
+    }
+    fn planner(&mut self) -> Option<&mut dyn seam::Planner> {
+        Some(self)
+    }
+    fn outbox(&mut self) -> Option<&mut dyn seam::Outbox> {
+        Some(self)
+    }
+    fn sessions(&mut self) -> Option<&mut dyn seam::Sessions> {
+        Some(self)
+    }
+    fn session_states(&mut self) -> Option<&mut dyn seam::SessionStates> {
+        Some(self)
+    }
+    fn mvcc(&mut self) -> Option<&mut dyn seam::Mvcc> {
+        Some(self)
+    }
+    fn vacuum(&mut self) -> Option<&mut dyn seam::Vacuum> {
+        Some(self)
+    }
+    fn readers(&mut self) -> Option<&mut dyn seam::Readers> {
+        Some(self)
+    }
+    fn audit(&mut self) -> Option<&mut dyn seam::Audit> {
+        Some(self)
+    }
 }

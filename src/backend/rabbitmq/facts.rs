@@ -39,6 +39,8 @@ pub const FACTS: EngineFacts = EngineFacts {
         completion_audit: false,
         bystander: false,
         at_least_once_completions: false,
+        group: false,
+        provenance: false,
         planner_statistics: false,
     },
     words: Words {

@@ -15,7 +15,7 @@ use crate::backend::broker::{mismatches, untracked};
 use crate::backend::error::BackendError;
 use crate::backend::figures::{DbSample, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
-use crate::backend::seam::{Disrupt, Inspect};
+use crate::backend::seam::{Inspect, Sessions};
 use async_trait::async_trait;
 use lapin::options::{BasicGetOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
@@ -213,18 +213,10 @@ impl Inspect for RabbitLink {
         let held = held.map(|(id, (s, _))| (id, s.as_str().to_string()));
         Ok(untracked(held, known, from, to))
     }
-
-    async fn audited_completions(
-        &mut self,
-        _from: JobId,
-        _to: JobId,
-    ) -> Result<Vec<(JobId, i64)>, BackendError> {
-        Err(unsupported("the completion audit"))
-    }
 }
 
 #[async_trait]
-impl Disrupt for RabbitLink {
+impl Sessions for RabbitLink {
     /// Closes `count` of the run's connections of `roles`, picked at random, through the
     /// management API (`rabbitmqctl close_connection` does the same). Only connections the
     /// API already lists can be picked: one opened in the last few seconds is not yet known

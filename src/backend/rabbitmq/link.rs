@@ -422,4 +422,8 @@ impl Work for RabbitLink {
     }
 }
 
-impl crate::backend::seam::Link for RabbitLink {}
+impl crate::backend::seam::Link for RabbitLink {
+    fn sessions(&mut self) -> Option<&mut dyn crate::backend::seam::Sessions> {
+        Some(self)
+    }
+}

@@ -14,7 +14,7 @@ use crate::backend::broker::mismatches;
 use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::figures::{DbSample, TableStats};
 use crate::backend::job::{JobId, JobStatus, TableMismatch};
-use crate::backend::seam::{Disrupt, Inspect};
+use crate::backend::seam::{Audit, Inspect, Sessions};
 use async_trait::async_trait;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -375,7 +375,10 @@ impl Inspect for RedisLink {
         out.sort();
         Ok(out)
     }
+}
 
+#[async_trait]
+impl Audit for RedisLink {
     async fn audited_completions(
         &mut self,
         from: JobId,
@@ -395,7 +398,7 @@ impl Inspect for RedisLink {
 }
 
 #[async_trait]
-impl Disrupt for RedisLink {
+impl Sessions for RedisLink {
     /// `CLIENT KILL ID` on clients named `dbq-bench/<ns>/<role>…`, chosen at random.
     async fn terminate_sessions(
         &mut self,

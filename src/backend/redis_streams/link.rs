@@ -298,4 +298,10 @@ impl crate::backend::seam::Link for RedisLink {
     fn bystander(&mut self) -> Option<&mut dyn crate::backend::seam::Bystand> {
         Some(self)
     }
+    fn sessions(&mut self) -> Option<&mut dyn crate::backend::seam::Sessions> {
+        Some(self)
+    }
+    fn audit(&mut self) -> Option<&mut dyn crate::backend::seam::Audit> {
+        Some(self)
+    }
 }
