@@ -31,3 +31,4 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod status;
+pub mod thresholds;

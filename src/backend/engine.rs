@@ -106,6 +106,22 @@ pub struct Install {
     pub built_tag: &'static str,
     /// How the server the local provider runs is installed (`apt-get install postgresql`).
     pub local_install: &'static str,
+    /// How the test suite has one server of this engine for many tests.
+    pub test_server: TestServer,
+}
+
+/// How the test suite has one server of an engine to share between its tests: a server of
+/// the tester's own, or a throwaway local one it starts once.
+#[derive(Debug)]
+pub struct TestServer {
+    /// The variable that names a server of the tester's own (`DBQ_TEST_DATABASE_URL`).
+    pub variable: &'static str,
+    /// The settings the throwaway server runs with (durability traded for speed, room for
+    /// many tests' connections).
+    pub settings: &'static [(&'static str, &'static str)],
+    /// The URL of the throwaway server on 127.0.0.1, given its port (and its administrative
+    /// API's, for an engine that has one).
+    pub url: fn(u16, u16) -> String,
 }
 
 /// One engine's facts, kept in its folder (`backend/<engine>/facts.rs`).
@@ -130,6 +146,10 @@ pub struct EngineFacts {
     /// it (librdkafka): workers then run as processes unless `consumers.processes` says
     /// otherwise, so such a crash kills a worker and the run goes on to its proof.
     pub client_may_crash: bool,
+    /// Whether the queue, as `queue` installs it, counts a message's lost deliveries, which
+    /// counting them as failed attempts (`reaper.count_as_attempt`) needs; why not, where it
+    /// does not (a classic RabbitMQ queue, a Kafka topic).
+    pub counts_deliveries: fn(&crate::backend::queue::QueuePlan) -> Result<(), String>,
 }
 
 /// Where an engine's evidence of how the queue table was read comes from.

@@ -10,14 +10,9 @@ pub mod engine;
 pub mod error;
 pub mod figures;
 pub mod job;
-pub mod kafka;
 pub mod link;
-pub mod mariadb;
-pub mod memory;
-pub mod postgres;
 pub mod queue;
-pub mod rabbitmq;
-pub mod redis_streams;
+#[macro_use]
 pub mod registry;
 pub mod seam;
 pub mod sql;
@@ -38,9 +33,32 @@ pub use queue::{
     BackoffPlan, CUSTOM_REQUIRED_FILES, ClaimMode, ExternalWorkers, Finish, Jitter, QueuePlan,
     VariantName, VariantPlan,
 };
-pub use registry::Engine;
+use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+// The registry: one line per engine folder (see `registry`).
+registry! {
+    /// PostgreSQL (the article's engine; every variant).
+    #[default]
+    Postgres => postgres,
+    /// MariaDB ≥ 10.6 (MySQL's `SKIP LOCKED`; variants `seed`, `batch`, `delete`, `archive`,
+    /// `visibility_timeout` and `custom`).
+    Mariadb => mariadb,
+    /// RabbitMQ ≥ 3.10, a broker: a quorum queue, publisher confirms, acknowledgements after
+    /// the handler (variants `seed` and `batch` as the prefetch).
+    Rabbitmq => rabbitmq,
+    /// Redis ≥ 7 Streams, a broker: a consumer group claims, `XACK` completes (variants
+    /// `seed` and `batch` as the job's life, not as SQL).
+    Redis => redis_streams,
+    /// Kafka (the API; Tansu, a Kafka-API broker, where the harness starts one), a log: a
+    /// consumer group's members are the workers, offsets committed after the handler
+    /// (variants `seed` and `batch` as records per poll).
+    Kafka => kafka,
+    /// No server: a queue in the harness's own memory (`--database-url memory://`), for the
+    /// harness's ceiling and the logic above the seam.
+    Memory => memory,
+}
 
 /// The engine's driver (the registry's line for it).
 pub fn driver(engine: Engine) -> &'static dyn Driver {

@@ -1,18 +1,22 @@
-//! The registry: one line per engine folder. The line names the engine (as scenarios spell
-//! it, lowercased) and its folder, whose `DRIVER` is everything the harness knows of it:
-//! its facts (`facts.rs`), how providers make a server, how queues are installed and worked.
-//! Adding an engine is its folder and one line here; `tests` below walk every line. The
-//! questions asked of an engine (its facts, its URLs, what it offers) are answered here from
-//! its folder's facts.
+//! The registry: one line per engine folder, in `backend/mod.rs`'s `registry!` (the macro
+//! is here). The line names the engine (as scenarios spell it, lowercased) and its folder,
+//! which it declares as a module; the folder's `DRIVER` is everything the harness knows of
+//! it: its facts (`facts.rs`), how providers make a server, how queues are installed and
+//! worked. Adding an engine is its folder and that one line; `tests` below walk every line.
+//! The questions asked of an engine (its facts, its URLs, what it offers) are answered here
+//! from its folder's facts.
 
+use super::Engine;
 #[cfg(test)]
 use super::engine::ALL_FAULTS;
 use super::engine::{EngineFacts, Supports, Words, is_scheme};
-use super::seam::Driver;
-use serde::{Deserialize, Serialize};
 
+/// Declares every engine folder as a module of `backend` and the [`Engine`] enum over them:
+/// invoked once, in `backend/mod.rs`, with one line per engine.
 macro_rules! registry {
     ($( $(#[$meta:meta])* $variant:ident => $folder:ident, )+) => {
+        $( pub mod $folder; )+
+
         /// Which server the queue lives in.
         #[derive(
             Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize,
@@ -30,35 +34,12 @@ macro_rules! registry {
             /// The engine's driver, from its folder.
             pub fn driver(self) -> &'static dyn Driver {
                 match self {
-                    $( Engine::$variant => &super::$folder::DRIVER, )+
+                    $( Engine::$variant => &$folder::DRIVER, )+
                 }
             }
         }
     };
 }
-
-registry! {
-    /// PostgreSQL (the article's engine; every variant).
-    #[default]
-    Postgres => postgres,
-    /// MariaDB ≥ 10.6 (MySQL's `SKIP LOCKED`; variants `seed`, `batch`, `delete`, `archive`,
-    /// `visibility_timeout` and `custom`).
-    Mariadb => mariadb,
-    /// RabbitMQ ≥ 3.10, a broker: a quorum queue, publisher confirms, acknowledgements after
-    /// the handler (variants `seed` and `batch` as the prefetch).
-    Rabbitmq => rabbitmq,
-    /// Redis ≥ 7 Streams, a broker: a consumer group claims, `XACK` completes (variants
-    /// `seed` and `batch` as the job's life, not as SQL).
-    Redis => redis_streams,
-    /// Kafka (the API; Tansu, a Kafka-API broker, where the harness starts one), a log: a
-    /// consumer group's members are the workers, offsets committed after the handler
-    /// (variants `seed` and `batch` as records per poll).
-    Kafka => kafka,
-    /// No server: a queue in the harness's own memory (`--database-url memory://`), for the
-    /// harness's ceiling and the logic above the seam.
-    Memory => memory,
-}
-
 impl Engine {
     /// Why a server setting belongs to another engine, so the plan refuses it before a
     /// server refuses to start; `None` for any other name.

@@ -17,11 +17,7 @@ pub(super) fn conclude(
     confirmation: Option<Confirmation>,
 ) -> Capacity {
     let between_vacuums = best_rate(&steps);
-    let first_failing = steps
-        .iter()
-        .filter(|s| !s.passed && !s.disturbed)
-        .map(|s| s.offered_per_s)
-        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))));
+    let first_failing = first_failing(&steps);
     let limited = steps.iter().any(|s| s.load_generator_limited);
     let variant = plan.queue.variant.name.as_str().to_string();
     let named = design
@@ -51,11 +47,7 @@ pub(super) fn conclude(
         || confirmation
             .as_ref()
             .is_some_and(|c| c.load_machine_limited);
-    let max_sustainable = match &confirmation {
-        Some(c) if c.load_machine_limited => c.confirmed_per_s().or_else(|| c.screened_per_s()),
-        Some(c) => c.confirmed_per_s(),
-        None => between_vacuums,
-    };
+    let max_sustainable = max_sustainable(confirmation.as_ref(), between_vacuums);
     let limit = super::limit::of_answer(max_sustainable, &steps, confirmation.as_ref());
     let summary = summary + &limit.as_ref().map_or(String::new(), |l| l.sentence());
     let mut capacity = Capacity {
@@ -88,6 +80,28 @@ pub(super) fn conclude(
         capacity.withhold_the_answer();
     }
     capacity
+}
+
+/// The lowest offered rate of a step that failed with nothing disturbing it.
+fn first_failing(steps: &[Step]) -> Option<f64> {
+    steps
+        .iter()
+        .filter(|s| !s.passed && !s.disturbed)
+        .map(|s| s.offered_per_s)
+        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))))
+}
+
+/// The answer's rate: the confirmed one (or, where the load machine limited the
+/// confirmation, what it screened), else the search's best between vacuums.
+fn max_sustainable(
+    confirmation: Option<&Confirmation>,
+    between_vacuums: Option<f64>,
+) -> Option<f64> {
+    match confirmation {
+        Some(c) if c.load_machine_limited => c.confirmed_per_s().or_else(|| c.screened_per_s()),
+        Some(c) => c.confirmed_per_s(),
+        None => between_vacuums,
+    }
 }
 
 impl Capacity {

@@ -113,7 +113,7 @@ impl Search {
                 )
             })?;
             let (k, v) = (k.trim(), v.trim());
-            crate::scenario::thresholds::parse(k, v, Some("step"))
+            crate::thresholds::parse(k, v, Some("step"))
                 .map_err(|reason| InputError::whole(&source, reason))?;
             s.slo.insert(k.to_string(), v.to_string());
         }
@@ -191,7 +191,7 @@ impl Search {
         self.hold_horizon = c.hold_horizon.map(|d| d.0).or(self.hold_horizon);
         if !c.slo.is_empty() {
             for (k, v) in &c.slo {
-                crate::scenario::thresholds::parse(k, v, Some("step"))
+                crate::thresholds::parse(k, v, Some("step"))
                     .map_err(|reason| (format!("slo.{k}"), reason))?;
             }
             self.slo = c.slo.clone();

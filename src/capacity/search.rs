@@ -26,7 +26,7 @@ pub(super) async fn search_on(
         ..RunOptions::default()
     };
     let mut session = Session::set_up(first, &opts, server, shutdown).await?;
-    let design = DesignRecord::of(first, session.backend().design());
+    let design = DesignRecord::of(&crate::run::setup_of(first), session.backend().design());
     let server_settings = session.server_settings().clone();
     let result = search(request, &mut session, shutdown).await;
     session.tear_down(false, status).await;
@@ -311,8 +311,7 @@ fn stall_decided(s: &Summary, p: &summary::PhaseSummary, limit: &Limit) -> bool 
         .iter()
         .filter(|t| !t.passed && t.phase.as_deref().is_none_or(|name| name == p.name))
         .all(|t| {
-            let threshold =
-                crate::scenario::thresholds::parse(&t.metric, &t.condition, Some("step"));
+            let threshold = crate::thresholds::parse(&t.metric, &t.condition, Some("step"));
             match (threshold, away.figure(&t.metric)) {
                 (Ok(threshold), Some(figure)) => threshold.op.holds(figure, threshold.limit),
                 _ => false,

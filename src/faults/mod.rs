@@ -143,13 +143,24 @@ pub fn spawn(ctx: &FaultContext, phases: &[PhaseFaults], stop: &CancellationToke
 }
 
 async fn drive(mut job: Job, stop: CancellationToken) {
-    let from_start = job.start_us;
-    match job.spec.clone() {
-        FaultSpec::CrashWorkers { count, at, .. } => {
-            for t in job.firings(job.spec.repeat().expect("validated")) {
-                if !job.wait_until(t, &stop).await {
-                    return;
-                }
+    if !fire_repeatedly(&mut job, &stop).await {
+        fire_once(job, stop).await;
+    }
+}
+
+/// A fault that fires again and again (`every` or `rate`): crashes, kills and terminated
+/// sessions; false for any other.
+async fn fire_repeatedly(job: &mut Job, stop: &CancellationToken) -> bool {
+    let Some(repeat) = job.spec.repeat() else {
+        return false;
+    };
+    let spec = job.spec.clone();
+    for t in job.firings(repeat) {
+        if !job.wait_until(t, stop).await {
+            return true;
+        }
+        match spec {
+            FaultSpec::CrashWorkers { count, at, .. } => {
                 let armed = job
                     .ctx
                     .registry
@@ -157,15 +168,24 @@ async fn drive(mut job: Job, stop: CancellationToken) {
                 let detail = format!("{armed} worker(s) armed to crash {at:?}");
                 job.record(t, t, armed as u64, detail);
             }
-        }
-        FaultSpec::KillWorkers { count, .. } => {
-            for t in job.firings(job.spec.repeat().expect("validated")) {
-                if !job.wait_until(t, &stop).await {
-                    return;
-                }
-                workers::kill(&mut job, count as usize).await;
+            FaultSpec::KillWorkers { count, .. } => workers::kill(job, count as usize).await,
+            FaultSpec::KillBackends { target, count, .. } => {
+                database::kill_backends(job, target, count).await
             }
+            // Only the three above repeat (`FaultSpec::repeat`).
+            _ => return false,
         }
+    }
+    true
+}
+
+/// A fault that runs once: at a time of its phase, or for the whole phase.
+async fn fire_once(mut job: Job, stop: CancellationToken) {
+    let from_start = job.start_us;
+    match job.spec.clone() {
+        FaultSpec::CrashWorkers { .. }
+        | FaultSpec::KillWorkers { .. }
+        | FaultSpec::KillBackends { .. } => {}
         FaultSpec::FreezeWorkers { count, after, hold } => {
             let from = job.start_us + after.0.as_micros() as u64;
             let until = hold.map_or(job.end_us, |h| {
@@ -173,14 +193,6 @@ async fn drive(mut job: Job, stop: CancellationToken) {
             });
             if job.wait_until(from, &stop).await {
                 workers::freeze(&mut job, count as usize, until, &stop).await;
-            }
-        }
-        FaultSpec::KillBackends { target, count, .. } => {
-            for t in job.firings(job.spec.repeat().expect("validated")) {
-                if !job.wait_until(t, &stop).await {
-                    return;
-                }
-                database::kill_backends(&job, target, count).await;
             }
         }
         FaultSpec::RestartServer {

@@ -97,22 +97,7 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
     }
     let detail: Vec<String> = frozen
         .iter()
-        .map(|(slot, pid, held, _)| {
-            format!(
-                "slot {slot} pid {pid} holding {}",
-                match held.as_slice() {
-                    [] => "no job".to_string(),
-                    [j] => format!("job {j}"),
-                    jobs => format!(
-                        "jobs {}",
-                        jobs.iter()
-                            .map(|j| j.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                }
-            )
-        })
+        .map(|(slot, pid, held, _)| format!("slot {slot} pid {pid} holding {}", holding(held)))
         .collect();
     job.record(
         at,
@@ -120,6 +105,18 @@ pub(super) async fn freeze(job: &mut Job, count: usize, until_us: u64, stop: &Ca
         frozen.len() as u64,
         format!("SIGSTOP/SIGCONT {}", detail.join(", ")),
     );
+}
+
+/// `no job`, `job 7`, `jobs 7, 8`.
+fn holding(held: &[JobId]) -> String {
+    match held {
+        [] => "no job".to_string(),
+        [j] => format!("job {j}"),
+        jobs => {
+            let ids: Vec<String> = jobs.iter().map(|j| j.to_string()).collect();
+            format!("jobs {}", ids.join(", "))
+        }
+    }
 }
 
 /// The jobs a just-stopped worker holds, if it was caught with jobs in hand (and, in

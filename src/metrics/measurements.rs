@@ -30,6 +30,13 @@ pub struct PhaseWindow {
     pub start_us: u64,
     pub end_us: u64,
     pub measured: bool,
+    /// A phase's offered rate, jobs/s; `None` for a phase at the producers' most (closed
+    /// loop) and for the prefill and the drain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_per_s: Option<f64>,
+    /// The kinds of the faults the phase ran (`kill_workers`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<String>,
 }
 
 impl PhaseWindow {
@@ -46,7 +53,22 @@ impl PhaseWindow {
             start_us,
             end_us,
             measured,
+            offered_per_s: None,
+            faults: Vec::new(),
         }
+    }
+
+    /// The window with the rate its phase offered and the kinds of its faults.
+    pub fn offering(mut self, offered_per_s: Option<f64>, faults: Vec<String>) -> PhaseWindow {
+        self.offered_per_s = offered_per_s;
+        self.faults = faults;
+        self
+    }
+
+    /// The phase ran the harness's own readers of the queue table (`active_readers`), whose
+    /// scans are not the workers'.
+    pub fn has_own_readers(&self) -> bool {
+        self.faults.iter().any(|f| f == "active_readers")
     }
 }
 

@@ -769,5 +769,4 @@ impl Recorder {
 }
 
 #[cfg(test)]
-#[path = "recorder_tests.rs"]
 mod tests;

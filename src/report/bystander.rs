@@ -1,8 +1,8 @@
 //! The `bystander` section of summary.json: what the queue's load cost an unrelated
 //! workload on the same server, against the same workload measured alone before the load.
 
+use super::setup::RunSetup;
 use crate::metrics::{LatencyReport, LatencySummary, PhaseCounts};
-use crate::scenario::Plan;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,12 +24,12 @@ pub struct BystanderSummary {
 impl BystanderSummary {
     /// From the measured phases' latency and counts; `None` when the run had no bystander.
     pub fn of(
-        plan: &Plan,
+        setup: &RunSetup,
         quiet: Option<LatencySummary>,
         latency: &LatencyReport,
         counts: &PhaseCounts,
     ) -> Option<Self> {
-        let b = plan.bystander?;
+        let b = setup.bystander?;
         let under_load = latency.bystander;
         let added = |f: fn(&LatencySummary) -> f64| {
             quiet
@@ -37,7 +37,7 @@ impl BystanderSummary {
                 .map(|q| ((f(&under_load) - f(&q)) * 1000.0).round() / 1000.0)
         };
         Some(BystanderSummary {
-            rate_per_s: b.rate,
+            rate_per_s: b.rate_per_s,
             rows: b.rows,
             quiet,
             under_load,

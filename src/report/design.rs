@@ -2,39 +2,11 @@
 //! that shapes it. Every comparison of results (`compare`, matrix tables, a capacity cited
 //! by a run) holds two records side by side, so "the same design" means the same record.
 
+pub use super::setup::ClaimRule;
+use super::setup::RunSetup;
 use crate::backend::Engine;
 use crate::backend::{DesignInfo, WakeUp};
-use crate::scenario::{ClaimMode, Plan};
 use serde::{Deserialize, Serialize};
-
-/// Who decides when a claim commits: the scenario's claim mode for the harness's workers,
-/// the library's own rules for a library's (`library`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClaimRule {
-    #[default]
-    InTransaction,
-    Committed,
-    Library,
-}
-
-impl ClaimRule {
-    pub fn of(plan: &Plan) -> ClaimRule {
-        match (&plan.queue.variant.workers, plan.consumers.claim_mode) {
-            (Some(_), _) => ClaimRule::Library,
-            (None, ClaimMode::InTransaction) => ClaimRule::InTransaction,
-            (None, ClaimMode::Committed) => ClaimRule::Committed,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClaimRule::InTransaction => "in_transaction",
-            ClaimRule::Committed => "committed",
-            ClaimRule::Library => "library",
-        }
-    }
-}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DesignRecord {
@@ -63,20 +35,20 @@ pub struct DesignRecord {
 }
 
 impl DesignRecord {
-    /// The design of a run of `plan`, as its backend installed it.
-    pub fn of(plan: &Plan, installed: &DesignInfo) -> DesignRecord {
-        let v = &plan.queue.variant;
+    /// The design of a run set up as `setup`, as its backend installed it.
+    pub fn of(setup: &RunSetup, installed: &DesignInfo) -> DesignRecord {
+        let v = &setup.design;
         DesignRecord {
-            engine: plan.database.engine,
-            variant: v.name.as_str().to_string(),
+            engine: setup.engine,
+            variant: v.variant.clone(),
             claim_batch: installed.claim_batch,
-            claim_mode: ClaimRule::of(plan),
+            claim_mode: setup.claim_rule,
             fillfactor: v.fillfactor,
             unlogged: v.unlogged,
-            custom_dir: v.dir.as_ref().map(|d| d.display().to_string()),
+            custom_dir: v.custom_dir.clone(),
             custom_sha256: installed.files_sha256.clone(),
             idle_poll_ms: match installed.wake_up {
-                WakeUp::Poll => Some(plan.consumers.poll_interval.as_millis() as u64),
+                WakeUp::Poll => Some(setup.poll_interval.as_millis() as u64),
                 WakeUp::Notify => None,
             },
         }

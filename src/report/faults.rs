@@ -153,19 +153,7 @@ impl FaultSummary {
                 || x.completions == 0 && x.unexplained_executions == 0,
             stale_outcomes: x.stale_outcomes,
             attempts: ledger.attempts_histogram(),
-            events: m
-                .faults
-                .iter()
-                .map(|f| FaultEvent {
-                    kind: f.kind.clone(),
-                    phase: f.phase.clone(),
-                    at_s: secs(f.started_us),
-                    until_s: secs(f.ended_us),
-                    count: f.count,
-                    detail: f.detail.clone(),
-                    recovery: recovery(&m.timeline, secs(f.started_us), secs(f.ended_us)),
-                })
-                .collect(),
+            events: fault_events(m),
             frozen_jobs: m
                 .frozen
                 .iter()
@@ -182,20 +170,43 @@ impl FaultSummary {
                 ledger,
                 (&proof.lost, &proof.stuck),
             ),
-            table_probes: m
-                .probes
-                .iter()
-                .map(|p| ProbeSummary {
-                    label: p.label.clone(),
-                    at_s: secs(p.at_us),
-                    live_tuples: p.stats.live_tuples,
-                    dead_tuples: p.stats.dead_tuples,
-                    table_bytes: p.stats.table_bytes,
-                    total_bytes: p.stats.total_bytes,
-                })
-                .collect(),
+            table_probes: table_probes(m),
         }
     }
+}
+
+/// Each fault as it ran, timed from the start of the load, with the queue's recovery.
+fn fault_events(m: &Measurements) -> Vec<FaultEvent> {
+    let load_start = m.load_start_us();
+    let secs = |us: u64| (us as f64 - load_start as f64) / 1e6;
+    m.faults
+        .iter()
+        .map(|f| FaultEvent {
+            kind: f.kind.clone(),
+            phase: f.phase.clone(),
+            at_s: secs(f.started_us),
+            until_s: secs(f.ended_us),
+            count: f.count,
+            detail: f.detail.clone(),
+            recovery: recovery(&m.timeline, secs(f.started_us), secs(f.ended_us)),
+        })
+        .collect()
+}
+
+/// The queue table's probes, timed from the start of the load.
+fn table_probes(m: &Measurements) -> Vec<ProbeSummary> {
+    let load_start = m.load_start_us();
+    m.probes
+        .iter()
+        .map(|p| ProbeSummary {
+            label: p.label.clone(),
+            at_s: (p.at_us as f64 - load_start as f64) / 1e6,
+            live_tuples: p.stats.live_tuples,
+            dead_tuples: p.stats.dead_tuples,
+            table_bytes: p.stats.table_bytes,
+            total_bytes: p.stats.total_bytes,
+        })
+        .collect()
 }
 
 impl FaultEvent {

@@ -658,7 +658,7 @@ fn server_figures(s: &Summary) -> Option<Section> {
 fn measurement(s: &Summary) -> Section {
     let m = &s.meta;
     let settings: Vec<String> = m
-        .postgres_settings
+        .server_settings
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
@@ -677,7 +677,7 @@ fn measurement(s: &Summary) -> Section {
         m.seed,
         escape(&m.tool_version),
         escape(&m.git_commit),
-        escape(&m.postgres_version),
+        escape(&m.server_version),
         escape(&settings.join(", ")),
         m.cores,
         mb(m.memory_bytes as i64),

@@ -18,6 +18,7 @@ pub mod orphans;
 pub mod page;
 pub mod phases;
 pub mod reads;
+pub mod setup;
 pub mod stall;
 pub mod summary;
 pub mod svg;
@@ -25,6 +26,7 @@ pub mod terminal;
 pub mod thresholds;
 pub mod verdict;
 
+pub use setup::{BystanderSetup, DesignOptions, RunSetup};
 pub use summary::{GroupForming, RunFacts, Summary};
 
 use crate::metrics::TimelineRow;
@@ -113,16 +115,21 @@ impl RunResults {
         let read = |name: &str| {
             std::fs::read(path(name)).with_context(|| format!("reading {}", path(name).display()))
         };
-        let summary: Summary = serde_json::from_slice(&read("summary.json")?)
+        let mut summary: Summary = serde_json::from_slice(&read("summary.json")?)
             .with_context(|| format!("parsing {}", path("summary.json").display()))?;
-        if summary.schema_version != summary::SCHEMA_VERSION {
+        let readable = summary::OLDEST_SCHEMA_VERSION..=summary::SCHEMA_VERSION;
+        if !readable.contains(&summary.schema_version) {
             anyhow::bail!(
-                "{} has schema_version {}; this dbq-bench reads {}",
+                "{} has schema_version {}; this dbq-bench reads {} to {}",
                 path("summary.json").display(),
                 summary.schema_version,
-                summary::SCHEMA_VERSION
+                readable.start(),
+                readable.end()
             );
         }
+        // An older schema's fields were read under their new names: the summary is now the
+        // current schema's, and is written as such.
+        summary.schema_version = summary::SCHEMA_VERSION;
         let timeline = csv::Reader::from_reader(read("timeline.csv")?.as_slice())
             .deserialize()
             .collect::<Result<Vec<TimelineRow>, _>>()

@@ -2,9 +2,9 @@
 //! latency, the producer fleet's use and the claim probes. The summary, the verdict and the
 //! table reads all read them; this module reads none of theirs.
 
+use super::setup::RunSetup;
 use crate::backend::ClaimProbe;
 use crate::metrics::{LatencyReport, PhaseCounts, WindowKind};
-use crate::scenario::Plan;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,10 +31,10 @@ pub struct ProducerUse {
 }
 
 impl ProducerUse {
-    pub(super) fn of(plan: &Plan, all: &PhaseCounts, measured: &PhaseCounts) -> ProducerUse {
+    pub(super) fn of(setup: &RunSetup, all: &PhaseCounts, measured: &PhaseCounts) -> ProducerUse {
         ProducerUse {
-            count: plan.producers.count as u64,
-            max_count: plan.producers.max_count as u64,
+            count: setup.producers,
+            max_count: setup.producer_connections,
             connections: all.producer_connections,
             inserts_in_flight: measured.inserts_in_flight,
         }

@@ -1,12 +1,13 @@
-//! `summary.json` (schema_version 1): every figure of a run, with what it measured.
-//! Built once from the plan, the measurements and the accounting proof; every exporter and
+//! `summary.json` (schema_version 2; 1 still read): every figure of a run, with what it measured.
+//! Built once from the run's set-up, the measurements and the accounting proof; every exporter and
 //! the terminal summary read this and nothing else.
 
 use super::article;
 use super::dbstats::{self, DbStatsSummary};
-use super::design::{ClaimRule, DesignRecord};
+use super::design::DesignRecord;
 use super::faults::FaultSummary;
 pub use super::phases::{ClaimProbeSummary, PhaseSummary, ProducerUse, Throughput};
+use super::setup::RunSetup;
 use super::thresholds::ThresholdResult;
 use super::verdict::{self, Backlog, ProducerPace, Verdict};
 use crate::accounting::AccountingProof;
@@ -14,12 +15,15 @@ use crate::metrics::{
     AnalyzedRecord, LatencyReport, Ledger, Measurements, Metric, MetricSet, PhaseCounts,
     TimelineRow, WindowKind,
 };
-use crate::scenario::Threshold;
-use crate::scenario::{Plan, Rate};
+use crate::thresholds::Threshold;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest schema this dbq-bench still reads: schema 1 named the server's version and
+/// settings `postgres_version` and `postgres_settings`, whatever the engine.
+pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -102,9 +106,13 @@ pub struct Metadata {
     pub seed: u64,
     pub tool_version: String,
     pub git_commit: String,
-    pub postgres_version: String,
-    /// Key server settings as the server reported them.
-    pub postgres_settings: BTreeMap<String, String>,
+    /// The server's own words for its version, whatever its engine (`postgres_version`
+    /// in schema 1).
+    #[serde(alias = "postgres_version")]
+    pub server_version: String,
+    /// Key server settings as the server reported them (`postgres_settings` in schema 1).
+    #[serde(alias = "postgres_settings")]
+    pub server_settings: BTreeMap<String, String>,
     pub cores: usize,
     pub memory_bytes: u64,
     pub started_at: String,
@@ -139,7 +147,7 @@ pub struct ScenarioInfo {
 pub struct DatabaseInfo {
     /// Which engine; its figures in `db_stats` are read as [`super::dbstats::DbWords`] says.
     #[serde(default)]
-    pub engine: crate::scenario::Engine,
+    pub engine: crate::backend::Engine,
     pub provider: String,
     pub server_version: String,
     pub description: String,
@@ -321,7 +329,7 @@ impl Summary {
     }
 
     pub fn build(
-        plan: &Plan,
+        setup: &RunSetup,
         m: &Measurements,
         ledger: &Ledger,
         proof: AccountingProof,
@@ -332,15 +340,15 @@ impl Summary {
             measured_counts,
             measured_metrics,
             throughput,
-        } = Phases::of(plan, m, &facts);
+        } = Phases::of(m, &facts);
         let all = all_counts(m);
         let jobs = JobCounts::of(&all, &proof, ledger, facts.prefilled);
-        let faults = FaultSummary::build(m, &all, ledger, &proof, ClaimRule::of(plan).as_str());
+        let faults = FaultSummary::build(m, &all, ledger, &proof, setup.claim_rule.as_str());
         let harness = measured_harness(m);
-        let producers = ProducerUse::of(plan, &all, &measured_counts);
+        let producers = ProducerUse::of(setup, &all, &measured_counts);
         let latency_ms = LatencyReport::of(&measured_metrics);
         let mut verdict = verdict::judge(
-            &measured_backlog(plan, m, &throughput),
+            &measured_backlog(setup, m, &throughput),
             &throughput,
             &measured_counts,
             latency_ms.end_to_end.p50,
@@ -350,10 +358,10 @@ impl Summary {
         );
         verdict::settle(&mut verdict, &phases, facts.interrupted, m.fatal.as_deref());
         let (db_stats, table_reads, claim_probes) =
-            database_side(plan, m, &facts, &phases, &mut verdict);
-        let cost = measured_cost(&db_stats, &phases, plan, complete(&facts, m));
+            database_side(setup, m, &facts, &phases, &mut verdict);
+        let cost = measured_cost(&db_stats, &phases, setup, complete(&facts, m));
         let limit = super::limit::limits(
-            (plan, m),
+            (setup, m),
             &mut phases,
             (&db_stats, table_reads.as_ref()),
             (&measured_counts, &latency_ms),
@@ -365,14 +373,14 @@ impl Summary {
             fatal_error: m.fatal.clone(),
             interrupted: facts.interrupted,
             tool: ToolInfo::this(),
-            scenario: ScenarioInfo::of(plan),
-            database: DatabaseInfo::of(plan, &facts),
+            scenario: ScenarioInfo::of(setup),
+            database: DatabaseInfo::of(setup, &facts),
             run: RunInfo::of(&facts, throughput.window_s, m.late_samples),
             jobs,
             producers,
             throughput,
             bystander: super::bystander::BystanderSummary::of(
-                plan,
+                setup,
                 facts.bystander_quiet,
                 &latency_ms,
                 &measured_counts,
@@ -381,7 +389,7 @@ impl Summary {
             cost,
             phases,
             accounting: proof,
-            design: DesignRecord::of(plan, &facts.design),
+            design: DesignRecord::of(setup, &facts.design),
             library_workers: m.library_workers.clone(),
             queue: QueueInfo::of(&facts),
             verdict,
@@ -396,7 +404,7 @@ impl Summary {
             thresholds: Vec::new(),
             thresholds_passed: true,
             aborted_by_threshold: facts.aborted_by_threshold.clone(),
-            meta: Metadata::of(plan, &facts),
+            meta: Metadata::of(setup, &facts),
             errors: m.errors.clone(),
         }
     }
@@ -438,7 +446,7 @@ fn measured_harness(m: &Measurements) -> Option<crate::metrics::HarnessSummary> 
 /// scan of the whole table in a measured phase is a caveat on the verdict), with the
 /// claim probes' plans.
 fn database_side(
-    plan: &Plan,
+    setup: &RunSetup,
     m: &Measurements,
     facts: &RunFacts,
     phases: &[PhaseSummary],
@@ -450,7 +458,7 @@ fn database_side(
 ) {
     let probes = claim_probe_summaries(m);
     let db_rows = dbstats::rows(m);
-    let table_reads = table_reads(plan, m, facts, &db_rows, (phases, &probes));
+    let table_reads = table_reads(setup, m, facts, &db_rows, (phases, &probes));
     if let Some(scanned) = table_reads.as_ref().and_then(|r| r.scanned.as_ref()) {
         verdict::caveat_scanned(verdict, scanned, phases);
     }
@@ -467,7 +475,7 @@ fn database_side(
 fn measured_cost(
     db: &DbStatsSummary,
     phases: &[PhaseSummary],
-    plan: &Plan,
+    setup: &RunSetup,
     complete: bool,
 ) -> super::cost::JobCost {
     let finished: Vec<(&str, u64)> = phases
@@ -475,7 +483,7 @@ fn measured_cost(
         .filter(|p| p.measured)
         .map(|p| (p.name.as_str(), p.jobs.completed + p.jobs.dead_lettered))
         .collect();
-    let mut cost = super::cost::JobCost::of(db, &finished, plan.database.engine);
+    let mut cost = super::cost::JobCost::of(db, &finished, setup.engine);
     if !complete {
         cost.withhold_per_job();
     }
@@ -483,25 +491,25 @@ fn measured_cost(
 }
 
 impl ScenarioInfo {
-    fn of(plan: &Plan) -> ScenarioInfo {
+    fn of(setup: &RunSetup) -> ScenarioInfo {
         ScenarioInfo {
-            name: plan.name.clone(),
-            description: plan.description.clone(),
-            file: plan.source.clone(),
-            seed: plan.seed,
+            name: setup.name.clone(),
+            description: setup.description.clone(),
+            file: setup.file.clone(),
+            seed: setup.seed,
         }
     }
 }
 
 impl DatabaseInfo {
-    fn of(plan: &Plan, facts: &RunFacts) -> DatabaseInfo {
+    fn of(setup: &RunSetup, facts: &RunFacts) -> DatabaseInfo {
         DatabaseInfo {
-            engine: plan.database.engine,
+            engine: setup.engine,
             provider: facts.provider.clone(),
             server_version: facts.server_version.clone(),
             description: facts.server_description.clone(),
             schema: facts.schema.clone(),
-            settings: plan.database.settings.iter().cloned().collect(),
+            settings: setup.database_settings.iter().cloned().collect(),
         }
     }
 }
@@ -564,17 +572,9 @@ fn spectrum(set: &MetricSet) -> BTreeMap<String, Vec<(f64, f64)>> {
         .collect()
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// The measured phases' backlog, second by second, judged against the rate they were
 /// offered (or, in closed loop, the rate jobs were enqueued).
-fn measured_backlog(plan: &Plan, m: &Measurements, t: &Throughput) -> Backlog {
+fn measured_backlog(setup: &RunSetup, m: &Measurements, t: &Throughput) -> Backlog {
     let measured: Vec<&str> = m
         .windows
         .iter()
@@ -587,7 +587,7 @@ fn measured_backlog(plan: &Plan, m: &Measurements, t: &Throughput) -> Backlog {
         .filter(|r| measured.contains(&r.phase.as_str()))
         .collect();
     let rate = t.offered_per_s.unwrap_or(t.enqueued_per_s);
-    Backlog::of(&rows, rate, plan.consumers.poll_interval.as_secs_f64())
+    Backlog::of(&rows, rate, setup.poll_interval.as_secs_f64())
 }
 
 /// The run's windows as phase summaries, and the measured ones added up.
@@ -600,22 +600,19 @@ struct Phases {
 }
 
 impl Phases {
-    fn of(plan: &Plan, m: &Measurements, facts: &RunFacts) -> Phases {
+    fn of(m: &Measurements, facts: &RunFacts) -> Phases {
         let mut phases = Vec::new();
         let mut measured_counts = PhaseCounts::default();
         let mut measured_metrics = MetricSet::default();
         let mut window_s = 0.0;
         let mut offered_jobs = 0.0;
         let mut closed_loop = false;
-        let mut phase_plans = plan.phases.iter();
         let load_start_us = m.load_start_us();
         for (i, w) in m.windows.iter().enumerate() {
             if w.kind == WindowKind::Prefill && facts.prefilled == 0 {
                 continue;
             }
-            let phase_plan = (w.kind == WindowKind::Phase)
-                .then(|| phase_plans.next())
-                .flatten();
+            let phase = w.kind == WindowKind::Phase;
             let end = if w.end_us == u64::MAX {
                 w.start_us + (facts.drain_s * 1e6) as u64
             } else {
@@ -623,23 +620,20 @@ impl Phases {
             };
             let duration_s = secs(end.saturating_sub(w.start_us));
             let counts = m.counts[i];
-            let offered = phase_plan.map(|p| match p.rate {
-                Rate::PerSecond(r) => format!("{r}"),
-                Rate::Max => "max".to_string(),
+            let offered = phase.then(|| match w.offered_per_s {
+                Some(r) => format!("{r}"),
+                None => "max".to_string(),
             });
             if w.measured {
                 measured_counts.add(&counts);
                 measured_metrics.add(&m.metrics[i]);
                 window_s += duration_s;
-                match phase_plan.map(|p| p.rate) {
-                    Some(Rate::PerSecond(r)) => offered_jobs += r * duration_s,
-                    _ => closed_loop = true,
+                match w.offered_per_s.filter(|_| phase) {
+                    Some(r) => offered_jobs += r * duration_s,
+                    None => closed_loop = true,
                 }
             }
-            let offered_per_s = match phase_plan.map(|p| p.rate) {
-                Some(Rate::PerSecond(r)) => Some(r),
-                _ => None,
-            };
+            let offered_per_s = w.offered_per_s.filter(|_| phase);
             let last = m.last_finished_us.get(i).copied().unwrap_or(0);
             let busy_s = (last > w.start_us).then(|| (last - w.start_us) as f64 / 1e6);
             phases.push(PhaseSummary {
@@ -707,25 +701,20 @@ impl JobCounts {
 /// The queue table's reads (see [`super::reads`]); the phases with the harness's own
 /// readers (`active_readers`) do not count as the workers' scans.
 fn table_reads(
-    plan: &Plan,
+    setup: &RunSetup,
     m: &Measurements,
     facts: &RunFacts,
     rows: &[dbstats::DbStatsRow],
     (phases, probes): (&[PhaseSummary], &[ClaimProbeSummary]),
 ) -> Option<super::reads::TableReads> {
     let judged = |phase: &str| {
-        plan.phases.iter().any(|p| {
-            p.name == phase
-                && p.measured
-                && !p
-                    .faults
-                    .iter()
-                    .any(|f| matches!(f, crate::scenario::FaultSpec::ActiveReaders { .. }))
+        m.windows.iter().any(|w| {
+            w.kind == WindowKind::Phase && w.name == phase && w.measured && !w.has_own_readers()
         })
     };
     super::reads::summarize(
-        plan.database.engine,
-        statistics(plan, m, facts),
+        setup.engine,
+        statistics(setup, m, facts),
         rows,
         &m.timeline,
         phases,
@@ -735,8 +724,8 @@ fn table_reads(
 }
 
 /// How the planner got the statistics the workers' statements were planned on.
-fn statistics(plan: &Plan, m: &Measurements, facts: &RunFacts) -> String {
-    if plan.queue.stale_statistics {
+fn statistics(setup: &RunSetup, m: &Measurements, facts: &RunFacts) -> String {
+    if setup.stale_statistics {
         return "an ANALYZE of the empty table before the load (queue.stale_statistics)".into();
     }
     if facts.prefilled > 0 {
@@ -781,14 +770,14 @@ fn claim_probe_summaries(m: &Measurements) -> Vec<ClaimProbeSummary> {
 }
 
 impl Metadata {
-    fn of(plan: &Plan, facts: &RunFacts) -> Metadata {
+    fn of(setup: &RunSetup, facts: &RunFacts) -> Metadata {
         Metadata {
-            scenario_sha256: sha256_hex(plan.resolved_toml().as_bytes()),
-            seed: plan.seed,
+            scenario_sha256: setup.scenario_sha256.clone(),
+            seed: setup.seed,
             tool_version: env!("CARGO_PKG_VERSION").into(),
             git_commit: env!("DBQ_BENCH_GIT_COMMIT").into(),
-            postgres_version: facts.server_version.clone(),
-            postgres_settings: facts.server_settings.clone(),
+            server_version: facts.server_version.clone(),
+            server_settings: facts.server_settings.clone(),
             cores: crate::metrics::harness::cores(),
             memory_bytes: crate::metrics::harness::memory_bytes(),
             started_at: facts.started_at.clone(),

@@ -2,7 +2,7 @@
 //! phase's entry) and compared with its limit.
 
 use crate::metrics::{LatencyReport, Metric, MetricSet, PhaseCounts, Snapshot};
-use crate::scenario::Threshold;
+use crate::thresholds::Threshold;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -129,7 +129,7 @@ fn censored(counts: &PhaseCounts, metrics: &MetricSet, waited: std::time::Durati
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::thresholds::parse;
+    use crate::thresholds::parse;
 
     #[test]
     fn thresholds_are_judged_on_the_run_or_their_phase() {

@@ -24,7 +24,7 @@ use crate::metrics::{
 use crate::progress::Progress;
 use crate::provider::Server;
 use crate::report::{self, GroupForming};
-use crate::scenario::Plan;
+use crate::scenario::{Plan, Rate};
 use crate::status::Status;
 use anyhow::Context;
 use std::path::PathBuf;
@@ -74,13 +74,15 @@ impl Timeline {
         let mut t = load_start_us;
         for p in &plan.phases {
             let end = t + p.duration.as_micros() as u64;
-            windows.push(PhaseWindow::new(
-                &p.name,
-                WindowKind::Phase,
-                t,
-                end,
-                p.measured,
-            ));
+            let offered = match p.rate {
+                Rate::PerSecond(r) => Some(r),
+                Rate::Max => None,
+            };
+            let kinds = p.faults.iter().map(|f| f.kind().to_string()).collect();
+            windows.push(
+                PhaseWindow::new(&p.name, WindowKind::Phase, t, end, p.measured)
+                    .offering(offered, kinds),
+            );
             scheduled.push(ScheduledPhase {
                 start_us: t,
                 end_us: end,
@@ -189,14 +191,7 @@ impl Load {
         let group_forming =
             super::forming::await_ready(plan, &ctx, &registry, &opts.status, shutdown).await;
         let timeline = Timeline::of(plan, clock);
-        opts.status.line(&format!(
-            "load started: {} phase(s), {:.0} s",
-            plan.phases.len(),
-            plan.phases
-                .iter()
-                .map(|p| p.duration.as_secs_f64())
-                .sum::<f64>()
-        ));
+        announce(plan, &opts.status);
         let live = Arc::new(LiveStats::new());
         let journal = open_journal(&target, plan, &timeline, &opts.status);
         let (recorder, snapshot_requests) =
@@ -212,28 +207,17 @@ impl Load {
         // A permanent database error (reported by any fleet, in any process) stops the load.
         tokio::spawn(stop_on_fatal(live.clone(), stop_load.clone()));
         let watcher = (opts.abort_on_fail && !plan.thresholds.is_empty()).then(|| {
-            tokio::spawn(watch_thresholds(
+            let windows = timeline.windows.clone();
+            let judge = (
                 plan.thresholds.clone(),
-                timeline.windows.clone(),
-                clock,
-                snapshot_requests.clone(),
+                snapshot_requests,
                 stop_load.clone(),
-            ))
+            );
+            tokio::spawn(watch_thresholds(windows, clock, judge))
         });
-        drop(snapshot_requests);
         let producers = start_producers(plan, &target, &timeline, &ctx, &stop_load);
         let bystander = start_bystander(plan, &target, &timeline, &ctx, &stop_load);
-        let fault_ctx = FaultContext {
-            clock,
-            events: ctx.events.clone(),
-            backend: target.backend,
-            engine: plan.database.engine,
-            registry,
-            server: target.server,
-            startup_timeout: plan.database.startup_timeout,
-            seed: plan.seed,
-            claim_mode: (plan.queue.variant.workers.is_none()).then_some(plan.consumers.claim_mode),
-        };
+        let fault_ctx = fault_context(plan, &ctx, (target.backend, target.server), registry);
         let fault_tasks = faults::spawn(&fault_ctx, &timeline.phase_faults, &stop_load);
         let progress = Progress::start(
             live.clone(),
@@ -274,10 +258,7 @@ impl Load {
         }
         while self.fault_tasks.join_next().await.is_some() {}
         let aborted_by_threshold = match self.watcher.take() {
-            Some(w) => {
-                w.abort();
-                w.await.ok().flatten()
-            }
+            Some(w) => stopped(w).await.flatten(),
             None => None,
         };
         if let Some(t) = &aborted_by_threshold {
@@ -314,21 +295,7 @@ impl Load {
         }
         self.sampler_stop.cancel();
         self.sampler.await.ok();
-        // A new connection: the load's faults may have broken older ones.
-        if let Ok(mut admin) = self.ctx.backend.connect("main").await {
-            let probed = match admin.planner() {
-                Some(planner) => planner.probe_claim().await.ok(),
-                None => None,
-            };
-            if let Some(probe) = probed {
-                self.ctx.emit(Event::ClaimProbe {
-                    at_us: clock.now_us(),
-                    label: "after the drain".into(),
-                    probe,
-                });
-            }
-            admin.close().await;
-        }
+        probe_after_drain(&self.ctx).await;
         drop(self.ctx);
         let measurements = self
             .recorder
@@ -344,6 +311,32 @@ impl Load {
             group_forming: self.group_forming,
         })
     }
+}
+
+/// What a task it aborted had returned, if it had finished.
+async fn stopped<T>(task: JoinHandle<T>) -> Option<T> {
+    task.abort();
+    task.await.ok()
+}
+
+/// The claim's cost once the queue is drained, where the engine has a planner; on a new
+/// connection, since the load's faults may have broken older ones.
+async fn probe_after_drain(ctx: &FleetContext) {
+    let Ok(mut admin) = ctx.backend.connect("main").await else {
+        return;
+    };
+    let probed = match admin.planner() {
+        Some(planner) => planner.probe_claim().await.ok(),
+        None => None,
+    };
+    if let Some(probe) = probed {
+        ctx.emit(Event::ClaimProbe {
+            at_us: ctx.clock.now_us(),
+            label: "after the drain".into(),
+            probe,
+        });
+    }
+    admin.close().await;
 }
 
 /// ANALYZEs of the queue table during the load, on a connection of their own: the first at
@@ -416,6 +409,35 @@ fn start_recorder(
     let wall = timeline.load_start_wall;
     let handle = tokio::spawn(recorder.run(recorded, snapshots, clock, wall, journal));
     (handle, snapshot_requests)
+}
+
+/// Says that the load starts: its phases and how long they last together.
+fn announce(plan: &Plan, status: &Status) {
+    let seconds: f64 = plan.phases.iter().map(|p| p.duration.as_secs_f64()).sum();
+    status.line(&format!(
+        "load started: {} phase(s), {seconds:.0} s",
+        plan.phases.len()
+    ));
+}
+
+/// What the fault drivers act on: the queue, its server, the workers' registry.
+fn fault_context(
+    plan: &Plan,
+    ctx: &FleetContext,
+    (backend, server): (Arc<dyn Backend>, Option<Arc<Server>>),
+    registry: Arc<WorkerRegistry>,
+) -> FaultContext {
+    FaultContext {
+        clock: ctx.clock,
+        events: ctx.events.clone(),
+        backend,
+        engine: plan.database.engine,
+        registry,
+        server,
+        startup_timeout: plan.database.startup_timeout,
+        seed: plan.seed,
+        claim_mode: (plan.queue.variant.workers.is_none()).then_some(plan.consumers.claim_mode),
+    }
 }
 
 /// The step's journal ([`crate::metrics::journal`]) beside the scenario as resolved (what
@@ -642,11 +664,13 @@ fn library_fleet(plan: &Plan, workers: &ExternalWorkers, ctx: &FleetContext) -> 
 const JUDGED_AFTER: Duration = Duration::from_secs(1);
 
 async fn watch_thresholds(
-    thresholds: Vec<crate::scenario::Threshold>,
     windows: Vec<PhaseWindow>,
     clock: RunClock,
-    requests: tokio::sync::mpsc::UnboundedSender<SnapshotRequest>,
-    stop_load: CancellationToken,
+    (thresholds, requests, stop_load): (
+        Vec<crate::thresholds::Threshold>,
+        tokio::sync::mpsc::UnboundedSender<SnapshotRequest>,
+        CancellationToken,
+    ),
 ) -> Option<String> {
     let phases: Vec<&PhaseWindow> = windows
         .iter()

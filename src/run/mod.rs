@@ -16,7 +16,8 @@ use crate::backend::Backend;
 use crate::error::Failure;
 use crate::metrics::Ledger;
 use crate::provider::{self, Server};
-use crate::report::RunResults;
+use crate::report::design::ClaimRule;
+use crate::report::{BystanderSetup, DesignOptions, RunResults, RunSetup};
 use crate::scenario::Plan;
 use crate::status::{self, Status};
 use std::path::PathBuf;
@@ -34,6 +35,46 @@ fn proof_options(plan: &Plan, drained: bool) -> crate::accounting::ProofOptions 
         reported_by_library: plan.queue.variant.workers.is_some(),
         at_least_once: plan.database.engine.supports().at_least_once_completions,
     }
+}
+
+/// What the report says the run was set up to do: `plan` as plain data.
+pub fn setup_of(plan: &Plan) -> RunSetup {
+    let v = &plan.queue.variant;
+    let library = v.workers.is_some();
+    RunSetup {
+        name: plan.name.clone(),
+        description: plan.description.clone(),
+        file: plan.source.clone(),
+        seed: plan.seed,
+        scenario_sha256: sha256_hex(plan.resolved_toml().as_bytes()),
+        engine: plan.database.engine,
+        database_settings: plan.database.settings.clone(),
+        claim_rule: ClaimRule::of(library, plan.consumers.claim_mode),
+        poll_interval: plan.consumers.poll_interval,
+        stale_statistics: plan.queue.stale_statistics,
+        workers: plan.consumers.count as u32,
+        library,
+        producers: plan.producers.count as u64,
+        producer_connections: plan.producers.max_count as u64,
+        bystander: plan.bystander.map(|b| BystanderSetup {
+            rate_per_s: b.rate,
+            rows: b.rows,
+        }),
+        design: DesignOptions {
+            variant: v.name.as_str().to_string(),
+            fillfactor: v.fillfactor,
+            unlogged: v.unlogged,
+            custom_dir: v.dir.as_ref().map(|d| d.display().to_string()),
+        },
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// How a run is carried out (as opposed to what it does, which is the plan).

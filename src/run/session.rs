@@ -414,7 +414,8 @@ impl Session {
         admin.close().await;
         let proof = proof?;
         self.earlier.extend(&ledger);
-        let mut summary = Summary::build(plan, &measurements, &ledger, proof, facts);
+        let mut summary =
+            Summary::build(&super::setup_of(plan), &measurements, &ledger, proof, facts);
         summary.judge_thresholds(&plan.thresholds);
         if let Some(c) = &opts.capacity {
             summary.cite_capacity(c.clone());

@@ -6,7 +6,6 @@ pub mod faults;
 pub mod load;
 pub mod model;
 pub mod plan;
-pub mod thresholds;
 pub mod values;
 
 pub use crate::backend::queue::{
@@ -15,6 +14,7 @@ pub use crate::backend::queue::{
 };
 pub use crate::backend::rabbitmq::settings::RabbitQueue;
 pub use crate::backend::{Engine, engine::ShutdownMode};
+pub use crate::thresholds::Threshold;
 pub use change::PlanChange;
 pub use faults::{BackendTarget, CrashPoint, FaultSpec, Repeat};
 pub use load::{Assignment, Overrides, ScenarioFile};
@@ -26,7 +26,6 @@ pub use plan::{
     BystanderPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan, PhasePlan,
     Plan, ProducerPlan, ReaperPlan, SlowRuns,
 };
-pub use thresholds::Threshold;
 pub use values::{Confirm, DurationDist, FirstVacuum, HumanDuration, Rate};
 
 use crate::error::InputError;

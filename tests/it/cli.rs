@@ -146,7 +146,13 @@ fn smoke_with(provider: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     let s = summary(dir.path());
-    assert_eq!(s["schema_version"], 1);
+    assert_eq!(s["schema_version"], 2);
+    assert!(
+        s["meta"]["server_version"]
+            .as_str()
+            .unwrap()
+            .contains("PostgreSQL")
+    );
     assert_eq!(s["complete"], true);
     assert_eq!(s["database"]["provider"], provider);
     assert!(s["jobs"]["completed"].as_u64().unwrap() > 0);

@@ -176,3 +176,20 @@ fn every_scenario_key_is_in_the_reference() {
         missing.into_iter().collect::<Vec<_>>().join("\n")
     );
 }
+
+/// The scenario reference lists every registered engine, in registry order, where it shows
+/// `database.engine`.
+#[test]
+fn the_reference_names_every_engine() {
+    let text = std::fs::read_to_string("docs/reference.md").unwrap();
+    let names: Vec<&str> = dbq_bench::backend::Engine::ALL
+        .iter()
+        .map(|e| e.as_str())
+        .collect();
+    let listed = format!("# {}", names.join(" | "));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("engine = ") && l.contains(&listed)),
+        "docs/reference.md's `engine = ` line should list {listed}"
+    );
+}

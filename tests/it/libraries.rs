@@ -5,8 +5,8 @@
 //! running.
 
 use crate::support::{
-    SMALL, assert_nothing_lost, database_of_its_own, drop_database, local_plan, plan, plan_on,
-    run_plan, shared_url,
+    SMALL, assert_nothing_lost, copy_files, database_of_its_own, drop_database, local_plan, plan,
+    plan_on, run_plan, shared_url,
 };
 use sqlx::{Connection, PgConnection};
 use std::path::Path;
@@ -27,17 +27,6 @@ fn library_python() -> String {
         "DBQ_LIBRARIES_PYTHON={python} does not exist"
     );
     python
-}
-
-/// Copies the files (not the directories) of `from` into `to`, made.
-fn copy_files(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() {
-            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
-        }
-    }
 }
 
 /// A copy of examples/`name` beside examples/python (which its glue imports), its

@@ -297,7 +297,7 @@ fn a_server_setting_varies_by_cell_on_servers_of_their_own() {
             let run = Path::new(cell["runs"][0]["dir"].as_str().unwrap());
             let text = std::fs::read_to_string(run.join("summary.json")).unwrap();
             let s: Value = serde_json::from_str(&text).unwrap();
-            s["meta"]["postgres_settings"]["autovacuum_naptime"].to_string()
+            s["meta"]["server_settings"]["autovacuum_naptime"].to_string()
         })
         .collect();
     assert_eq!(naptimes, ["\"1s\"", "\"60s\""], "{c}");

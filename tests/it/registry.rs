@@ -163,3 +163,106 @@ fn a_run_on_the_in_memory_queue_is_proven_like_any_other() {
         "{stdout}"
     );
 }
+
+/// Adding an engine is its folder and one line: a copy of the in-memory queue's folder
+/// renamed `toy` (its facts' name and scheme changed inside the folder) and one registry line
+/// make a crate that compiles, with exactly one line changed outside the folder. Checked on
+/// a copy of the sources in a directory of the test's own (`cargo check`, offline, its own
+/// target directory under target/ so that later runs reuse what it built).
+#[test]
+fn a_new_engine_is_its_folder_and_one_line() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let copy = tempfile::tempdir().unwrap();
+    for file in ["Cargo.toml", "Cargo.lock", "build.rs"] {
+        std::fs::copy(root.join(file), copy.path().join(file)).unwrap();
+    }
+    for dir in ["src", "migrations", "benches"] {
+        copy_tree(&root.join(dir), &copy.path().join(dir));
+    }
+    let backend = copy.path().join("src/backend");
+    copy_tree(&backend.join("memory"), &backend.join("toy"));
+    let facts = backend.join("toy/facts.rs");
+    let text = std::fs::read_to_string(&facts).unwrap();
+    let text = text
+        .replace("name: \"memory\"", "name: \"toy\"")
+        .replace("schemes: &[\"memory\"]", "schemes: &[\"toy\"]");
+    std::fs::write(&facts, text).unwrap();
+    let registry_file = backend.join("mod.rs");
+    let before = std::fs::read_to_string(&registry_file).unwrap();
+    let line = "    Memory => memory,\n";
+    assert!(before.contains(line), "the registry's memory line");
+    let after = before.replace(line, &format!("{line}    Toy => toy,\n"));
+    std::fs::write(&registry_file, &after).unwrap();
+    // One line changed outside the folder: every other file is as it was.
+    let changed = changed_lines(&root.join("src"), &copy.path().join("src"), "backend/toy");
+    assert_eq!(
+        changed,
+        ["src/backend/mod.rs: +    Toy => toy,"],
+        "{changed:#?}"
+    );
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["check", "--lib", "--offline", "--quiet"])
+        .current_dir(copy.path())
+        .env("CARGO_TARGET_DIR", root.join("target/throwaway-engine"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the crate with a toy engine does not compile:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Copies a directory tree.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// The lines that differ between two source trees (`file: +line` or `file: -line`), leaving
+/// out the folder `except` (relative to the trees).
+fn changed_lines(old: &Path, new: &Path, except: &str) -> Vec<String> {
+    let mut changed = Vec::new();
+    let mut files = Vec::new();
+    list_files(new, new, &mut files);
+    for rel in files {
+        if rel.starts_with(except) {
+            continue;
+        }
+        let theirs = std::fs::read_to_string(new.join(&rel)).unwrap_or_default();
+        let ours = std::fs::read_to_string(old.join(&rel)).unwrap_or_default();
+        let name = format!("src/{}", rel.display());
+        let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+        changed.extend(
+            b.iter()
+                .filter(|l| !a.contains(l))
+                .map(|l| format!("{name}: +{l}")),
+        );
+        changed.extend(
+            a.iter()
+                .filter(|l| !b.contains(l))
+                .map(|l| format!("{name}: -{l}")),
+        );
+    }
+    changed
+}
+
+/// Every file under `dir`, relative to `base`.
+fn list_files(base: &Path, dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            list_files(base, &path, out);
+        } else {
+            out.push(path.strip_prefix(base).unwrap().to_path_buf());
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 use crate::support::{SMALL, plan, run_plan, shared_url};
 use dbq_bench::report::RunResults;
-use dbq_bench::scenario::thresholds::{
+use dbq_bench::thresholds::{
     FAULTS, LATENCY_METRICS, LATENCY_STATS, PHASE_JOBS, RUN_JOBS, THROUGHPUT,
 };
 use hdrhistogram::serialization::Deserializer;
@@ -72,16 +72,7 @@ async fn every_format_round_trips_and_renders_again_from_saved_data() {
     for f in ["report.html", "report.md"] {
         std::fs::remove_file(dir.path().join(f)).unwrap();
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
-        .args(["report", "--quiet"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    render_again(dir.path());
     // summary.json and timeline.csv were rewritten from what was read: identical.
     let again = RunResults::load(dir.path()).unwrap();
     assert_eq!(again.summary, loaded.summary);
@@ -181,7 +172,7 @@ async fn the_sampler_sees_dead_tuples_rise_and_the_claim_probed_per_phase() {
         phases.contains(&"steady") && phases.contains(&"second"),
         "{phases:?}"
     );
-    let settings = &r.summary.meta.postgres_settings;
+    let settings = &r.summary.meta.server_settings;
     assert!(
         settings.contains_key("shared_buffers") && settings.contains_key("autovacuum"),
         "{settings:?}"
@@ -366,4 +357,55 @@ fn abort_on_fail_stops_the_load_at_the_first_failed_phase() {
             "{file} does not say why the run is incomplete"
         );
     }
+}
+
+/// A results directory of the previous schema (1; a PostgreSQL smoke run written at commit
+/// 52ec0b1) renders again: `dbq-bench report` reads it, names its server's
+/// version and settings under schema 2's names, and writes it back as schema 2.
+#[test]
+fn a_saved_run_of_the_previous_schema_renders_again() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::copy_files(std::path::Path::new("tests/fixtures/v1-run"), dir.path());
+    let before: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("summary.json")).unwrap()).unwrap();
+    assert_eq!(before["schema_version"], 1);
+    render_again(dir.path());
+    let again = RunResults::load(dir.path()).unwrap();
+    assert_eq!(again.summary.schema_version, 2);
+    assert_eq!(
+        again.summary.meta.server_version,
+        before["meta"]["postgres_version"].as_str().unwrap()
+    );
+    assert!(
+        again
+            .summary
+            .meta
+            .server_settings
+            .contains_key("autovacuum")
+    );
+    assert_eq!(
+        again.summary.jobs.enqueued,
+        before["jobs"]["enqueued"].as_u64().unwrap()
+    );
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(md.contains("lost 0") || md.contains("lost: 0"), "{md}");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(
+        html.contains("PostgreSQL 15"),
+        "the server's version is shown"
+    );
+}
+
+/// `dbq-bench report DIR`: every format written again from the saved data.
+fn render_again(dir: &std::path::Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_dbq-bench"))
+        .args(["report", "--quiet"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -21,11 +21,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-static URL: OnceLock<String> = OnceLock::new();
-static MARIADB_URL: OnceLock<String> = OnceLock::new();
-static REDIS_URL: OnceLock<String> = OnceLock::new();
-static RABBITMQ_URL: OnceLock<String> = OnceLock::new();
-static KAFKA_URL: OnceLock<String> = OnceLock::new();
+/// Each engine's shared server, by its place in the registry (room for more engines).
+static SHARED: [OnceLock<String>; 16] = [const { OnceLock::new() }; 16];
 static CLUSTERS: Mutex<Vec<LocalCluster>> = Mutex::new(Vec::new());
 
 extern "C" fn stop_clusters() {
@@ -36,8 +33,6 @@ extern "C" fn stop_clusters() {
     }
 }
 
-/// URL of the PostgreSQL server shared by the tests (`DBQ_TEST_DATABASE_URL`, else a local
-/// server started once).
 /// `run scenarios/smoke.toml` on the shared server: the start of most CLI tests' flags.
 pub fn smoke_on_shared_server() -> Vec<&'static str> {
     vec![
@@ -50,18 +45,9 @@ pub fn smoke_on_shared_server() -> Vec<&'static str> {
     ]
 }
 
+/// URL of the Postgres server shared by the tests (see [`shared_server`]).
 pub fn shared_url() -> &'static str {
-    URL.get_or_init(|| {
-        if let Ok(url) = std::env::var("DBQ_TEST_DATABASE_URL") {
-            return url;
-        }
-        require_local_binaries();
-        let port = start_shared(
-            Engine::Postgres,
-            &[("fsync", "off"), ("max_connections", "300")],
-        );
-        format!("postgres://postgres@127.0.0.1:{port}/postgres")
-    })
+    shared_server(Engine::Postgres)
 }
 
 /// URL of a PostgreSQL server of the calling test's own (a local cluster, fsync off, kept
@@ -78,65 +64,24 @@ pub fn private_postgres_url() -> String {
     format!("postgres://postgres@127.0.0.1:{port}/postgres")
 }
 
-/// URL of the MariaDB server shared by the tests (`DBQ_TEST_MARIADB_URL`, else a local
-/// server started once).
+/// URL of the Mariadb server shared by the tests (see [`shared_server`]).
 pub fn shared_mariadb_url() -> &'static str {
-    MARIADB_URL.get_or_init(|| {
-        if let Ok(url) = std::env::var("DBQ_TEST_MARIADB_URL") {
-            return url;
-        }
-        require_mariadb_binaries();
-        let port = start_shared(
-            Engine::Mariadb,
-            &[
-                ("innodb-flush-log-at-trx-commit", "2"),
-                ("max-connections", "300"),
-            ],
-        );
-        format!("mysql://root@127.0.0.1:{port}")
-    })
+    shared_server(Engine::Mariadb)
 }
 
-/// URL of the Redis server shared by the tests (`DBQ_TEST_REDIS_URL`, else a local server
-/// started once, its append-only file fsynced once a second rather than per write).
+/// URL of the Redis server shared by the tests (see [`shared_server`]).
 pub fn shared_redis_url() -> &'static str {
-    REDIS_URL.get_or_init(|| {
-        if let Ok(url) = std::env::var("DBQ_TEST_REDIS_URL") {
-            return url;
-        }
-        require_redis_binaries();
-        let port = start_shared(Engine::Redis, &[("appendfsync", "everysec")]);
-        format!("redis://127.0.0.1:{port}/0")
-    })
+    shared_server(Engine::Redis)
 }
 
-/// URL of the RabbitMQ broker shared by the tests (`DBQ_TEST_RABBITMQ_URL`, else a local
-/// node started once).
+/// URL of the Rabbitmq server shared by the tests (see [`shared_server`]).
 pub fn shared_rabbitmq_url() -> &'static str {
-    RABBITMQ_URL.get_or_init(|| {
-        if let Ok(url) = std::env::var("DBQ_TEST_RABBITMQ_URL") {
-            return url;
-        }
-        require_rabbitmq_binaries();
-        let ports = start_shared_ports(Engine::Rabbitmq, &[]);
-        format!(
-            "amqp://guest:guest@127.0.0.1:{}/%2f?management_port={}",
-            ports.main, ports.admin
-        )
-    })
+    shared_server(Engine::Rabbitmq)
 }
 
-/// URL of the Kafka-API broker shared by the tests (`DBQ_TEST_KAFKA_URL`, else a local
-/// Tansu started once, with the client settings Tansu needs).
+/// URL of the Kafka server shared by the tests (see [`shared_server`]).
 pub fn shared_kafka_url() -> &'static str {
-    KAFKA_URL.get_or_init(|| {
-        if let Ok(url) = std::env::var("DBQ_TEST_KAFKA_URL") {
-            return url;
-        }
-        require_kafka_binaries();
-        let port = start_shared(Engine::Kafka, &[]);
-        format!("kafka://127.0.0.1:{port}?batch.num.messages=1&fetch.wait.max.ms=10")
-    })
+    shared_server(Engine::Kafka)
 }
 
 /// A plan from scenario text on the shared Kafka-API broker.
@@ -179,10 +124,15 @@ fn start_shared_ports(engine: Engine, settings: &[(&str, &str)]) -> Ports {
             let (cluster, _) = local::start(driver, &settings, Duration::from_secs(60))
                 .await
                 .unwrap_or_else(|e| {
+                    let own = engine
+                        .facts()
+                        .install
+                        .as_ref()
+                        .map(|i| i.test_server.variable);
                     panic!(
-                        "starting the shared {} test server (set DBQ_TEST_DATABASE_URL or \
-                         DBQ_TEST_MARIADB_URL to use your own): {e:#}",
-                        engine.label()
+                        "starting the shared {} test server (set {} to use your own): {e:#}",
+                        engine.label(),
+                        own.unwrap_or("a URL")
                     )
                 });
             cluster
@@ -207,37 +157,37 @@ const SET_UP_ALL: &str = "`scripts/test` installs every prerequisite and runs th
 
 /// The PostgreSQL server binaries (the shared test server and the `local` provider).
 pub fn require_local_binaries() {
-    require_binaries(Engine::Postgres, "DBQ_TEST_DATABASE_URL");
+    require_binaries(Engine::Postgres);
 }
 
 /// MariaDB's server binaries (the shared MariaDB test server and the `local` provider).
 pub fn require_mariadb_binaries() {
-    require_binaries(Engine::Mariadb, "DBQ_TEST_MARIADB_URL");
+    require_binaries(Engine::Mariadb);
 }
 
 /// Redis's server binary (the shared Redis test server and the `local` provider).
 pub fn require_redis_binaries() {
-    require_binaries(Engine::Redis, "DBQ_TEST_REDIS_URL");
+    require_binaries(Engine::Redis);
 }
 
 /// RabbitMQ from the machine's packages (the shared broker and the `local` provider).
 pub fn require_rabbitmq_binaries() {
-    require_binaries(Engine::Rabbitmq, "DBQ_TEST_RABBITMQ_URL");
+    require_binaries(Engine::Rabbitmq);
 }
 
-/// The server of `engine` installed on this machine, as its folder's facts name them;
-/// `test_url` is the variable that names a server of the tester's own instead.
-fn require_binaries(engine: Engine, test_url: &str) {
+/// The server of `engine` installed on this machine, as its folder's facts name them (or
+/// the facts' test variable naming a server of the tester's own instead).
+fn require_binaries(engine: Engine) {
     let servers = backend::driver(engine)
         .servers()
         .expect("an engine whose servers the harness starts");
     if let Err(e) = servers.local().binaries() {
         let facts = engine.facts();
-        let install = facts.install.as_ref().map_or("", |i| i.local_install);
+        let install = facts.install.as_ref().expect("an engine with servers");
         panic!(
             "missing prerequisite: {} on this machine ({e:#}). Install it \
-             (`{install}`) or set {test_url} to a server of yours; {SET_UP_ALL}",
-            facts.label
+             (`{}`) or set {} to a server of yours; {SET_UP_ALL}",
+            facts.label, install.local_install, install.test_server.variable
         );
     }
 }
@@ -256,7 +206,7 @@ pub fn require_kafka_image() -> String {
 
 /// Tansu, the Kafka-API broker the local provider runs (scripts/install-tansu).
 pub fn require_kafka_binaries() {
-    require_binaries(Engine::Kafka, "DBQ_TEST_KAFKA_URL");
+    require_binaries(Engine::Kafka);
 }
 
 /// The Redis image the container tests start (DBQ_REDIS_IMAGE, else the official default);
@@ -580,16 +530,25 @@ pub fn assert_proof_adds_up(proof: &dbq_bench::accounting::AccountingProof) {
     );
 }
 
-/// The URL of the server of `engine` that the tests share (started on first use).
+/// URL of the server of `engine` shared by the tests, as its facts say: a server of the
+/// tester's own (the facts' test variable, e.g. `DBQ_TEST_DATABASE_URL`), else a local one
+/// started once with the facts' test settings; `<scheme>://` for an engine without servers
+/// (the in-memory queue).
 pub fn shared_server(engine: Engine) -> &'static str {
-    match engine {
-        Engine::Postgres => shared_url(),
-        Engine::Mariadb => shared_mariadb_url(),
-        Engine::Rabbitmq => shared_rabbitmq_url(),
-        Engine::Redis => shared_redis_url(),
-        Engine::Kafka => shared_kafka_url(),
-        Engine::Memory => "memory://",
-    }
+    let place = Engine::ALL.iter().position(|e| *e == engine).unwrap();
+    SHARED[place].get_or_init(|| {
+        let facts = engine.facts();
+        let Some(install) = &facts.install else {
+            return format!("{}://", facts.schemes[0]);
+        };
+        let t = &install.test_server;
+        if let Ok(url) = std::env::var(t.variable) {
+            return url;
+        }
+        require_binaries(engine);
+        let ports = start_shared_ports(engine, t.settings);
+        (t.url)(ports.main, ports.admin)
+    })
 }
 
 /// A queue of `plan`'s design installed in a namespace of its own on the shared server of
@@ -828,4 +787,15 @@ pub async fn enqueue_beside(
     }
     link.close().await;
     ids
+}
+
+/// Copies the files (not the directories) of `from` into `to`, made.
+pub fn copy_files(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        }
+    }
 }

@@ -5,7 +5,9 @@
 //! is labelled with Tansu's name and version, never as Kafka.
 
 use super::url::bootstrap_servers;
-use crate::backend::engine::{EngineFacts, Install, ReadsFrom, Supports, Words, is_vacuum_setting};
+use crate::backend::engine::{
+    EngineFacts, Install, ReadsFrom, Supports, TestServer, Words, is_vacuum_setting,
+};
 
 pub const FACTS: EngineFacts = EngineFacts {
     name: "kafka",
@@ -18,6 +20,13 @@ pub const FACTS: EngineFacts = EngineFacts {
         build_script: "docker/build-kafka-image.sh",
         local_install: "scripts/install-tansu (cargo install tansu --version 0.6.0 --features dynostore)",
         built_tag: "dbq-bench-kafka:tansu-0.6.0",
+        test_server: TestServer {
+            variable: "DBQ_TEST_KAFKA_URL",
+            settings: &[],
+            url: |port, _| {
+                format!("kafka://127.0.0.1:{port}?batch.num.messages=1&fetch.wait.max.ms=10")
+            },
+        },
     }),
     supports: Supports {
         variants: &["seed", "batch"],
@@ -55,4 +64,5 @@ pub const FACTS: EngineFacts = EngineFacts {
     },
     reads: ReadsFrom::Nothing,
     client_may_crash: true,
+    counts_deliveries: |_| Err(super::NO_DELIVERY_COUNT.into()),
 };

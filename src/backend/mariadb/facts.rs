@@ -1,7 +1,9 @@
 //! MariaDB's facts: what it runs, its figures' words, its URL check and image. The registry
 //! (`backend::registry`) reads them; validation refuses what they do not list.
 
-use crate::backend::engine::{EngineFacts, Install, ReadsFrom, Supports, Words, is_vacuum_setting};
+use crate::backend::engine::{
+    EngineFacts, Install, ReadsFrom, Supports, TestServer, Words, is_vacuum_setting,
+};
 use std::str::FromStr;
 
 pub const FACTS: EngineFacts = EngineFacts {
@@ -25,6 +27,14 @@ pub const FACTS: EngineFacts = EngineFacts {
         build_script: "docker/build-mariadb-image.sh",
         local_install: "apt-get install mariadb-server",
         built_tag: "dbq-bench-mariadb:10.11",
+        test_server: TestServer {
+            variable: "DBQ_TEST_MARIADB_URL",
+            settings: &[
+                ("innodb-flush-log-at-trx-commit", "2"),
+                ("max-connections", "300"),
+            ],
+            url: |port, _| format!("mysql://root@127.0.0.1:{port}"),
+        },
     }),
     supports: Supports {
         variants: &[
@@ -80,4 +90,5 @@ pub const FACTS: EngineFacts = EngineFacts {
          probe's plan is the workers' plan at that moment",
     ),
     client_may_crash: false,
+    counts_deliveries: |_| Ok(()),
 };

@@ -40,4 +40,5 @@ pub const FACTS: EngineFacts = EngineFacts {
     foreign_setting: |_| Some("the in-memory queue has no server, so no server settings"),
     reads: ReadsFrom::Nothing,
     client_may_crash: false,
+    counts_deliveries: |_| Ok(()),
 };

@@ -1,7 +1,9 @@
 //! PostgreSQL's facts: what it runs, its figures' words, its URL check and image. The registry
 //! (`backend::registry`) reads them; validation refuses what they do not list.
 
-use crate::backend::engine::{ALL_FAULTS, EngineFacts, Install, ReadsFrom, Supports, Words};
+use crate::backend::engine::{
+    ALL_FAULTS, EngineFacts, Install, ReadsFrom, Supports, TestServer, Words,
+};
 use std::str::FromStr;
 
 pub const FACTS: EngineFacts = EngineFacts {
@@ -19,6 +21,11 @@ pub const FACTS: EngineFacts = EngineFacts {
         build_script: "docker/build-postgres-image.sh",
         local_install: "apt-get install postgresql",
         built_tag: "dbq-bench-postgres:15",
+        test_server: TestServer {
+            variable: "DBQ_TEST_DATABASE_URL",
+            settings: &[("fsync", "off"), ("max_connections", "300")],
+            url: |port, _| format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+        },
     }),
     supports: Supports {
         variants: &[
@@ -67,4 +74,5 @@ pub const FACTS: EngineFacts = EngineFacts {
     },
     reads: ReadsFrom::Counters("pg_stat_user_tables, the sampler's own reads taken out"),
     client_may_crash: false,
+    counts_deliveries: |_| Ok(()),
 };

@@ -2,7 +2,9 @@
 //! (`backend::registry`) reads them; validation refuses what they do not list.
 
 use super::admin::management_port;
-use crate::backend::engine::{EngineFacts, Install, ReadsFrom, Supports, Words, is_vacuum_setting};
+use crate::backend::engine::{
+    EngineFacts, Install, ReadsFrom, Supports, TestServer, Words, is_vacuum_setting,
+};
 use std::str::FromStr;
 
 pub const FACTS: EngineFacts = EngineFacts {
@@ -19,6 +21,13 @@ pub const FACTS: EngineFacts = EngineFacts {
         build_script: "docker/build-rabbitmq-image.sh",
         local_install: "apt-get install rabbitmq-server",
         built_tag: "dbq-bench-rabbitmq:3.10",
+        test_server: TestServer {
+            variable: "DBQ_TEST_RABBITMQ_URL",
+            settings: &[],
+            url: |port, admin| {
+                format!("amqp://guest:guest@127.0.0.1:{port}/%2f?management_port={admin}")
+            },
+        },
     }),
     supports: Supports {
         variants: &["seed", "batch"],
@@ -62,4 +71,5 @@ pub const FACTS: EngineFacts = EngineFacts {
     },
     reads: ReadsFrom::Nothing,
     client_may_crash: false,
+    counts_deliveries: |q| q.variant.rabbitmq_queue.counts_deliveries(),
 };

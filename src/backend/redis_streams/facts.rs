@@ -1,7 +1,9 @@
 //! Redis's facts: what it runs, its figures' words, its URL check and image. The registry
 //! (`backend::registry`) reads them; validation refuses what they do not list.
 
-use crate::backend::engine::{EngineFacts, Install, ReadsFrom, Supports, Words, is_vacuum_setting};
+use crate::backend::engine::{
+    EngineFacts, Install, ReadsFrom, Supports, TestServer, Words, is_vacuum_setting,
+};
 
 pub const FACTS: EngineFacts = EngineFacts {
     name: "redis",
@@ -14,6 +16,11 @@ pub const FACTS: EngineFacts = EngineFacts {
         build_script: "docker/build-redis-image.sh",
         local_install: "apt-get install redis-server",
         built_tag: "dbq-bench-redis:7.0",
+        test_server: TestServer {
+            variable: "DBQ_TEST_REDIS_URL",
+            settings: &[("appendfsync", "everysec")],
+            url: |port, _| format!("redis://127.0.0.1:{port}/0"),
+        },
     }),
     supports: Supports {
         variants: &["seed", "batch"],
@@ -57,4 +64,5 @@ pub const FACTS: EngineFacts = EngineFacts {
     },
     reads: ReadsFrom::Nothing,
     client_may_crash: false,
+    counts_deliveries: |_| Ok(()),
 };

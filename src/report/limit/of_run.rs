@@ -7,9 +7,9 @@ use crate::metrics::{HarnessSummary, LatencyReport, Measurements, PhaseCounts, W
 use crate::report::dbstats::DbStatsSummary;
 use crate::report::phases::PhaseSummary;
 use crate::report::reads::TableReads;
+use crate::report::setup::RunSetup;
 use crate::report::stall::GroupStall;
 use crate::report::summary::Summary;
-use crate::scenario::Plan;
 use std::collections::BTreeMap;
 
 /// Who did the work: the workers and the producers' connections.
@@ -21,11 +21,11 @@ pub struct Workers {
 }
 
 impl Workers {
-    pub fn of(plan: &Plan) -> Workers {
+    pub fn of(setup: &RunSetup) -> Workers {
         Workers {
-            count: plan.consumers.count as u32,
-            library: plan.queue.variant.workers.is_some(),
-            producer_connections: plan.producers.max_count as u64,
+            count: setup.workers,
+            library: setup.library,
+            producer_connections: setup.producer_connections,
         }
     }
 }
@@ -122,13 +122,13 @@ pub fn measured_limit(
 
 /// Names each load phase's limit, and returns the measured phases' together.
 pub fn limits(
-    (plan, m): (&Plan, &Measurements),
+    (setup, m): (&RunSetup, &Measurements),
     phases: &mut [PhaseSummary],
     (db_stats, table_reads): (&DbStatsSummary, Option<&TableReads>),
     measured: (&PhaseCounts, &LatencyReport),
     (harness, fell_short): (Option<HarnessSummary>, bool),
 ) -> Option<Limit> {
-    let workers = Workers::of(plan);
+    let workers = Workers::of(setup);
     name_phase_limits(phases, m, db_stats, table_reads, &workers);
     let stall = GroupStall::measured(m);
     measured_limit(

@@ -483,5 +483,4 @@ fn context(f: &LimitFigures, named: LimitKind) -> String {
 }
 
 #[cfg(test)]
-#[path = "words_tests.rs"]
 mod tests;

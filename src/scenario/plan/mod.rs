@@ -5,7 +5,6 @@
 //! and holds the limits that span sections.
 
 use super::faults::{FaultSpec, Repeat};
-use super::thresholds::{self, Threshold};
 use super::values::{DurationDist, Rate};
 use crate::backend::queue::{
     ClaimMode, DEFAULT_PARTITIONS, ExternalWorkers, Finish, QueuePlan, VariantName, VariantPlan,
@@ -19,6 +18,7 @@ use crate::scenario::model::{
     Arrival, BystanderSection, ConsumersSection, DatabaseSection, PhaseSection, ProducersSection,
     ProviderKind, Scenario, SlowRunsSection,
 };
+use crate::thresholds::{self, Threshold};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -97,6 +97,21 @@ impl EnvDefaults {
 
 const HOUR: Duration = Duration::from_secs(3600);
 
+/// The sampler's, the drain's and the reaper's intervals: long enough to mean something.
+fn check_intervals(scenario: &Scenario) -> Result<(), (&'static str, &'static str)> {
+    let r = &scenario.reaper;
+    if r.enabled && r.interval.0 < Duration::from_millis(10) {
+        return Err(("reaper.interval", "must be at least 10ms"));
+    }
+    if scenario.sampler.interval.0 < Duration::from_millis(100) {
+        return Err(("sampler.interval", "must be at least 100ms"));
+    }
+    if scenario.drain.timeout.0.is_zero() {
+        return Err(("drain.timeout", "must be more than 0s"));
+    }
+    Ok(())
+}
+
 impl Plan {
     /// Validates a loaded scenario. `source` names the file in errors; `stem` is the default
     /// scenario name.
@@ -129,12 +144,8 @@ impl Plan {
         check_design_claims(&queue, &consumers, &scenario.reaper)
             .map_err(|(key, reason)| err(key, reason))?;
         if queue.redeliveries_count {
-            let counted = match scenario.database.engine {
-                Engine::Rabbitmq => queue.variant.rabbitmq_queue.counts_deliveries(),
-                Engine::Kafka => Err(crate::backend::kafka::NO_DELIVERY_COUNT.into()),
-                _ => Ok(()),
-            };
-            counted.map_err(|reason| err("reaper.count_as_attempt", reason))?;
+            (scenario.database.engine.facts().counts_deliveries)(&queue)
+                .map_err(|reason| err("reaper.count_as_attempt", reason))?;
         }
         let audit = settle_audit(&mut scenario);
         let default_rate = scenario.producers.rate;
@@ -145,9 +156,6 @@ impl Plan {
             source,
         )?;
         let r = &scenario.reaper;
-        if r.enabled && r.interval.0 < Duration::from_millis(10) {
-            return Err(err("reaper.interval", "must be at least 10ms".into()));
-        }
         let reaper = r.enabled.then_some(ReaperPlan {
             interval: r.interval.0,
             stale_after: r.stale_after.0,
@@ -155,12 +163,7 @@ impl Plan {
         });
         producers.outbox = outbox_plan(&scenario.producers, &phases, source)?;
         let thresholds = threshold_list(&scenario, source)?;
-        if scenario.sampler.interval.0 < Duration::from_millis(100) {
-            return Err(err("sampler.interval", "must be at least 100ms".into()));
-        }
-        if scenario.drain.timeout.0.is_zero() {
-            return Err(err("drain.timeout", "must be more than 0s".into()));
-        }
+        check_intervals(&scenario).map_err(|(key, reason)| err(key, reason.into()))?;
         let bystander = bystander_plan(&scenario.bystander)
             .map_err(|(key, reason)| err(&format!("bystander.{key}"), reason))?;
         Ok(Plan {

@@ -23,7 +23,13 @@ impl Need {
 
 /// Everything the scenario asks of its engine beyond the seed on PostgreSQL's terms.
 pub(super) fn needs(scenario: &Scenario) -> Vec<Need> {
-    let q = &scenario.queue;
+    let mut needs = queue_needs(&scenario.queue);
+    fleet_needs(scenario, &mut needs);
+    needs
+}
+
+/// What the engine needs to install the queue as `[queue]` asks.
+fn queue_needs(q: &crate::scenario::model::QueueSection) -> Vec<Need> {
     let variant = q.variant.as_str();
     let mut needs = vec![Need::new(
         "queue.variant",
@@ -56,6 +62,11 @@ pub(super) fn needs(scenario: &Scenario) -> Vec<Need> {
             s.own_keys.contains(&"queue.partitions")
         }));
     }
+    needs
+}
+
+/// What the engine needs to run for a scenario's fleets, server settings and faults.
+fn fleet_needs(scenario: &Scenario, needs: &mut Vec<Need>) {
     match scenario.consumers.claim_mode {
         Some(ClaimMode::InTransaction) => {
             let what = "a claim held in the worker's transaction".to_string();
@@ -101,7 +112,6 @@ pub(super) fn needs(scenario: &Scenario) -> Vec<Need> {
             ));
         }
     }
-    needs
 }
 
 /// What the engine does not run, from its row of the engine table: the refusal names the

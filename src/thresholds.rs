@@ -11,7 +11,8 @@
 //!
 //! A metric is named as in summary.json: `<latency metric>.<stat>` (milliseconds; a
 //! duration such as `"250ms"` may be used), `throughput.*`, `jobs.*`, and for the whole run
-//! `faults.*`. This module validates them; `report::thresholds` judges them.
+//! `faults.*`. This module validates them (the scenario's plan parses them here); `report::thresholds`
+//! judges them. Plain data below both.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
