@@ -6,6 +6,12 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The settings of an engine that takes none beyond every engine's (the scenario's
+/// `[queue]`, `[consumers]` …): its `Settings` in the registry's `EngineSettings`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoSettings {}
+
 /// How a server the run started is stopped (the `restart_server` fault).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,

@@ -23,17 +23,9 @@ pub struct QueuePlan {
     /// harness's reaper.
     #[serde(default)]
     pub redeliveries_count: bool,
-    /// Kafka: the partitions of the jobs' and the retries' topics (`queue.partitions`).
-    #[serde(default = "default_partitions")]
-    pub partitions: u32,
-}
-
-/// `queue.partitions` when not given: room for a dozen workers, each partition read by one
-/// member of the group at a time.
-pub const DEFAULT_PARTITIONS: u32 = 12;
-
-fn default_partitions() -> u32 {
-    DEFAULT_PARTITIONS
+    /// The settings only the run's engine acts on, its own type (`queue.rabbitmq_queue`,
+    /// `queue.partitions`).
+    pub engine: super::EngineSettings,
 }
 
 /// Which queue design, with the options that shape it.
@@ -50,8 +42,6 @@ pub struct VariantPlan {
     pub dir: Option<std::path::PathBuf>,
     pub fillfactor: Option<u32>,
     pub unlogged: bool,
-    /// RabbitMQ: the kind of queue that holds the jobs (`queue.rabbitmq_queue`).
-    pub rabbitmq_queue: crate::backend::rabbitmq::settings::RabbitQueue,
     /// A custom design whose workers are a queue library's own processes (its design.toml's
     /// `[worker]`): the harness enqueues and proves, the library claims and finishes.
     #[serde(default)]

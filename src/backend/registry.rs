@@ -27,6 +27,37 @@ macro_rules! registry {
             $( $(#[$meta])* $variant, )+
         }
 
+        /// The settings only one engine acts on, each engine's own type (its folder's
+        /// `Settings`), as the plan carries them to the engine.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum EngineSettings {
+            $( $variant($folder::Settings), )+
+        }
+
+        impl EngineSettings {
+            /// `engine`'s settings read from the scenario's keys that are its own (by key,
+            /// as written, e.g. `rabbitmq_queue`); the error names the key and why.
+            pub fn read(
+                engine: Engine,
+                keys: serde_json::Map<String, serde_json::Value>,
+            ) -> Result<EngineSettings, (String, String)> {
+                let keys = serde_json::Value::Object(keys);
+                Ok(match engine {
+                    $( Engine::$variant => EngineSettings::$variant(
+                        $crate::backend::registry::read_settings(keys)?,
+                    ), )+
+                })
+            }
+
+            /// The defaults of `engine`'s settings.
+            pub fn defaults(engine: Engine) -> EngineSettings {
+                match engine {
+                    $( Engine::$variant => EngineSettings::$variant(Default::default()), )+
+                }
+            }
+        }
+
         impl Engine {
             /// Every registered engine, in registry order.
             pub const ALL: &'static [Engine] = &[$(Engine::$variant),+];
@@ -40,6 +71,17 @@ macro_rules! registry {
         }
     };
 }
+/// An engine's settings from its keys, serde's words turned into (key, reason).
+pub fn read_settings<T: serde::de::DeserializeOwned>(
+    keys: serde_json::Value,
+) -> Result<T, (String, String)> {
+    serde_path_to_error::deserialize(keys).map_err(|e| {
+        let key = e.path().to_string();
+        let reason = e.inner().to_string();
+        (format!("queue.{key}"), reason)
+    })
+}
+
 impl Engine {
     /// Why a server setting belongs to another engine, so the plan refuses it before a
     /// server refuses to start; `None` for any other name.
@@ -170,6 +212,33 @@ mod tests {
                 .is_ok()
         );
         assert!(Engine::Mariadb.check_url("mysql:root@h").is_err());
+    }
+
+    /// Each engine's own settings type takes exactly the keys its facts call its own, and
+    /// reads its defaults back.
+    #[test]
+    fn each_engines_settings_are_its_own_keys() {
+        for &e in Engine::ALL {
+            let defaults = serde_json::to_value(super::super::EngineSettings::defaults(e)).unwrap();
+            let inner = defaults
+                .as_object()
+                .and_then(|o| o.values().next())
+                .unwrap();
+            let keys: Vec<String> = inner
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|k| format!("queue.{k}"))
+                .collect();
+            assert_eq!(keys, e.supports().own_keys, "{}", e.as_str());
+            let read = super::super::EngineSettings::read(e, inner.as_object().unwrap().clone());
+            assert_eq!(read, Ok(super::super::EngineSettings::defaults(e)));
+        }
+        let bad = [("rabbitmq_queue".to_string(), serde_json::json!("lazy"))];
+        let err = super::super::EngineSettings::read(Engine::Rabbitmq, bad.into_iter().collect())
+            .unwrap_err();
+        assert_eq!(err.0, "queue.rabbitmq_queue");
+        assert!(err.1.contains("quorum"), "{}", err.1);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use super::article;
 use super::dbstats::{self, DbStatsSummary};
 use super::design::DesignRecord;
 use super::faults::FaultSummary;
+use super::phases::Phases;
 pub use super::phases::{ClaimProbeSummary, PhaseSummary, ProducerUse, Throughput};
 use super::setup::RunSetup;
 use super::thresholds::ThresholdResult;
@@ -288,18 +289,6 @@ pub struct RunFacts {
     pub group_forming: Option<GroupForming>,
 }
 
-fn secs(us: u64) -> f64 {
-    us as f64 / 1e6
-}
-
-fn per_s(n: u64, window_s: f64) -> f64 {
-    if window_s > 0.0 {
-        ((n as f64 / window_s) * 10.0).round() / 10.0
-    } else {
-        0.0
-    }
-}
-
 impl Summary {
     /// Why the run is incomplete (`None` when it is complete): the one wording every format
     /// uses.
@@ -340,7 +329,7 @@ impl Summary {
             measured_counts,
             measured_metrics,
             throughput,
-        } = Phases::of(m, &facts);
+        } = Phases::of(m, facts.prefilled, facts.drain_s);
         let all = all_counts(m);
         let jobs = JobCounts::of(&all, &proof, ledger, facts.prefilled);
         let faults = FaultSummary::build(m, &all, ledger, &proof, setup.claim_rule.as_str());
@@ -540,17 +529,6 @@ impl QueueInfo {
     }
 }
 
-/// The same rules as the verdict, for one phase.
-/// `scheduled`: the jobs the window's schedule intended (late ones are counted by their
-/// intended time too, while `enqueued` counts commits, which a stalled producer pushes into
-/// later windows).
-fn phase_kept_up(c: &PhaseCounts, scheduled: u64) -> bool {
-    let tolerance = ((c.enqueued as f64 * 0.02) as i64).max(10);
-    let gap = c.enqueued as i64 - (c.completed + c.dead_lettered) as i64;
-    (c.sent_late + c.dropped) as f64 <= 0.01 * (scheduled + c.dropped).max(1) as f64
-        && gap <= tolerance
-}
-
 /// Percentiles at which the spectrum is read.
 const SPECTRUM: [f64; 16] = [
     0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999,
@@ -588,90 +566,6 @@ fn measured_backlog(setup: &RunSetup, m: &Measurements, t: &Throughput) -> Backl
         .collect();
     let rate = t.offered_per_s.unwrap_or(t.enqueued_per_s);
     Backlog::of(&rows, rate, setup.poll_interval.as_secs_f64())
-}
-
-/// The run's windows as phase summaries, and the measured ones added up.
-struct Phases {
-    phases: Vec<PhaseSummary>,
-    measured_counts: PhaseCounts,
-    measured_metrics: MetricSet,
-    /// Over the measured phases together.
-    throughput: Throughput,
-}
-
-impl Phases {
-    fn of(m: &Measurements, facts: &RunFacts) -> Phases {
-        let mut phases = Vec::new();
-        let mut measured_counts = PhaseCounts::default();
-        let mut measured_metrics = MetricSet::default();
-        let mut window_s = 0.0;
-        let mut offered_jobs = 0.0;
-        let mut closed_loop = false;
-        let load_start_us = m.load_start_us();
-        for (i, w) in m.windows.iter().enumerate() {
-            if w.kind == WindowKind::Prefill && facts.prefilled == 0 {
-                continue;
-            }
-            let phase = w.kind == WindowKind::Phase;
-            let end = if w.end_us == u64::MAX {
-                w.start_us + (facts.drain_s * 1e6) as u64
-            } else {
-                w.end_us
-            };
-            let duration_s = secs(end.saturating_sub(w.start_us));
-            let counts = m.counts[i];
-            let offered = phase.then(|| match w.offered_per_s {
-                Some(r) => format!("{r}"),
-                None => "max".to_string(),
-            });
-            if w.measured {
-                measured_counts.add(&counts);
-                measured_metrics.add(&m.metrics[i]);
-                window_s += duration_s;
-                match w.offered_per_s.filter(|_| phase) {
-                    Some(r) => offered_jobs += r * duration_s,
-                    None => closed_loop = true,
-                }
-            }
-            let offered_per_s = w.offered_per_s.filter(|_| phase);
-            let last = m.last_finished_us.get(i).copied().unwrap_or(0);
-            let busy_s = (last > w.start_us).then(|| (last - w.start_us) as f64 / 1e6);
-            phases.push(PhaseSummary {
-                name: w.name.clone(),
-                kind: w.kind,
-                measured: w.measured,
-                start_s: (w.start_us as f64 - load_start_us as f64) / 1e6,
-                duration_s,
-                offered,
-                jobs: counts,
-                throughput: Throughput {
-                    enqueued_per_s: per_s(counts.enqueued, duration_s),
-                    completed_per_s: per_s(counts.completed, duration_s),
-                    offered_per_s,
-                    window_s: duration_s,
-                },
-                latency_ms: LatencyReport::of(&m.metrics[i]),
-                kept_up: (w.measured && offered_per_s.is_some())
-                    .then(|| phase_kept_up(&counts, m.metrics[i].get(Metric::ScheduleLag).len())),
-                busy_s,
-                completed_per_busy_s: busy_s.map(|b| per_s(counts.completed, b)),
-                limit: None,
-            });
-        }
-        let throughput = Throughput {
-            enqueued_per_s: per_s(measured_counts.enqueued, window_s),
-            completed_per_s: per_s(measured_counts.completed, window_s),
-            offered_per_s: (!closed_loop && window_s > 0.0)
-                .then(|| (offered_jobs / window_s * 10.0).round() / 10.0),
-            window_s,
-        };
-        Phases {
-            phases,
-            measured_counts,
-            measured_metrics,
-            throughput,
-        }
-    }
 }
 
 impl JobCounts {

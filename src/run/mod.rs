@@ -4,6 +4,7 @@
 //! ([`forming`]). A run whose harness died is proved from its journal by [`prove`].
 
 mod drain;
+mod fleets;
 mod forming;
 mod load;
 mod prove;

@@ -12,7 +12,6 @@ pub use crate::backend::queue::{
     BackoffPlan, CUSTOM_REQUIRED_FILES, ClaimMode, Finish, Jitter, QueuePlan, VariantName,
     VariantPlan,
 };
-pub use crate::backend::rabbitmq::settings::RabbitQueue;
 pub use crate::backend::{Engine, engine::ShutdownMode};
 pub use crate::thresholds::Threshold;
 pub use change::PlanChange;

@@ -7,7 +7,6 @@ use super::faults::FaultSpec;
 use super::values::{Confirm, DurationDist, FirstVacuum, HumanDuration, Rate, Whole};
 use crate::backend::Engine;
 use crate::backend::queue::{BackoffPlan, ClaimMode, Jitter, VariantName};
-use crate::backend::rabbitmq::settings::RabbitQueue;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -247,9 +246,10 @@ pub struct QueueSection {
     pub max_retries: i32,
     #[serde(default)]
     pub backoff: BackoffSection,
-    /// RabbitMQ only: the kind of queue the jobs go to (default `quorum`).
+    /// RabbitMQ only: the kind of queue the jobs go to: `quorum` (the default), `classic` or
+    /// `transient` (read by RabbitMQ's own settings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rabbitmq_queue: Option<RabbitQueue>,
+    pub rabbitmq_queue: Option<String>,
     /// Kafka only: the partitions of the jobs' and retries' topics (default 12, 1–1000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partitions: Option<Whole<1, 1000>>,

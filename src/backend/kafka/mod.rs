@@ -28,7 +28,10 @@ mod provenance;
 mod provider;
 mod reader;
 mod record;
+pub mod settings;
 pub mod url;
+
+pub use settings::Settings;
 
 use super::error::{BackendError, ErrorClass};
 use super::seam::{
@@ -178,7 +181,7 @@ impl Shared {
 
 fn design_info(ns: &str, q: &QueuePlan) -> Result<DesignInfo, BackendError> {
     let batch = super::broker::claim_batch(q, "Kafka")?;
-    let partitions = q.partitions;
+    let partitions = Settings::of(q).partitions;
     Ok(DesignInfo {
         label: format!(
             "{} on the Kafka API ({partitions} partitions)",
@@ -351,7 +354,7 @@ impl KafkaQueue {
                 info,
                 backoff: q.backoff,
                 max_retries: q.max_retries,
-                partitions: q.partitions as i32,
+                partitions: Settings::of(q).partitions as i32,
                 next_id: AtomicI64::new(0),
                 installed,
                 delivered: provenance::Delivered::default(),

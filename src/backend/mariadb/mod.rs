@@ -34,6 +34,9 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
+/// This engine takes no settings of its own (the registry's `EngineSettings`).
+pub type Settings = crate::backend::engine::NoSettings;
+
 /// The harness's completion audit and status trigger, in MariaDB's dialect.
 const AUDIT_TABLES: AuditTables = AuditTables {
     completion_audit: include_str!("../../../migrations/mariadb/0002_completion_audit.sql"),

@@ -4,6 +4,7 @@
 //! `pg_stat_activity` (and targeted by `kill_backends`) even on a shared server.
 
 mod bystand;
+mod check;
 mod designs;
 mod disrupt;
 mod facts;
@@ -34,6 +35,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+
+/// This engine takes no settings of its own (the registry's `EngineSettings`).
+pub type Settings = crate::backend::engine::NoSettings;
 
 pub struct PgDriver;
 
@@ -273,7 +277,7 @@ impl PgQueue {
         let d = &self.shared.design;
         let audit = audit.then_some(&AUDIT_TABLES);
         let result =
-            server::install::<Postgres, _>(&mut conn, d, audit, link::check_statements).await;
+            server::install::<Postgres, _>(&mut conn, d, audit, check::check_statements).await;
         conn.close().await.ok();
         result?;
         rehearsal::rehearse_custom(self, d).await

@@ -71,5 +71,5 @@ pub const FACTS: EngineFacts = EngineFacts {
     },
     reads: ReadsFrom::Nothing,
     client_may_crash: false,
-    counts_deliveries: |q| q.variant.rabbitmq_queue.counts_deliveries(),
+    counts_deliveries: |q| super::Settings::of(q).rabbitmq_queue.counts_deliveries(),
 };

@@ -20,7 +20,7 @@ mod link;
 mod provider;
 pub mod settings;
 
-pub use settings::RabbitQueue;
+pub use settings::{RabbitQueue, Settings};
 
 use super::error::{BackendError, ErrorClass};
 use super::seam::{
@@ -205,7 +205,7 @@ impl Shared {
 
 fn design_info(ns: &str, q: &QueuePlan) -> Result<DesignInfo, BackendError> {
     let batch = super::broker::claim_batch(q, "RabbitMQ")?;
-    let kind = q.variant.rabbitmq_queue.as_str();
+    let kind = Settings::of(q).rabbitmq_queue.as_str();
     Ok(DesignInfo {
         label: format!("{} on RabbitMQ ({kind} queue)", q.variant.name.as_str()),
         claim_batch: batch,
@@ -384,7 +384,7 @@ impl RabbitQueueBackend {
             shared: Arc::new(Shared {
                 namespace,
                 info,
-                kind: q.variant.rabbitmq_queue,
+                kind: Settings::of(q).rabbitmq_queue,
                 backoff: q.backoff,
                 max_retries: q.max_retries,
                 redeliveries_count: q.redeliveries_count,

@@ -1,7 +1,18 @@
-//! RabbitMQ's own setting (`queue.rabbitmq_queue`): the kind of queue that holds the jobs.
-//! The scenario reads it as this type; only this engine acts on it.
+//! RabbitMQ's own settings (`queue.rabbitmq_queue`: the kind of queue that holds the jobs),
+//! read from the scenario's keys into the plan by the registry (`EngineSettings`); only
+//! this engine acts on them.
 
+use crate::backend::{EngineSettings, QueuePlan};
 use serde::{Deserialize, Serialize};
+
+/// What a RabbitMQ queue takes beyond every engine's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// `queue.rabbitmq_queue` (default `quorum`).
+    #[serde(default)]
+    pub rabbitmq_queue: RabbitQueue,
+}
 
 /// The kind of RabbitMQ queue that holds the jobs.
 #[derive(
@@ -18,6 +29,16 @@ pub enum RabbitQueue {
     /// A classic queue that is not durable, with transient messages: lost when the broker
     /// restarts (what the proof's loss check is tested against).
     Transient,
+}
+
+impl Settings {
+    /// RabbitMQ's settings in `q` (their defaults in a plan made for another engine).
+    pub fn of(q: &QueuePlan) -> Settings {
+        match &q.engine {
+            EngineSettings::Rabbitmq(s) => *s,
+            _ => Settings::default(),
+        }
+    }
 }
 
 impl RabbitQueue {

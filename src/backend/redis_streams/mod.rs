@@ -37,6 +37,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
+/// This engine takes no settings of its own (the registry's `EngineSettings`).
+pub type Settings = crate::backend::engine::NoSettings;
+
 pub struct RedisDriver;
 
 pub static DRIVER: RedisDriver = RedisDriver;

@@ -7,11 +7,10 @@
 use super::faults::{FaultSpec, Repeat};
 use super::values::{DurationDist, Rate};
 use crate::backend::queue::{
-    ClaimMode, DEFAULT_PARTITIONS, ExternalWorkers, Finish, QueuePlan, VariantName, VariantPlan,
-    required_files,
+    ClaimMode, ExternalWorkers, Finish, QueuePlan, VariantName, VariantPlan, required_files,
 };
 use crate::backend::sql::declared::Declaration;
-use crate::backend::{Engine, engine::Supports};
+use crate::backend::{Engine, EngineSettings, engine::Supports};
 use crate::error::InputError;
 use crate::named_params::{ClaimParam, MarkParam, takes};
 use crate::scenario::model::{

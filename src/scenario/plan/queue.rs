@@ -30,7 +30,6 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
         dir,
         fillfactor: q.fillfactor.map(|f| f.0),
         unlogged: q.unlogged,
-        rabbitmq_queue: q.rabbitmq_queue.unwrap_or_default(),
         workers,
     };
     Ok(QueuePlan {
@@ -39,7 +38,7 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
         backoff: b.into(),
         stale_statistics: q.stale_statistics,
         redeliveries_count: scenario.reaper.enabled && scenario.reaper.count_as_attempt,
-        partitions: q.partitions.map_or(DEFAULT_PARTITIONS, |p| p.0),
+        engine: engine_settings(scenario).map_err(|(key, reason)| err(key.as_str(), reason))?,
         // Keys that are not integers are refused with the producers' section.
         priorities: {
             let set: std::collections::BTreeSet<i32> = scenario
@@ -53,6 +52,28 @@ pub(super) fn queue_plan(scenario: &Scenario, source: &str) -> Result<QueuePlan,
     })
 }
 
+/// The settings of `[queue]` that only the scenario's engine acts on, read by the engine's
+/// own settings type. A key another engine owns is left for the engine check, which
+/// refuses it in one line naming the engines that take it.
+fn engine_settings(scenario: &Scenario) -> Result<EngineSettings, (String, String)> {
+    let q = &scenario.queue;
+    let engine = scenario.database.engine;
+    let own = engine.supports().own_keys;
+    let mut keys = serde_json::Map::new();
+    let given = [
+        (
+            "rabbitmq_queue",
+            q.rabbitmq_queue.clone().map(serde_json::Value::from),
+        ),
+        ("partitions", q.partitions.map(|p| p.0.into())),
+    ];
+    for (key, value) in given {
+        if let Some(value) = value.filter(|_| own.contains(&format!("queue.{key}").as_str())) {
+            keys.insert(key.to_string(), value);
+        }
+    }
+    EngineSettings::read(engine, keys)
+}
 /// Options that do not go with the chosen design: a partitioned table's storage options, a
 /// design whose proof needs the completion audit without it, the outbox on a design that
 /// removes finished jobs. The key and the reason, when one is set.
