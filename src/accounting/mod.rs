@@ -20,12 +20,11 @@
 //! both claim modes: the design let a worker that no longer held the job overwrite it. In outbox mode the proof also checks that no job of
 //! a rolled-back business transaction exists and that every paid order has exactly one job.
 
-use crate::backend::{JobStatus, Link, Loss, Stranger, TableMismatch};
-use crate::metrics::{Event, IdSet, JobId, Ledger, LedgerEntry};
+use crate::backend::{Link, Stranger};
+use crate::metrics::{Event, IdSet, JobId, Ledger};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
-use verdict::Findings;
+use std::collections::BTreeSet;
 
 mod outbox;
 mod tally;

@@ -1,7 +1,14 @@
 //! The proof's tally: the ledger read in chunks of the id space and held against the table
 //! (and the completion audit), each job's findings counted and named.
 
-use super::*;
+use super::verdict::Findings;
+use super::{
+    AccountingProof, CHUNK, Duplicates, EarlierSteps, JobProblem, LIST_LIMIT, OutboxProof,
+    ViewCounts,
+};
+use crate::backend::{JobStatus, Loss, Stranger, TableMismatch};
+use crate::metrics::{JobId, Ledger, LedgerEntry};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A stretch of the id space: this step's committed jobs in it, and every id known to the
 /// harness in it (this step's and earlier steps'), for the untracked-row check.

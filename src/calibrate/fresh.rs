@@ -32,13 +32,15 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+mod document;
+mod scripts;
+
+use scripts::{CLAIM, consume_script, enqueue_script, padded_payload, statement};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-const CLAIM: &str = include_str!("../backend/postgres/seed/claim.sql");
-const COMPLETE: &str = include_str!("../backend/postgres/seed/complete.sql");
-const ENQUEUE: &str = include_str!("../backend/postgres/seed/enqueue.sql");
 /// The harness's drain after its window (pgbench has none: its jobs left are left).
 const DRAIN: Duration = Duration::from_secs(10);
 /// Completed rates within this share of each other agree.
@@ -552,182 +554,6 @@ async fn enqueue(
     Ok(ran)
 }
 
-/// The seed's worker: the claim in a transaction; an empty claim commits and sleeps the idle
-/// poll, a job runs the handler (`\sleep`) and its completion, then commits.
-fn consume_script(handler: Duration, poll: Duration) -> String {
-    let claim = statement(CLAIM);
-    let complete = statement(COMPLETE).replace("$1", ":id");
-    format!(
-        "\\set id 0\nBEGIN;\n{claim} \\aset\n\\if :id = 0\nCOMMIT;\n\\sleep {} us\n\\else\n\\sleep {} us\n{complete};\nCOMMIT;\n\\endif\n",
-        poll.as_micros(),
-        handler.as_micros()
-    )
-}
-
-/// The seed's insert with pgbench's variables for the values the harness binds.
-fn enqueue_script() -> String {
-    let insert = statement(ENQUEUE)
-        .replace("$1", ":type")
-        .replace("$2", ":payload")
-        .replace("$3", ":priority")
-        .replace("$4", ":max_retries");
-    format!("{insert};\n")
-}
-
-/// A statement file's SQL without its comment lines (pgbench names a statement by its first
-/// line).
-fn statement(file: &str) -> String {
-    file.lines()
-        .filter(|l| !l.trim_start().starts_with("--"))
-        .collect::<Vec<_>>()
-        .join("\n")
-        .trim()
-        .to_string()
-}
-
-/// A JSON payload of `bytes` bytes (at least its braces).
-fn padded_payload(bytes: usize) -> String {
-    let pad = bytes.saturating_sub(r#"{"pad":""}"#.len());
-    format!(r#"{{"pad":"{}"}}"#, "x".repeat(pad))
-}
-
-impl FreshRow {
-    fn of(rate: f64, repeat: u32, pgbench: Side, harness: Side) -> FreshRow {
-        let ratio = harness.completed_per_s / pgbench.completed_per_s.max(1e-9);
-        let close = (ratio - 1.0).abs() <= RATE_NOISE;
-        let agree = close && harness.kept_up == pgbench.kept_up;
-        let figures = format!(
-            "{:.0} against pgbench's {:.0} completed/s ({ratio:.2}×), at most {} against {} jobs waiting",
-            harness.completed_per_s,
-            pgbench.completed_per_s,
-            harness.most_waiting,
-            pgbench.most_waiting
-        );
-        let kept = |k: bool| if k { "kept up" } else { "fell behind" };
-        let finding = if agree {
-            format!(
-                "{rate:.0} jobs/s: the harness and pgbench agree, both {} ({figures}).",
-                kept(harness.kept_up)
-            )
-        } else if ratio < 1.0 || (pgbench.kept_up && !harness.kept_up) {
-            format!(
-                "{rate:.0} jobs/s: the harness {} where pgbench {} ({figures}): a difference beyond noise, and the harness's.",
-                kept(harness.kept_up),
-                kept(pgbench.kept_up)
-            )
-        } else {
-            format!(
-                "{rate:.0} jobs/s: pgbench {} where the harness {} ({figures}): the independent load did worse; see its samples.",
-                kept(pgbench.kept_up),
-                kept(harness.kept_up)
-            )
-        };
-        FreshRow {
-            rate,
-            repeat,
-            pgbench,
-            harness,
-            agree,
-            finding,
-        }
-    }
-}
-
-impl FreshCheck {
-    /// One row per tool, rate and repeat (the same cells in Markdown and HTML).
-    fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
-        let header = [
-            "offered jobs/s",
-            "run",
-            "tool",
-            "completed jobs/s",
-            "most jobs waiting",
-            "dead tuples (max)",
-            "claim ms (mean)",
-            "sequential scans per claim",
-            "kept up",
-        ]
-        .map(String::from)
-        .to_vec();
-        let mut rows = Vec::new();
-        for r in &self.rows {
-            for (tool, s) in [("pgbench", &r.pgbench), ("dbq-bench", &r.harness)] {
-                rows.push(vec![
-                    format!("{:.0}", r.rate),
-                    r.repeat.to_string(),
-                    tool.to_string(),
-                    format!("{:.1}", s.completed_per_s),
-                    s.most_waiting.to_string(),
-                    s.dead_tuples_max.to_string(),
-                    format!("{:.3}", s.claim_mean_ms),
-                    format!("{:.3}", s.seq_scans_per_claim),
-                    if s.kept_up { "yes" } else { "no" }.into(),
-                ]);
-            }
-        }
-        (header, rows)
-    }
-
-    fn method(&self) -> String {
-        format!(
-            "The seed's statements on a fresh queue table, {:.0} s per tool and rate ({} server), {} time(s) in turn, pgbench first: {} producer connection(s) inserting at the offered rate with Poisson arrivals (pgbench -R), {} consumer(s) claiming in a transaction, a {:.1} ms handler (pgbench: \\sleep) and a {:.0} ms sleep after an empty claim; {}; the empty table analyzed 1 s in and again each time it doubled. Both sampled once a second by the harness's sampler. Claim ms: pgbench's mean over every claim (found or empty), the harness's over the claims that found a job. Kept up: the verdict's rule on the jobs waiting each second.",
-            self.duration_s,
-            self.server,
-            self.repeats,
-            self.producers,
-            self.consumers,
-            self.handler_ms,
-            self.poll_ms,
-            match self.first_vacuum_after_s {
-                Some(s) => format!(
-                    "autovacuum kept off the table for its first {s:.0} s, then one VACUUM (ANALYZE) paced as autovacuum's"
-                ),
-                None => "autovacuum left to come whenever it came".into(),
-            }
-        )
-    }
-
-    /// Every row's finding; `agree` when all agree.
-    pub fn conclusion(&self) -> String {
-        let all = self.rows.iter().all(|r| r.agree);
-        let findings: Vec<&str> = self.rows.iter().map(|r| r.finding.as_str()).collect();
-        match all {
-            true => format!("Agreed at every rate: {}", findings.join(" ")),
-            false => format!("Not at every rate: {}", findings.join(" ")),
-        }
-    }
-}
-
-impl Document for FreshCheck {
-    fn markdown(&self) -> String {
-        let (header, rows) = self.table();
-        format!(
-            "# dbq-bench calibrate --fresh-table\n\n{}\n\n{}\n{}\n",
-            self.method(),
-            page::markdown_table(&header, &rows),
-            self.conclusion()
-        )
-    }
-
-    fn page(&self) -> Page {
-        let (header, rows) = self.table();
-        Page {
-            title: "dbq-bench calibrate --fresh-table".into(),
-            subtitle: format!("{} server, {:.0} s per run", self.server, self.duration_s),
-            intro: Some(self.method()),
-            callouts: vec![Callout {
-                tone: Tone::of(self.rows.iter().all(|r| r.agree)),
-                label: "Against pgbench.".into(),
-                text: self.conclusion(),
-            }],
-            sections: vec![Section::new(
-                "pgbench and dbq-bench on a fresh table",
-                page::table(&header, &rows),
-            )],
-        }
-    }
-}
-
 /// The link's per-table cleanup (calibrate runs on PostgreSQL only, which has it).
 fn vacuum_of(link: &mut dyn Link) -> anyhow::Result<&mut dyn Vacuum> {
     link.vacuum()
@@ -735,60 +561,4 @@ fn vacuum_of(link: &mut dyn Link) -> anyhow::Result<&mut dyn Vacuum> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pgbench_runs_the_seed_s_worker_and_insert() {
-        let s = consume_script(Duration::from_millis(1), Duration::from_millis(100));
-        assert!(
-            s.starts_with("\\set id 0\nBEGIN;\nWITH next_job AS ("),
-            "{s}"
-        );
-        assert!(
-            s.contains("RETURNING id, type, payload \\aset\n\\if :id = 0\nCOMMIT;\n\\sleep 100000 us\n\\else\n\\sleep 1000 us\n"),
-            "{s}"
-        );
-        assert!(s.contains("WHERE  id = :id;\nCOMMIT;\n\\endif\n"), "{s}");
-        let e = enqueue_script();
-        assert!(
-            e.contains("VALUES (:type, :payload::jsonb, :priority, :max_retries)"),
-            "{e}"
-        );
-        assert_eq!(padded_payload(128).len(), 128);
-        assert!(serde_json::from_str::<serde_json::Value>(&padded_payload(128)).is_ok());
-    }
-
-    fn side(completed_per_s: f64, kept_up: bool) -> Side {
-        Side {
-            completed_per_s,
-            kept_up,
-            ..Side::default()
-        }
-    }
-
-    #[test]
-    fn a_difference_beyond_noise_is_named_and_given_to_the_harness_when_it_did_worse() {
-        let r = FreshRow::of(600.0, 1, side(600.0, true), side(598.0, true));
-        assert!(r.agree, "{}", r.finding);
-        assert!(
-            r.finding
-                .starts_with("600 jobs/s: the harness and pgbench agree, both kept up")
-        );
-        let r = FreshRow::of(600.0, 1, side(600.0, true), side(420.0, false));
-        assert!(!r.agree);
-        assert!(
-            r.finding
-                .ends_with("a difference beyond noise, and the harness's."),
-            "{}",
-            r.finding
-        );
-        let r = FreshRow::of(600.0, 1, side(500.0, false), side(600.0, true));
-        assert!(
-            r.finding
-                .contains("pgbench fell behind where the harness kept up"),
-            "{}",
-            r.finding
-        );
-    }
-}
+mod tests;

@@ -3,7 +3,7 @@
 //! worker processes or a library's own).
 
 use super::RunOptions;
-use super::load::{LoadTarget, Timeline};
+use super::timeline::{LoadTarget, Timeline};
 use crate::backend::ExternalWorkers;
 use crate::fleet::bystander::Bystander;
 use crate::fleet::external::{self, ExternalFleet};

@@ -9,6 +9,7 @@ mod forming;
 mod load;
 mod prove;
 mod session;
+mod timeline;
 
 pub use prove::{JournalProof, PROOF_FILE, prove_journal};
 pub use session::{ServerRecord, Session};

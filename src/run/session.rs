@@ -3,7 +3,8 @@
 //! first step's load and again each time it doubles), any number of load steps on that one queue (each with its own
 //! recorder, drain, proof and results), and tear-down. `run` is one step; `capacity` runs many on one queue.
 
-use super::load::{Ended, Load, LoadTarget};
+use super::load::{Ended, Load};
+use super::timeline::LoadTarget;
 use super::{RunOptions, RunOutcome, default_out_dir, utc_now};
 use crate::accounting::{self, EarlierSteps};
 use crate::backend::{self, Backend, InstallError, Link};

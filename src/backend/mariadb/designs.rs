@@ -6,7 +6,8 @@
 
 use crate::backend::queue::{Finish, QueuePlan, VariantName};
 use crate::backend::seam::DesignError;
-use crate::backend::sql::design::{Returning, SqlDesign, StateModel, Statements, read_custom};
+use crate::backend::sql::custom::read_custom;
+use crate::backend::sql::design::{Returning, SqlDesign, StateModel, Statements};
 use crate::named_params::{FailParam, Placeholders};
 
 macro_rules! sql {

@@ -5,7 +5,8 @@
 use crate::backend::queue::{Finish, QueuePlan, VariantName, VariantPlan};
 use crate::backend::seam::{DesignError, WakeUp};
 use crate::backend::sql::declared::DeclaredSql;
-use crate::backend::sql::design::{Returning, SqlDesign, StateModel, Statements, read_custom};
+use crate::backend::sql::custom::read_custom;
+use crate::backend::sql::design::{Returning, SqlDesign, StateModel, Statements};
 use crate::named_params::{FailParam, Named, Placeholders};
 
 macro_rules! sql {

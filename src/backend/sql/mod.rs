@@ -4,6 +4,7 @@
 
 pub mod bystander;
 pub mod completion;
+pub mod custom;
 pub mod declared;
 pub mod design;
 pub mod names;
