@@ -7,7 +7,10 @@
 use crate::backend::queue::{Finish, QueuePlan, VariantName};
 use crate::backend::seam::DesignError;
 use crate::backend::sql::custom::read_custom;
-use crate::backend::sql::design::{Returning, SqlDesign, StateModel, Statements};
+use crate::backend::sql::catalogue::{
+    self, Leaving, VisibilityTimeout, proof_files, seed_statements,
+};
+use crate::backend::sql::design::{Returning, SqlDesign, Statements};
 use crate::named_params::{FailParam, Placeholders};
 
 macro_rules! sql {
@@ -20,29 +23,12 @@ macro_rules! sql {
 /// `UPDATE … RETURNING`, so a claim is a locking SELECT and an UPDATE of what it locked
 /// (`mark_claimed.sql`), and the reaper finds stale jobs before it updates them
 /// (`find_stale.sql`); each design below changes the same statements as PostgreSQL's
-/// (postgres/designs.rs), with MariaDB's files.
+/// (sql/catalogue.rs), with MariaDB's files.
 fn seed_sql() -> Statements {
     Statements {
-        schema: vec![sql!("../../../migrations/mariadb/0001_job_queue.sql")],
-        audit: Vec::new(),
-        state: StateModel::StatusColumn,
-        harness_ddl: Vec::new(),
-        tick: None,
-        enqueue: sql!("seed/enqueue.sql"),
-        prefill: sql!("seed/prefill.sql"),
-        claim: sql!("seed/claim.sql"),
-        complete: sql!("seed/complete.sql"),
-        fail: sql!("seed/fail.sql"),
-        reap: Some(sql!("seed/reap.sql")),
-        reap_counting: Some(sql!("seed/reap_counting.sql")),
-        pending_count: sql!("seed/pending_count.sql"),
-        status_counts: sql!("seed/status_counts.sql"),
-        ledger_check: sql!("seed/ledger_check.sql"),
-        untracked: sql!("seed/untracked.sql"),
-        job_status: sql!("seed/job_status.sql"),
-        jobs_by_key: sql!("seed/jobs_by_key.sql"),
         mark_claimed: Some(sql!("seed/mark_claimed.sql")),
         find_stale: Some(sql!("seed/find_stale.sql")),
+        ..seed_statements!("../../../migrations/mariadb/0001_job_queue.sql")
     }
 }
 
@@ -89,83 +75,49 @@ const POSITIONAL_FAIL: [FailParam; 7] = [
 
 /// Finished jobs are deleted; the completion audit is what the proof reads them from.
 fn delete(seed: SqlDesign) -> SqlDesign {
-    SqlDesign {
-        finish: Finish::Delete,
-        sql: Statements {
-            schema: vec![
-                sql!("../../../migrations/mariadb/0001_job_queue.sql"),
-                sql!("../../../migrations/mariadb/delete/0000_job_state.sql"),
-            ],
-            audit: vec![sql!(
-                "../../../migrations/mariadb/delete/0001_completion_audit.sql"
-            )],
-            complete: sql!("delete/complete.sql"),
-            ..delete_like_proof(seed.sql.clone())
+    let state = sql!("../../../migrations/mariadb/delete/0000_job_state.sql");
+    let audit = sql!("../../../migrations/mariadb/delete/0001_completion_audit.sql");
+    catalogue::leaving(
+        seed,
+        Leaving {
+            finish: Finish::Delete,
+            schema: vec![sql!("../../../migrations/mariadb/0001_job_queue.sql"), state],
+            audit: vec![audit],
+            files: proof_files!("delete"),
+            side_tables: Vec::new(),
         },
-        ..seed
-    }
-}
-
-/// The proof statements of the designs that delete finished rows, over their `job_state`.
-fn delete_like_proof(sql: Statements) -> Statements {
-    Statements {
-        ledger_check: sql!("delete/ledger_check.sql"),
-        untracked: sql!("delete/untracked.sql"),
-        job_status: sql!("delete/job_status.sql"),
-        jobs_by_key: sql!("delete/jobs_by_key.sql"),
-        ..sql
-    }
+    )
 }
 
 /// Finished jobs move to `job_queue_archive` (by a procedure: no INSERT from a DELETE).
 fn archive(seed: SqlDesign) -> SqlDesign {
-    SqlDesign {
-        finish: Finish::Archive,
-        sql: Statements {
-            schema: vec![
-                sql!("../../../migrations/mariadb/0001_job_queue.sql"),
-                sql!("../../../migrations/mariadb/archive/0001_job_queue_archive.sql"),
-            ],
-            audit: vec![sql!(
-                "../../../migrations/mariadb/archive/0002_completion_audit.sql"
-            )],
-            complete: sql!("archive/complete.sql"),
-            ledger_check: sql!("archive/ledger_check.sql"),
-            untracked: sql!("archive/untracked.sql"),
-            job_status: sql!("archive/job_status.sql"),
-            jobs_by_key: sql!("archive/jobs_by_key.sql"),
-            ..seed.sql.clone()
+    let archive = sql!("../../../migrations/mariadb/archive/0001_job_queue_archive.sql");
+    let audit = sql!("../../../migrations/mariadb/archive/0002_completion_audit.sql");
+    catalogue::leaving(
+        seed,
+        Leaving {
+            finish: Finish::Archive,
+            schema: vec![sql!("../../../migrations/mariadb/0001_job_queue.sql"), archive],
+            audit: vec![audit],
+            files: proof_files!("archive"),
+            side_tables: vec!["job_queue_archive"],
         },
-        side_tables: vec!["job_queue_archive"],
-        ..seed
-    }
+    )
 }
 
-/// pgmq's shape: a visibility timeout and read count, no status column, deleted on
-/// completion; a crashed worker's job comes back when its timeout runs out (no reaper).
+/// pgmq's shape (sql/catalogue.rs); its claim, too, marks what it locked.
 fn visibility_timeout(seed: SqlDesign) -> SqlDesign {
-    SqlDesign {
-        finish: Finish::Delete,
-        sql: Statements {
-            schema: vec![sql!(
-                "../../../migrations/mariadb/visibility_timeout/0001_job_queue.sql"
-            )],
-            state: StateModel::OwnAudit,
-            audit: vec![
-                sql!("../../../migrations/mariadb/delete/0001_completion_audit.sql"),
-                sql!("../../../migrations/mariadb/visibility_timeout/0002_completion_audit.sql"),
-            ],
-            claim: sql!("visibility_timeout/claim.sql"),
-            mark_claimed: Some(sql!("visibility_timeout/mark_claimed.sql")),
-            complete: sql!("delete/complete.sql"),
-            fail: sql!("visibility_timeout/fail.sql"),
-            reap: None,
-            reap_counting: None,
-            find_stale: None,
-            pending_count: sql!("visibility_timeout/pending_count.sql"),
-            status_counts: sql!("visibility_timeout/status_counts.sql"),
-            ..delete_like_proof(seed.sql.clone())
-        },
-        ..seed
-    }
+    let vt = VisibilityTimeout {
+        schema: sql!("../../../migrations/mariadb/visibility_timeout/0001_job_queue.sql"),
+        audit: vec![
+            sql!("../../../migrations/mariadb/delete/0001_completion_audit.sql"),
+            sql!("../../../migrations/mariadb/visibility_timeout/0002_completion_audit.sql"),
+        ],
+        claim: sql!("visibility_timeout/claim.sql"),
+        mark_claimed: Some(sql!("visibility_timeout/mark_claimed.sql")),
+        fail: sql!("visibility_timeout/fail.sql"),
+        pending_count: sql!("visibility_timeout/pending_count.sql"),
+        status_counts: sql!("visibility_timeout/status_counts.sql"),
+    };
+    catalogue::visibility_timeout(delete(seed), vt)
 }

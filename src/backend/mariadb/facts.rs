@@ -4,23 +4,13 @@
 use crate::backend::engine::{
     EngineFacts, Install, ReadsFrom, Supports, TestServer, Words, is_vacuum_setting,
 };
-use std::str::FromStr;
+use crate::backend::sql::driver::SqlServers;
 
 pub const FACTS: EngineFacts = EngineFacts {
     name: "mariadb",
     label: "MariaDB",
     schemes: &["mariadb", "mysql"],
-    parse_url: |u| {
-        let u = match u.split_once("://") {
-            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("mariadb") => {
-                format!("mysql://{rest}")
-            }
-            _ => u.to_string(),
-        };
-        sqlx::mysql::MySqlConnectOptions::from_str(&u)
-            .map(drop)
-            .map_err(|e| e.to_string())
-    },
+    parse_url: |u| super::Maria::parse(u).map(drop).map_err(|e| e.to_string()),
     install: Some(Install {
         image: "mariadb:10.11",
         variable: "DBQ_MARIADB_IMAGE",
@@ -57,15 +47,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         outbox: false,
         url_session_settings: false,
         calibrate: false,
-        claim_in_transaction: true,
-        claim_committed: true,
-        own_keys: &[],
-        completion_audit: true,
-        bystander: true,
-        at_least_once_completions: false,
-        group: false,
-        provenance: false,
-        planner_statistics: true,
+        ..crate::backend::sql::SUPPORTS
     },
     words: Words {
         dead_tuples: "undo history (InnoDB history list length)",

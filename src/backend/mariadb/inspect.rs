@@ -3,14 +3,17 @@
 //! MVCC garbage a long transaction keeps), `wal_bytes` the redo log position, `live_tuples`
 //! InnoDB's row estimate; vacuum and xmin figures stay 0.
 
-use super::link::{MariaLink, json_ids, text};
+use super::link::{MariaLink, json_ids};
 use crate::backend::error::BackendError;
 use crate::backend::figures::{ClaimProbe, DbSample, TableStats};
-use crate::backend::job::{JobId, JobStatus, TableMismatch};
-use crate::backend::seam::{Audit, Inspect, Planner};
-use crate::backend::sql::count_statuses;
-use async_trait::async_trait;
-use sqlx::{AssertSqlSafe, Row};
+use crate::backend::job::JobId;
+use crate::backend::sql::Shared;
+use crate::backend::sql::bystander::BystanderSql;
+use crate::backend::sql::design::SqlDesign;
+use crate::backend::sql::link::{SqlLink, SqlQuery};
+use sqlx::mysql::{MySqlConnection, MySqlRow};
+use crate::backend::sql;
+use sqlx::{AssertSqlSafe, MySql, Row};
 
 const AUDITED_COMPLETIONS: &str = include_str!("audited_completions.sql");
 
@@ -51,25 +54,6 @@ FROM   mysql.innodb_index_stats
 WHERE  database_name = DATABASE() AND table_name = ? AND stat_name = 'size'";
 
 impl MariaLink {
-    fn claim_with<'q>(
-        &self,
-        text: String,
-    ) -> sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments> {
-        let query = sqlx::query(AssertSqlSafe(text)).persistent(false);
-        super::link::bind_claim(&self.shared.design, query)
-    }
-
-    async fn statuses_of(&mut self, full: bool, s: &mut DbSample) -> Result<(), BackendError> {
-        if !full {
-            s.pending = sqlx::query_scalar(text(&self.shared.design.sql.pending_count))
-                .fetch_one(&mut self.conn)
-                .await?;
-            return Ok(());
-        }
-        let counts = self.status_counts().await?;
-        count_statuses(&self.shared.design, counts, s)
-    }
-
     async fn server_figures(&mut self, s: &mut DbSample) -> Result<(), BackendError> {
         let t = self.table_stats().await?;
         (s.live_tuples, s.table_bytes, s.total_bytes) =
@@ -105,15 +89,64 @@ impl MariaLink {
     }
 }
 
-// Dialect: the proof's questions are PostgreSQL's (postgres/inspect.rs), statement for
-// statement, but MariaDB has no arrays: ids go in as JSON text (`json_ids`) and come back out
-// of JSON_TABLE, and its statements bind `?` in order rather than `$n`.
-#[async_trait]
-impl Inspect for MariaLink {
+/// The dialect of the proof's questions, the planner, the probe and the audit
+/// (sql/link.rs): PostgreSQL's, statement for statement, but MariaDB has no arrays: ids go
+/// in as JSON text (`json_ids`) and come back out of JSON_TABLE, and its statements bind `?`
+/// in order rather than `$n`.
+impl SqlLink for MariaLink {
+    type Db = MySql;
+    const BYSTANDER: BystanderSql = super::bystand::SQL;
+    const AUDITED_COMPLETIONS: &'static str = AUDITED_COMPLETIONS;
+    const ANALYZE: &'static str = "ANALYZE TABLE";
+    /// The claim's locking SELECT under `ANALYZE FORMAT=JSON`, in a transaction rolled
+    /// back; `rows` is the rows the first table read.
+    const PROBE: &'static str = "ANALYZE FORMAT=JSON";
+
+    fn parts(&mut self) -> (&mut MySqlConnection, &Shared) {
+        (&mut self.conn, &self.shared)
+    }
+
+    fn into_conn(self) -> MySqlConnection {
+        self.conn
+    }
+
+    fn bind_claim<'q>(d: &SqlDesign, query: SqlQuery<'q, MySql>) -> SqlQuery<'q, MySql> {
+        super::link::bind_claim(d, query)
+    }
+
+    fn bind_ids<'q>(query: SqlQuery<'q, MySql>, ids: &'q [JobId]) -> SqlQuery<'q, MySql> {
+        query.bind(json_ids(ids))
+    }
+
+    fn bind_keys<'q>(query: SqlQuery<'q, MySql>, keys: &'q [String]) -> SqlQuery<'q, MySql> {
+        query.bind(json(&keys))
+    }
+
+    /// The ids and words as one JSON array of `[id, word]` pairs.
+    fn bind_expected<'q>(
+        query: SqlQuery<'q, MySql>,
+        ids: &'q [JobId],
+        expected: &'q [&'q str],
+    ) -> SqlQuery<'q, MySql> {
+        let pairs: Vec<(i64, &str)> = ids.iter().copied().zip(expected.iter().copied()).collect();
+        query.bind(json(&pairs))
+    }
+
+    /// The design's statement binds the range's ends, then the known ids.
+    fn untracked<'q>(
+        d: &SqlDesign,
+        known: &'q [JobId],
+        from: JobId,
+        to: JobId,
+    ) -> SqlQuery<'q, MySql> {
+        let query = sqlx::query(AssertSqlSafe(d.sql.untracked.clone()));
+        query.bind(from).bind(to).bind(json_ids(known))
+    }
+
     async fn sample(&mut self, full: bool) -> Result<DbSample, BackendError> {
         let started = std::time::Instant::now();
         let mut s = DbSample::default();
-        self.statuses_of(full, &mut s).await?;
+        sql::inspect::statuses_into::<MySql>(&mut self.conn, &self.shared.design, full, &mut s).await?;
         self.server_figures(&mut s).await?;
         s.sample_ms = started.elapsed().as_secs_f64() * 1e3;
         Ok(s)
@@ -133,121 +166,20 @@ impl Inspect for MariaLink {
         })
     }
 
-    async fn status_counts(&mut self) -> Result<Vec<(String, i64)>, BackendError> {
-        Ok(sqlx::query_as(text(&self.shared.design.sql.status_counts))
-            .fetch_all(&mut self.conn)
-            .await?)
+    /// One line per table the claim's SELECT reads.
+    fn explain_line(r: &MySqlRow) -> sqlx::Result<String> {
+        let get = |c: &str| r.try_get::<Option<String>, _>(c).ok().flatten();
+        Ok(format!(
+            "{} on {} using {} ({})",
+            get("type").unwrap_or_default(),
+            get("table").unwrap_or_default(),
+            get("key").unwrap_or_else(|| "no index".into()),
+            get("Extra").unwrap_or_default()
+        ))
     }
 
-    async fn job_statuses(
-        &mut self,
-        ids: &[JobId],
-    ) -> Result<Vec<(JobId, JobStatus, Option<i32>)>, BackendError> {
-        Ok(self.statuses(ids).await?)
-    }
-
-    async fn jobs_by_key(&mut self, keys: &[String]) -> Result<Vec<(JobId, String)>, BackendError> {
-        let keys = serde_json::to_string(keys).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-        Ok(sqlx::query_as(text(&self.shared.design.sql.jobs_by_key))
-            .bind(keys)
-            .fetch_all(&mut self.conn)
-            .await?)
-    }
-
-    async fn table_mismatches(
-        &mut self,
-        ids: &[JobId],
-        expected: &[&str],
-    ) -> Result<Vec<TableMismatch>, BackendError> {
-        let pairs: Vec<(i64, &str)> = ids.iter().copied().zip(expected.iter().copied()).collect();
-        let pairs = serde_json::to_string(&pairs).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-        let rows = sqlx::query(text(&self.shared.design.sql.ledger_check))
-            .bind(pairs)
-            .fetch_all(&mut self.conn)
-            .await?;
-        let d = &self.shared.design;
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let word: String = r.try_get("status")?;
-                let table_status = match word.as_str() {
-                    "missing" => word,
-                    _ => d.status("ledger_check.sql", &word)?.to_string(),
-                };
-                Ok(TableMismatch {
-                    id: r.try_get("id")?,
-                    table_status,
-                    expected: r.try_get("expected")?,
-                })
-            })
-            .collect::<Result<_, BackendError>>()?)
-    }
-
-    async fn untracked_between(
-        &mut self,
-        known: &[JobId],
-        from: JobId,
-        to: JobId,
-    ) -> Result<Vec<(JobId, String)>, BackendError> {
-        Ok(sqlx::query_as(text(&self.shared.design.sql.untracked))
-            .bind(from)
-            .bind(to)
-            .bind(json_ids(known))
-            .fetch_all(&mut self.conn)
-            .await?)
-    }
-}
-
-#[async_trait]
-impl Audit for MariaLink {
-    async fn audited_completions(
-        &mut self,
-        from: JobId,
-        to: JobId,
-    ) -> Result<Vec<(JobId, i64)>, BackendError> {
-        Ok(sqlx::query_as(AUDITED_COMPLETIONS)
-            .bind(from)
-            .bind(to)
-            .fetch_all(&mut self.conn)
-            .await?)
-    }
-}
-
-#[async_trait]
-impl Planner for MariaLink {
-    async fn analyze(&mut self) -> Result<(), BackendError> {
-        // The table name is the design's constant, not user input.
-        let analyze = format!("ANALYZE TABLE {}", self.shared.design.table);
-        Ok(self.execute(&analyze).await?)
-    }
-
-    /// `EXPLAIN` of the claim's SELECT, one line per table it reads.
-    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
-        let explain = format!("EXPLAIN {}", self.shared.design.sql.claim);
-        let rows = self.claim_with(explain).fetch_all(&mut self.conn).await?;
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let get = |c: &str| r.try_get::<Option<String>, _>(c).ok().flatten();
-                format!(
-                    "{} on {} using {} ({})",
-                    get("type").unwrap_or_default(),
-                    get("table").unwrap_or_default(),
-                    get("key").unwrap_or_else(|| "no index".into()),
-                    get("Extra").unwrap_or_default()
-                )
-            })
-            .collect())
-    }
-
-    /// The claim's locking SELECT under `ANALYZE FORMAT=JSON`, in a transaction that is
-    /// rolled back; `rows` is the rows the first table read.
-    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
-        self.execute("BEGIN").await?;
-        let analyze = format!("ANALYZE FORMAT=JSON {}", self.shared.design.sql.claim);
-        let result = self.claim_with(analyze).fetch_one(&mut self.conn).await;
-        self.execute("ROLLBACK").await?;
-        let text: String = result?.try_get(0)?;
+    fn read_probe(row: &MySqlRow) -> Result<ClaimProbe, BackendError> {
+        let text: String = row.try_get(0)?;
         let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
         Ok(read_probe(&json))
     }
@@ -290,6 +222,11 @@ fn read_probe(json: &serde_json::Value) -> ClaimProbe {
         );
     }
     probe
+}
+
+/// A list as JSON text; a list of strings and numbers always encodes.
+fn json<T: serde::Serialize + ?Sized>(list: &T) -> String {
+    serde_json::to_string(list).unwrap_or_default()
 }
 
 #[cfg(test)]

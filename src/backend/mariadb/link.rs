@@ -9,14 +9,14 @@ use crate::backend::error::{BackendError, ErrorClass};
 use crate::backend::job::{ClaimedJob, FailOutcome, Handout, JobId, JobPayload, JobStatus, NewJob};
 use crate::backend::queue::ClaimMode;
 use crate::backend::seam;
-use crate::backend::seam::{Connection, Enqueue, Work};
+use crate::backend::seam::{Enqueue, Work};
 use crate::backend::sql::Shared;
 use crate::backend::sql::completion::{self, Completion};
 use crate::backend::sql::design::{ClaimShape, CompleteShape, SqlDesign};
 use crate::named_params::{ClaimParam, FailParam, MarkParam};
 use async_trait::async_trait;
 use sqlx::mysql::MySqlConnection;
-use sqlx::{AssertSqlSafe, Connection as _, Row};
+use sqlx::{AssertSqlSafe, Row};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -198,18 +198,12 @@ impl MariaLink {
         completion::stale(d.complete, ids, &results)
     }
 
-    pub(super) async fn statuses(
+    /// The jobs' statuses (the design's job_status.sql, as the proof asks it).
+    async fn statuses(
         &mut self,
         ids: &[JobId],
     ) -> Result<Vec<(JobId, JobStatus, Option<i32>)>, BackendError> {
-        let d = &self.shared.design;
-        let rows: Vec<(JobId, String, Option<i32>)> = sqlx::query_as(text(&d.sql.job_status))
-            .bind(json_ids(ids))
-            .fetch_all(&mut self.conn)
-            .await?;
-        rows.into_iter()
-            .map(|(id, w, retries)| Ok((id, d.status("job_status.sql", &w)?, retries)))
-            .collect()
+        seam::Inspect::job_statuses(self, ids).await
     }
 
     /// The reaper's steps inside its transaction: lock the stale jobs, update them, read
@@ -245,13 +239,6 @@ impl MariaLink {
             .into_iter()
             .map(|(id, status, _)| (id, status == JobStatus::DeadLetter))
             .collect())
-    }
-}
-
-#[async_trait]
-impl Connection for MariaLink {
-    async fn close(self: Box<Self>) {
-        self.conn.close().await.ok();
     }
 }
 
@@ -373,25 +360,6 @@ impl Work for MariaLink {
         }
         self.alone(async |l| l.reap_locked(stale_after, count_as_attempt).await)
             .await
-    }
-}
-
-/// What a connection to this engine offers beyond the required roles.
-impl seam::Link for MariaLink {
-    fn bystander(&mut self) -> Option<&mut dyn seam::Bystand> {
-        Some(self)
-    }
-    fn planner(&mut self) -> Option<&mut dyn seam::Planner> {
-        Some(self)
-    }
-    fn sessions(&mut self) -> Option<&mut dyn seam::Sessions> {
-        Some(self)
-    }
-    fn mvcc(&mut self) -> Option<&mut dyn seam::Mvcc> {
-        Some(self)
-    }
-    fn audit(&mut self) -> Option<&mut dyn seam::Audit> {
-        Some(self)
     }
 }
 

@@ -15,23 +15,21 @@ mod provider;
 
 use super::error::BackendError;
 use super::seam::{
-    Attachment, Backend, ContainerImage, DesignError, DesignInfo, Driver, Endpoint, InstallError,
-    Link, LocalServer, ServerFacts, Servers,
+    DesignError,
+    Link,
 };
 use super::sql::Shared;
 use super::sql::design::SqlDesign;
-use super::sql::namespace_name;
-use super::sql::rehearsal;
+use super::sql::driver::SqlDriver;
+use super::sql::queue::{Dialect, SqlEndpoint, SqlQueue};
 use super::sql::server::{self, AuditTables};
-use crate::backend::engine::{EngineFacts, ShutdownMode};
+use crate::backend::engine::EngineFacts;
 use crate::backend::queue::QueuePlan;
-use async_trait::async_trait;
 use link::MariaLink;
 use sqlx::MySql;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Executor};
 use std::collections::HashMap;
-use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
 /// This engine takes no settings of its own (the registry's `EngineSettings`).
@@ -57,220 +55,82 @@ UNION ALL
 SELECT 'tx_isolation (the run''s sessions)', @@SESSION.tx_isolation
 ORDER  BY 1";
 
-pub struct MariaDriver;
-
-pub static DRIVER: MariaDriver = MariaDriver;
-
-/// Reads `mariadb://` as `mysql://`.
-fn parse(url: &str) -> sqlx::Result<MySqlConnectOptions> {
-    let url = match url.split_once("://") {
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("mariadb") => {
-            format!("mysql://{rest}")
-        }
-        _ => url.to_string(),
-    };
-    Ok(MySqlConnectOptions::from_str(&url)?.disable_statement_logging())
-}
-
-impl Driver for MariaDriver {
-    fn facts(&self) -> &'static EngineFacts {
-        &facts::FACTS
-    }
-
-    fn servers(&self) -> Option<&dyn Servers> {
-        Some(self)
-    }
-
-    /// Session settings on a server the run does not own are refused by the plan.
-    fn endpoint(
-        &self,
-        url: &str,
-        _settings: &[(String, String)],
-    ) -> Result<Arc<dyn Endpoint>, String> {
-        let options = parse(url).map_err(|e| e.to_string())?;
-        Ok(Arc::new(MariaEndpoint { options }))
-    }
-
-    fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
-        // The namespace is the database, whatever the URL says (`prove` is given the
-        // server's own URL).
-        let options = parse(&at.url)?.database(&at.namespace);
-        let design = designs::design(queue).map_err(|e: DesignError| {
-            BackendError::new(super::error::ErrorClass::Permanent, e.to_string())
-        })?;
-        Ok(Arc::new(MariaQueue::new(
-            options,
-            at.namespace.clone(),
-            design,
-            queue,
-        )))
-    }
-}
-
-impl Servers for MariaDriver {
-    fn shutdown_signal(&self, mode: ShutdownMode) -> nix::sys::signal::Signal {
-        match mode {
-            ShutdownMode::Fast => nix::sys::signal::Signal::SIGTERM,
-            ShutdownMode::Immediate => nix::sys::signal::Signal::SIGKILL,
-        }
-    }
-
-    fn local(&self) -> &dyn LocalServer {
-        &provider::LOCAL
-    }
-
-    fn container(&self) -> &dyn ContainerImage {
-        &provider::CONTAINER
-    }
-}
+pub static DRIVER: SqlDriver<Maria> = SqlDriver::new();
 
 /// A MariaDB server.
-pub struct MariaEndpoint {
-    options: MySqlConnectOptions,
-}
+pub type MariaEndpoint = SqlEndpoint<Maria>;
 
-impl MariaEndpoint {
-    pub fn new(options: MySqlConnectOptions) -> MariaEndpoint {
-        MariaEndpoint {
-            options: options.disable_statement_logging(),
-        }
-    }
-}
-
-#[async_trait]
-impl Endpoint for MariaEndpoint {
-    fn address(&self) -> String {
-        let o = &self.options;
-        let database = o.get_database().unwrap_or("");
-        server::address(
-            "mysql",
-            o.get_username(),
-            o.get_host(),
-            o.get_port(),
-            database,
-        )
-    }
-
-    async fn ping(&self) -> Result<(), BackendError> {
-        server::ping::<MySqlConnection>(&self.options).await
-    }
-
-    async fn describe(&self) -> Result<ServerFacts, BackendError> {
-        let mut conn = MySqlConnection::connect_with(&self.options).await?;
-        conn.execute(ISOLATION).await?;
-        // MariaDB's version() is a bare number (10.11.6-MariaDB-…): named here.
-        let facts = server::describe::<MySql>(&mut conn, "MariaDB ", KEY_SETTINGS).await;
-        conn.close().await.ok();
-        facts
-    }
-
-    async fn install(
-        &self,
-        prefix: &str,
-        queue: &QueuePlan,
-        audit: bool,
-    ) -> Result<Arc<dyn Backend>, InstallError> {
-        let design = designs::design(queue)?;
-        let name = namespace_name(prefix)?;
-        let mut conn = MySqlConnection::connect_with(&self.options).await?;
-        // `name` is made of a validated prefix, digits and hex: safe to splice.
-        conn.execute(AssertSqlSafe(format!("CREATE DATABASE `{name}`")))
-            .await?;
-        conn.close().await.ok();
-        let options = self.options.clone().database(&name);
-        let backend = MariaQueue::new(options, name, design, queue);
-        if let Err(e) = backend.install(audit).await {
-            backend.drop_namespace().await.ok();
-            return Err(e);
-        }
-        Ok(Arc::new(backend))
-    }
-}
+/// MariaDB's side of the shared SQL queue: a database as the namespace; sessions known by
+/// their connection ids, kept by this process ([`Sessions`]); READ COMMITTED.
+pub struct Maria;
 
 /// A queue installed in a database of its own.
-pub struct MariaQueue {
-    shared: Arc<Shared>,
-    /// Connection options whose database is the namespace.
-    options: MySqlConnectOptions,
-}
+pub type MariaQueue = SqlQueue<Maria>;
 
-impl MariaQueue {
-    fn new(
-        options: MySqlConnectOptions,
-        namespace: String,
-        design: SqlDesign,
-        q: &QueuePlan,
-    ) -> MariaQueue {
-        MariaQueue {
-            shared: Shared::new(namespace, design, q),
-            options,
-        }
+impl Dialect for Maria {
+    type Db = MySql;
+    const FACTS: &'static EngineFacts = &facts::FACTS;
+    const AUDIT_TABLES: &'static AuditTables = &AUDIT_TABLES;
+    const DESIGN: fn(&QueuePlan) -> Result<SqlDesign, DesignError> = designs::design;
+    /// MariaDB's version() is a bare number (10.11.6-MariaDB-…): named here.
+    const VERSION_LABEL: &'static str = "MariaDB ";
+    const KEY_SETTINGS: &'static str = KEY_SETTINGS;
+
+    fn harness(options: MySqlConnectOptions) -> MySqlConnectOptions {
+        options.disable_statement_logging()
     }
 
-    /// Connects, sets the isolation level and records the session's role.
-    async fn raw_connect(&self, role: &str) -> Result<MySqlConnection, BackendError> {
-        let mut conn = MySqlConnection::connect_with(&self.options).await?;
+    fn address(o: &MySqlConnectOptions) -> String {
+        let database = o.get_database().unwrap_or("");
+        let user = o.get_username();
+        server::address("mysql", user, o.get_host(), o.get_port(), database)
+    }
+
+    fn create_namespace(name: &str) -> String {
+        format!("CREATE DATABASE `{name}`")
+    }
+
+    fn into_namespace(options: &MySqlConnectOptions, name: &str) -> MySqlConnectOptions {
+        options.clone().database(name)
+    }
+
+    /// Connects, sets the isolation level and records the session's name.
+    async fn open(
+        options: &MySqlConnectOptions,
+        name: String,
+    ) -> Result<MySqlConnection, BackendError> {
+        let mut conn = MySqlConnection::connect_with(options).await?;
         conn.execute(ISOLATION).await?;
         let id: u64 = sqlx::query_scalar("SELECT CONNECTION_ID()")
             .fetch_one(&mut conn)
             .await?;
-        Sessions::register(id, format!("dbq-bench/{}/{role}", self.shared.namespace));
+        Sessions::register(id, name);
         Ok(conn)
     }
 
-    /// Creates the design's tables (and the completion audit when asked); a custom design's
-    /// schema and statements are checked here, before any load, and their failures blamed
-    /// on its files.
-    async fn install(&self, audit: bool) -> Result<(), InstallError> {
-        let mut conn = self.raw_connect("main").await?;
-        let d = &self.shared.design;
-        let audit = audit.then_some(&AUDIT_TABLES);
-        let result =
-            server::install::<MySql, _>(&mut conn, d, audit, check::check_statements).await;
-        conn.close().await.ok();
-        result?;
-        rehearsal::rehearse_custom(self, d).await
-    }
-}
-
-#[async_trait]
-impl Backend for MariaQueue {
-    fn namespace(&self) -> &str {
-        &self.shared.namespace
+    fn link(conn: MySqlConnection, shared: Arc<Shared>) -> Box<dyn Link> {
+        Box::new(MariaLink::new(conn, shared))
     }
 
-    fn design(&self) -> &DesignInfo {
-        &self.shared.info
+    async fn check(conn: &mut MySqlConnection, d: &SqlDesign) -> Result<(), DesignError> {
+        check::check_statements(conn, d).await
     }
 
-    async fn connect(&self, role: &str) -> Result<Box<dyn Link>, BackendError> {
-        let conn = self.raw_connect(role).await?;
-        Ok(Box::new(MariaLink::new(conn, self.shared.clone())))
+    fn url(options: &MySqlConnectOptions) -> String {
+        options.to_url_lossy().to_string()
     }
 
-    fn attachment(&self) -> Option<Attachment> {
-        Some(Attachment {
-            engine: facts::FACTS.name.to_string(),
-            url: self.options.to_url_lossy().to_string(),
-            namespace: self.shared.namespace.clone(),
-        })
-    }
-
-    fn client_env(&self) -> Vec<(String, String)> {
-        let o = &self.options;
+    fn client_env(o: &MySqlConnectOptions, _namespace: &str) -> Vec<(String, String)> {
         vec![
             ("MYSQL_HOST".into(), o.get_host().to_string()),
             ("MYSQL_TCP_PORT".into(), o.get_port().to_string()),
         ]
     }
 
-    async fn drop_namespace(&self) -> Result<(), BackendError> {
-        let mut conn = self.raw_connect("main").await?;
-        conn.execute(AssertSqlSafe(format!(
-            "DROP DATABASE `{}`",
-            self.shared.namespace
-        )))
-        .await?;
+    async fn drop_namespace(queue: &MariaQueue) -> Result<(), BackendError> {
+        let mut conn = queue.open("main").await?;
+        let drop = format!("DROP DATABASE `{}`", queue.shared.namespace);
+        conn.execute(AssertSqlSafe(drop)).await?;
         conn.close().await.ok();
         Ok(())
     }

@@ -2,8 +2,11 @@
 //! `mariadb-install-db` and `mariadbd` (local), or a container of an image that behaves like
 //! the official `mariadb`.
 
-use super::MariaEndpoint;
+use super::Maria;
 use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer, Ports};
+use crate::backend::sql::driver::{ImageRecipe, SqlContainer, SqlServers, loopback_endpoint, server_args};
+use nix::sys::signal::Signal;
+use std::str::FromStr;
 use anyhow::{Result, anyhow};
 use sqlx::mysql::MySqlConnectOptions;
 use std::path::Path;
@@ -11,7 +14,6 @@ use std::process::Command;
 use std::sync::Arc;
 
 pub struct Local;
-pub static LOCAL: Local = Local;
 
 impl LocalServer for Local {
     fn program(&self) -> &'static str {
@@ -74,22 +76,13 @@ impl LocalServer for Local {
             .arg(format!("--tmpdir={}", dir.display()))
             .arg(format!("--socket={}", dir.join("mariadb.sock").display()))
             .arg(format!("--pid-file={}", dir.join("mariadb.pid").display()))
-            .args(["--bind-address=127.0.0.1", "--skip-name-resolve"]);
-        for (k, v) in settings {
-            cmd.arg(format!("--{k}={v}"));
-        }
+            .args(["--bind-address=127.0.0.1", "--skip-name-resolve"])
+            .args(server_args::<Maria>(settings));
         cmd
     }
 
-    /// mariadb-install-db makes root@127.0.0.1 without a password.
     fn endpoint(&self, ports: Ports) -> Arc<dyn Endpoint> {
-        let port = ports.main;
-        Arc::new(MariaEndpoint::new(
-            MySqlConnectOptions::new()
-                .host("127.0.0.1")
-                .port(port)
-                .username("root"),
-        ))
+        loopback_endpoint::<Maria>(ports.main, None)
     }
 
     fn stop_hint(&self, dir: &Path) -> String {
@@ -97,36 +90,42 @@ impl LocalServer for Local {
     }
 }
 
-pub struct Container;
-pub static CONTAINER: Container = Container;
+impl SqlServers for Maria {
+    /// The official `mariadb` image passes its arguments (`--key=value …`) to `mariadbd`.
+    const IMAGE: ImageRecipe = ImageRecipe {
+        port: 3306,
+        password_variable: "MARIADB_ROOT_PASSWORD",
+        program: &[],
+        fast: Signal::SIGTERM,
+        immediate: Signal::SIGKILL,
+    };
+    const LOCAL: &'static dyn LocalServer = &Local;
+    const CONTAINER: &'static dyn ContainerImage = &SqlContainer::<Maria>::new();
 
-impl ContainerImage for Container {
-    fn port(&self) -> u16 {
-        3306
+    fn setting_args(key: &str, value: &str) -> Vec<String> {
+        vec![format!("--{key}={value}")]
     }
 
-    fn password_variable(&self) -> &'static str {
-        "MARIADB_ROOT_PASSWORD"
+    /// mariadb-install-db makes root@127.0.0.1 without a password.
+    fn loopback(port: u16, password: Option<&str>) -> MySqlConnectOptions {
+        let options = MySqlConnectOptions::new()
+            .host("127.0.0.1")
+            .port(port)
+            .username("root");
+        match password {
+            Some(password) => options.password(password),
+            None => options,
+        }
     }
 
-    /// `--key=value …`: the official image passes its arguments to `mariadbd`.
-    fn command(
-        &self,
-        settings: &[(String, String)],
-        _password: &str,
-        _ports: Ports,
-    ) -> Vec<String> {
-        settings.iter().map(|(k, v)| format!("--{k}={v}")).collect()
-    }
-
-    fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint> {
-        let host_port = ports.main;
-        Arc::new(MariaEndpoint::new(
-            MySqlConnectOptions::new()
-                .host("127.0.0.1")
-                .port(host_port)
-                .username("root")
-                .password(password),
-        ))
+    /// Reads `mariadb://` as `mysql://`.
+    fn parse(url: &str) -> sqlx::Result<MySqlConnectOptions> {
+        let url = match url.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("mariadb") => {
+                format!("mysql://{rest}")
+            }
+            _ => url.to_string(),
+        };
+        MySqlConnectOptions::from_str(&url)
     }
 }

@@ -6,7 +6,10 @@ use crate::backend::queue::{Finish, QueuePlan, VariantName, VariantPlan};
 use crate::backend::seam::{DesignError, WakeUp};
 use crate::backend::sql::declared::DeclaredSql;
 use crate::backend::sql::custom::read_custom;
-use crate::backend::sql::design::{Returning, SqlDesign, StateModel, Statements};
+use crate::backend::sql::catalogue::{
+    self, Leaving, VisibilityTimeout, proof_files, seed_statements,
+};
+use crate::backend::sql::design::{Returning, SqlDesign, Statements};
 use crate::named_params::{FailParam, Named, Placeholders};
 
 macro_rules! sql {
@@ -30,28 +33,7 @@ const DECLARED: DeclaredSql = DeclaredSql {
 
 /// The seed's statements, which the other designs start from.
 fn seed_sql() -> Statements {
-    Statements {
-        schema: vec![sql!("../../../migrations/seed/0001_job_queue.sql")],
-        audit: Vec::new(),
-        state: StateModel::StatusColumn,
-        harness_ddl: Vec::new(),
-        tick: None,
-        enqueue: sql!("seed/enqueue.sql"),
-        prefill: sql!("seed/prefill.sql"),
-        claim: sql!("seed/claim.sql"),
-        complete: sql!("seed/complete.sql"),
-        fail: sql!("seed/fail.sql"),
-        reap: Some(sql!("seed/reap.sql")),
-        reap_counting: Some(sql!("seed/reap_counting.sql")),
-        pending_count: sql!("seed/pending_count.sql"),
-        status_counts: sql!("stats/status_counts.sql"),
-        ledger_check: sql!("seed/ledger_check.sql"),
-        untracked: sql!("seed/untracked.sql"),
-        job_status: sql!("seed/job_status.sql"),
-        jobs_by_key: sql!("jobs_by_key.sql"),
-        mark_claimed: None,
-        find_stale: None,
-    }
+    seed_statements!("../../../migrations/seed/0001_job_queue.sql")
 }
 
 /// The design a plan names, with its storage options applied.
@@ -103,23 +85,17 @@ pub fn design(queue: &QueuePlan) -> Result<SqlDesign, DesignError> {
 
 /// Finished jobs are deleted; the completion audit is what the proof reads them from.
 fn delete(seed: SqlDesign) -> SqlDesign {
-    SqlDesign {
-        finish: Finish::Delete,
-        sql: Statements {
-            schema: vec![
-                sql!("../../../migrations/seed/0001_job_queue.sql"),
-                sql!("../../../migrations/delete/0000_job_state.sql"),
-            ],
+    let schema = sql!("../../../migrations/delete/0000_job_state.sql");
+    catalogue::leaving(
+        seed,
+        Leaving {
+            finish: Finish::Delete,
+            schema: vec![sql!("../../../migrations/seed/0001_job_queue.sql"), schema],
             audit: vec![sql!("../../../migrations/delete/0001_completion_audit.sql")],
-            complete: sql!("variants/delete/complete.sql"),
-            ledger_check: sql!("variants/delete/ledger_check.sql"),
-            untracked: sql!("variants/delete/untracked.sql"),
-            job_status: sql!("variants/delete/job_status.sql"),
-            jobs_by_key: sql!("variants/delete/jobs_by_key.sql"),
-            ..seed.sql.clone()
+            files: proof_files!("variants/delete"),
+            side_tables: Vec::new(),
         },
-        ..seed
-    }
+    )
 }
 
 /// Que's design: the claim locks a job with an advisory lock instead of writing its row;
@@ -140,33 +116,22 @@ fn advisory_lock(seed: SqlDesign) -> SqlDesign {
     }
 }
 
-/// pgmq's design: no status column; a claim makes the job invisible for the visibility
-/// timeout and counts the read, completion deletes, a failure hides the job for its
-/// back-off, and a crashed worker's job comes back when its timeout runs out (a
-/// redelivery, which the claim reports). Its state is derived by the `job_state` view the
-/// proof reads, and its audit is its own.
+/// pgmq's design (sql/catalogue.rs), its state derived by the `job_state` view the proof
+/// reads; the claim reports a redelivery.
 fn visibility_timeout(seed: SqlDesign) -> SqlDesign {
-    let d = delete(seed);
-    SqlDesign {
-        sql: Statements {
-            schema: vec![sql!(
-                "../../../migrations/visibility_timeout/0001_job_queue.sql"
-            )],
-            state: StateModel::OwnAudit,
-            audit: vec![
-                sql!("../../../migrations/delete/0001_completion_audit.sql"),
-                sql!("../../../migrations/visibility_timeout/0002_completion_audit.sql"),
-            ],
-            claim: sql!("variants/visibility_timeout/claim.sql"),
-            fail: sql!("variants/visibility_timeout/fail.sql"),
-            reap: None,
-            reap_counting: None,
-            pending_count: sql!("variants/visibility_timeout/pending_count.sql"),
-            status_counts: sql!("stats/state_counts.sql"),
-            ..d.sql.clone()
-        },
-        ..d
-    }
+    let vt = VisibilityTimeout {
+        schema: sql!("../../../migrations/visibility_timeout/0001_job_queue.sql"),
+        audit: vec![
+            sql!("../../../migrations/delete/0001_completion_audit.sql"),
+            sql!("../../../migrations/visibility_timeout/0002_completion_audit.sql"),
+        ],
+        claim: sql!("variants/visibility_timeout/claim.sql"),
+        mark_claimed: None,
+        fail: sql!("variants/visibility_timeout/fail.sql"),
+        pending_count: sql!("variants/visibility_timeout/pending_count.sql"),
+        status_counts: sql!("stats/state_counts.sql"),
+    };
+    catalogue::visibility_timeout(delete(seed), vt)
 }
 
 /// PgQ's design: jobs go to one of three partitions in turn, and a partition whose jobs
@@ -197,26 +162,17 @@ fn rotation(seed: SqlDesign) -> SqlDesign {
 
 /// Finished jobs move to an archive table.
 fn archive(seed: SqlDesign) -> SqlDesign {
-    SqlDesign {
-        finish: Finish::Archive,
-        sql: Statements {
-            schema: vec![
-                sql!("../../../migrations/seed/0001_job_queue.sql"),
-                sql!("../../../migrations/archive/0001_job_queue_archive.sql"),
-            ],
-            audit: vec![sql!(
-                "../../../migrations/archive/0002_completion_audit.sql"
-            )],
-            complete: sql!("variants/archive/complete.sql"),
-            ledger_check: sql!("variants/archive/ledger_check.sql"),
-            untracked: sql!("variants/archive/untracked.sql"),
-            job_status: sql!("variants/archive/job_status.sql"),
-            jobs_by_key: sql!("variants/archive/jobs_by_key.sql"),
-            ..seed.sql.clone()
+    let schema = sql!("../../../migrations/archive/0001_job_queue_archive.sql");
+    catalogue::leaving(
+        seed,
+        Leaving {
+            finish: Finish::Archive,
+            schema: vec![sql!("../../../migrations/seed/0001_job_queue.sql"), schema],
+            audit: vec![sql!("../../../migrations/archive/0002_completion_audit.sql")],
+            files: proof_files!("variants/archive"),
+            side_tables: vec!["job_queue_archive"],
         },
-        side_tables: vec!["job_queue_archive"],
-        ..seed
-    }
+    )
 }
 
 /// The storage options of `plan`, as DDL run after the schema: validated integers and a

@@ -45,15 +45,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         outbox: true,
         url_session_settings: true,
         calibrate: true,
-        claim_in_transaction: true,
-        claim_committed: true,
-        own_keys: &[],
-        completion_audit: true,
-        bystander: true,
-        at_least_once_completions: false,
-        group: false,
-        provenance: false,
-        planner_statistics: true,
+        ..crate::backend::sql::SUPPORTS
     },
     words: Words {
         dead_tuples: "dead tuples",

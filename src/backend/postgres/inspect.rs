@@ -4,11 +4,15 @@
 use super::link::PgLink;
 use crate::backend::error::BackendError;
 use crate::backend::figures::{ClaimProbe, DbSample, TableReads, TableStats};
-use crate::backend::job::{JobId, JobStatus, TableMismatch};
-use crate::backend::seam::{Audit, Inspect, Planner};
-use crate::backend::sql::count_statuses;
-use async_trait::async_trait;
-use sqlx::{AssertSqlSafe, Row};
+use crate::backend::job::JobId;
+use crate::backend::seam::{Outbox, Readers, SessionStates, Vacuum};
+use crate::backend::sql::Shared;
+use crate::backend::sql::bystander::BystanderSql;
+use crate::backend::sql::design::SqlDesign;
+use crate::backend::sql::link::{SqlLink, SqlQuery};
+use sqlx::postgres::{PgConnection, PgRow};
+use crate::backend::sql;
+use sqlx::{AssertSqlSafe, Postgres, Row};
 
 const AUDITED_COMPLETIONS: &str = include_str!("audited_completions.sql");
 const TABLE: &str = include_str!("stats/table.sql");
@@ -20,31 +24,6 @@ const DATABASE: &str = include_str!("stats/database.sql");
 const WAIT_EVENTS: &str = include_str!("stats/wait_events.sql");
 
 impl PgLink {
-    /// The claim's statement with `prefix` (`EXPLAIN …`), its batch size bound.
-    fn claim_with<'q>(
-        &self,
-        text: String,
-    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-        let query = sqlx::query(AssertSqlSafe(text)).persistent(false);
-        super::link::bind_claim(&self.shared.design, query)
-    }
-
-    /// Jobs by status (`full`: a scan of the table), or only the waiting ones. The count of
-    /// waiting jobs is planned afresh each time (not prepared): a plan kept from a nearly
-    /// empty table would scan the whole table every second instead of the pending index.
-    async fn statuses_of(&mut self, full: bool, s: &mut DbSample) -> Result<(), BackendError> {
-        if !full {
-            let pending = self.shared.design.sql.pending_count.as_str();
-            s.pending = sqlx::query_scalar(AssertSqlSafe(pending))
-                .persistent(false)
-                .fetch_one(&mut self.conn)
-                .await?;
-            return Ok(());
-        }
-        let counts = self.status_counts().await?;
-        count_statuses(&self.shared.design, counts, s)
-    }
-
     /// What this session read of the queue table and has not yet reported to the server's
     /// counters (PostgreSQL reports a session's counts when it goes idle, at most once a
     /// second, so this spans its transactions since then).
@@ -106,8 +85,75 @@ impl PgLink {
     }
 }
 
-#[async_trait]
-impl Inspect for PgLink {
+/// The dialect of the proof's questions, the planner, the probe and the audit
+/// (sql/link.rs): lists bound as arrays.
+impl SqlLink for PgLink {
+    type Db = Postgres;
+    const BYSTANDER: BystanderSql = super::bystand::SQL;
+    const AUDITED_COMPLETIONS: &'static str = AUDITED_COMPLETIONS;
+    const ANALYZE: &'static str = "ANALYZE";
+    /// The claim run once under `EXPLAIN (ANALYZE, BUFFERS)`, in a transaction rolled back.
+    const PROBE: &'static str = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)";
+
+    fn parts(&mut self) -> (&mut PgConnection, &Shared) {
+        (&mut self.conn, &self.shared)
+    }
+
+    fn into_conn(self) -> PgConnection {
+        self.conn
+    }
+
+    fn own_outbox(&mut self) -> Option<&mut dyn Outbox> {
+        Some(self)
+    }
+
+    fn own_session_states(&mut self) -> Option<&mut dyn SessionStates> {
+        Some(self)
+    }
+
+    fn own_vacuum(&mut self) -> Option<&mut dyn Vacuum> {
+        Some(self)
+    }
+
+    fn own_readers(&mut self) -> Option<&mut dyn Readers> {
+        Some(self)
+    }
+
+    fn bind_claim<'q>(d: &SqlDesign, query: SqlQuery<'q, Postgres>) -> SqlQuery<'q, Postgres> {
+        super::link::bind_claim(d, query)
+    }
+
+    fn bind_ids<'q>(query: SqlQuery<'q, Postgres>, ids: &'q [JobId]) -> SqlQuery<'q, Postgres> {
+        query.bind(ids)
+    }
+
+    fn bind_keys<'q>(query: SqlQuery<'q, Postgres>, keys: &'q [String]) -> SqlQuery<'q, Postgres> {
+        query.bind(keys)
+    }
+
+    fn bind_expected<'q>(
+        query: SqlQuery<'q, Postgres>,
+        ids: &'q [JobId],
+        expected: &'q [&'q str],
+    ) -> SqlQuery<'q, Postgres> {
+        query.bind(ids).bind(expected)
+    }
+
+    /// The design's statement wrapped in the range, which PostgreSQL pushes down into it, so
+    /// each chunk of the proof reads only its stretch.
+    fn untracked<'q>(
+        d: &SqlDesign,
+        known: &'q [JobId],
+        from: JobId,
+        to: JobId,
+    ) -> SqlQuery<'q, Postgres> {
+        let inner = d.sql.untracked.trim().trim_end_matches(';');
+        let sql = format!(
+            "SELECT u.id, u.status FROM (\n{inner}\n) AS u WHERE u.id >= $2 AND u.id < $3 ORDER BY u.id"
+        );
+        sqlx::query(AssertSqlSafe(sql)).bind(known).bind(from).bind(to)
+    }
+
     /// One transaction, so that its own reads of the queue table (the status counts) can be
     /// told from everyone else's: the session's reads not yet reported, before and after
     /// (nothing is reported inside a transaction), give `own_reads`; those before, what
@@ -122,7 +168,8 @@ impl Inspect for PgLink {
             self.execute("SET LOCAL max_parallel_workers_per_gather = 0")
                 .await?;
             let before = self.unreported_reads().await?;
-            self.statuses_of(full, &mut s).await?;
+            sql::inspect::statuses_into::<Postgres>(&mut self.conn, &self.shared.design, full, &mut s)
+                .await?;
             self.server_figures(&mut s).await?;
             s.own_reads = Some(self.unreported_reads().await?.minus(before));
             s.own_unreported = Some(before);
@@ -152,136 +199,12 @@ impl Inspect for PgLink {
         })
     }
 
-    async fn status_counts(&mut self) -> Result<Vec<(String, i64)>, BackendError> {
-        let sql = self.shared.design.sql.status_counts.as_str();
-        Ok(sqlx::query_as(AssertSqlSafe(sql))
-            .fetch_all(&mut self.conn)
-            .await?)
+    fn explain_line(row: &PgRow) -> sqlx::Result<String> {
+        row.try_get(0)
     }
 
-    async fn job_statuses(
-        &mut self,
-        ids: &[JobId],
-    ) -> Result<Vec<(JobId, JobStatus, Option<i32>)>, BackendError> {
-        let d = &self.shared.design;
-        let rows: Vec<(JobId, String, Option<i32>)> =
-            sqlx::query_as(AssertSqlSafe(d.sql.job_status.as_str()))
-                .bind(ids)
-                .fetch_all(&mut self.conn)
-                .await?;
-        rows.into_iter()
-            .map(|(id, w, retries)| Ok((id, d.status("job_status.sql", &w)?, retries)))
-            .collect()
-    }
-
-    async fn jobs_by_key(&mut self, keys: &[String]) -> Result<Vec<(JobId, String)>, BackendError> {
-        let sql = self.shared.design.sql.jobs_by_key.as_str();
-        Ok(sqlx::query_as(AssertSqlSafe(sql))
-            .bind(keys)
-            .fetch_all(&mut self.conn)
-            .await?)
-    }
-
-    async fn table_mismatches(
-        &mut self,
-        ids: &[JobId],
-        expected: &[&str],
-    ) -> Result<Vec<TableMismatch>, BackendError> {
-        let sql = self.shared.design.sql.ledger_check.as_str();
-        let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(ids)
-            .bind(expected)
-            .fetch_all(&mut self.conn)
-            .await?;
-        let d = &self.shared.design;
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let word: String = r.try_get("status")?;
-                let table_status = match word.as_str() {
-                    "missing" => word,
-                    _ => d.status("ledger_check.sql", &word)?.to_string(),
-                };
-                Ok(TableMismatch {
-                    id: r.try_get("id")?,
-                    table_status,
-                    expected: r.try_get("expected")?,
-                })
-            })
-            .collect::<Result<_, BackendError>>()?)
-    }
-
-    /// The design's statement wrapped in the range, which PostgreSQL pushes down into it, so
-    /// each chunk of the proof reads only its stretch.
-    async fn untracked_between(
-        &mut self,
-        known: &[JobId],
-        from: JobId,
-        to: JobId,
-    ) -> Result<Vec<(JobId, String)>, BackendError> {
-        let inner = self
-            .shared
-            .design
-            .sql
-            .untracked
-            .trim()
-            .trim_end_matches(';');
-        let sql = format!(
-            "SELECT u.id, u.status FROM (\n{inner}\n) AS u WHERE u.id >= $2 AND u.id < $3 ORDER BY u.id"
-        );
-        Ok(sqlx::query_as(AssertSqlSafe(sql))
-            .bind(known)
-            .bind(from)
-            .bind(to)
-            .fetch_all(&mut self.conn)
-            .await?)
-    }
-}
-
-#[async_trait]
-impl Audit for PgLink {
-    async fn audited_completions(
-        &mut self,
-        from: JobId,
-        to: JobId,
-    ) -> Result<Vec<(JobId, i64)>, BackendError> {
-        Ok(sqlx::query_as(AUDITED_COMPLETIONS)
-            .bind(from)
-            .bind(to)
-            .fetch_all(&mut self.conn)
-            .await?)
-    }
-}
-
-#[async_trait]
-impl Planner for PgLink {
-    async fn analyze(&mut self) -> Result<(), BackendError> {
-        // The table name is the design's constant, not user input.
-        let analyze = format!("ANALYZE {}", self.shared.design.table);
-        Ok(self.execute(&analyze).await?)
-    }
-
-    async fn explain_claim(&mut self) -> Result<Vec<String>, BackendError> {
-        // The claim text is the design's own file, checked when the run started.
-        let text = format!("EXPLAIN {}", self.shared.design.sql.claim);
-        let rows = self.claim_with(text).fetch_all(&mut self.conn).await?;
-        Ok(rows
-            .iter()
-            .map(|r| r.try_get::<String, _>(0))
-            .collect::<sqlx::Result<_>>()?)
-    }
-
-    /// Runs the claim once under `EXPLAIN (ANALYZE, BUFFERS)` inside a transaction that is
-    /// rolled back: the claim's real cost right now, without claiming anything.
-    async fn probe_claim(&mut self) -> Result<ClaimProbe, BackendError> {
-        self.execute("BEGIN").await?;
-        let text = format!(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}",
-            self.shared.design.sql.claim
-        );
-        let result = self.claim_with(text).fetch_one(&mut self.conn).await;
-        self.execute("ROLLBACK").await?;
-        let json: sqlx::types::Json<serde_json::Value> = result?.try_get(0)?;
+    fn read_probe(row: &PgRow) -> Result<ClaimProbe, BackendError> {
+        let json: sqlx::types::Json<serde_json::Value> = row.try_get(0)?;
         Ok(read_probe(&json.0))
     }
 }

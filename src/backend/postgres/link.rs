@@ -5,8 +5,7 @@
 use crate::backend::error::BackendError;
 use crate::backend::job::{ClaimedJob, FailOutcome, Handout, JobId, JobPayload, JobStatus, NewJob};
 use crate::backend::queue::ClaimMode;
-use crate::backend::seam;
-use crate::backend::seam::{Connection, Enqueue, WakeUp, Work};
+use crate::backend::seam::{Enqueue, WakeUp, Work};
 use crate::backend::sql::Shared;
 use crate::backend::sql::completion::{self, Completion};
 use crate::backend::sql::design::{CompleteShape, SqlDesign};
@@ -14,7 +13,7 @@ use crate::named_params::{ClaimParam, FailParam};
 use async_trait::async_trait;
 use sqlx::postgres::PgConnection;
 use sqlx::types::Json;
-use sqlx::{AssertSqlSafe, Connection as _, Executor, Row};
+use sqlx::{AssertSqlSafe, Executor, Row};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -251,13 +250,6 @@ impl PgLink {
 }
 
 #[async_trait]
-impl Connection for PgLink {
-    async fn close(self: Box<Self>) {
-        self.conn.close().await.ok();
-    }
-}
-
-#[async_trait]
 impl Enqueue for PgLink {
     async fn enqueue(&mut self, job: &NewJob) -> Result<JobId, BackendError> {
         Ok(self.insert(job).await?)
@@ -458,33 +450,3 @@ pub(super) fn bind_claim<'q>(
     query
 }
 
-/// What a connection to this engine offers beyond the required roles.
-impl seam::Link for PgLink {
-    fn bystander(&mut self) -> Option<&mut dyn seam::Bystand> {
-        Some(self)
-    }
-    fn planner(&mut self) -> Option<&mut dyn seam::Planner> {
-        Some(self)
-    }
-    fn outbox(&mut self) -> Option<&mut dyn seam::Outbox> {
-        Some(self)
-    }
-    fn sessions(&mut self) -> Option<&mut dyn seam::Sessions> {
-        Some(self)
-    }
-    fn session_states(&mut self) -> Option<&mut dyn seam::SessionStates> {
-        Some(self)
-    }
-    fn mvcc(&mut self) -> Option<&mut dyn seam::Mvcc> {
-        Some(self)
-    }
-    fn vacuum(&mut self) -> Option<&mut dyn seam::Vacuum> {
-        Some(self)
-    }
-    fn readers(&mut self) -> Option<&mut dyn seam::Readers> {
-        Some(self)
-    }
-    fn audit(&mut self) -> Option<&mut dyn seam::Audit> {
-        Some(self)
-    }
-}

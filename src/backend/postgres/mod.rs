@@ -15,23 +15,21 @@ mod provider;
 
 use super::error::BackendError;
 use super::seam::{
-    Attachment, Backend, ContainerImage, DesignError, DesignInfo, Driver, Endpoint, InstallError,
-    Link, LocalServer, ServerFacts, Servers,
+    DesignError,
+    Link,
 };
 use super::sql::Shared;
 use super::sql::design::SqlDesign;
-use super::sql::namespace_name;
-use super::sql::rehearsal;
+use super::sql::driver::SqlDriver;
+use super::sql::queue::{Dialect, SqlEndpoint, SqlQueue};
 use super::sql::server::{self, AuditTables};
-use crate::backend::engine::{EngineFacts, ShutdownMode};
+use crate::backend::engine::EngineFacts;
 use crate::backend::queue::QueuePlan;
-use async_trait::async_trait;
 use link::PgLink;
 use sqlx::Postgres;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPoolOptions};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Executor};
 use std::collections::BTreeMap;
-use std::str::FromStr;
 use std::sync::Arc;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -39,9 +37,7 @@ use tokio_util::sync::CancellationToken;
 /// This engine takes no settings of its own (the registry's `EngineSettings`).
 pub type Settings = crate::backend::engine::NoSettings;
 
-pub struct PgDriver;
-
-pub static DRIVER: PgDriver = PgDriver;
+pub static DRIVER: SqlDriver<Pg> = SqlDriver::new();
 
 /// Options every harness connection shares: a recognizable application name (so
 /// `pg_stat_activity` shows which backends are ours) and no statement logging (sqlx would
@@ -53,77 +49,9 @@ fn harness_options(options: PgConnectOptions) -> PgConnectOptions {
         .disable_statement_logging()
 }
 
-impl Driver for PgDriver {
-    fn facts(&self) -> &'static EngineFacts {
-        &facts::FACTS
-    }
-
-    fn servers(&self) -> Option<&dyn Servers> {
-        Some(self)
-    }
-
-    fn endpoint(
-        &self,
-        url: &str,
-        settings: &[(String, String)],
-    ) -> Result<Arc<dyn Endpoint>, String> {
-        let options = PgConnectOptions::from_str(url).map_err(|e| e.to_string())?;
-        // On a server the run does not own, settings can only be session settings.
-        let options = harness_options(options)
-            .options(settings.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        Ok(Arc::new(PgEndpoint { options }))
-    }
-
-    fn attach(&self, at: &Attachment, queue: &QueuePlan) -> Result<Arc<dyn Backend>, BackendError> {
-        // The namespace is the search path, whatever the URL says (`prove` is given the
-        // server's own URL).
-        let options =
-            PgConnectOptions::from_str(&at.url)?.options([("search_path", at.namespace.as_str())]);
-        let design = designs::design(queue).map_err(design_error)?;
-        Ok(Arc::new(PgQueue::new(
-            harness_options(options),
-            at.namespace.clone(),
-            design,
-            queue,
-        )))
-    }
-}
-
-impl Servers for PgDriver {
-    fn shutdown_signal(&self, mode: ShutdownMode) -> nix::sys::signal::Signal {
-        match mode {
-            // A fast shutdown: open transactions roll back, a checkpoint, exit.
-            ShutdownMode::Fast => nix::sys::signal::Signal::SIGINT,
-            // Immediate: exit at once; crash recovery on the next start.
-            ShutdownMode::Immediate => nix::sys::signal::Signal::SIGQUIT,
-        }
-    }
-
-    fn local(&self) -> &dyn LocalServer {
-        &provider::LOCAL
-    }
-
-    fn container(&self) -> &dyn ContainerImage {
-        &provider::CONTAINER
-    }
-}
-
-fn design_error(e: DesignError) -> BackendError {
-    BackendError::new(super::error::ErrorClass::Permanent, e.to_string())
-}
 
 /// A PostgreSQL server.
-pub struct PgEndpoint {
-    options: PgConnectOptions,
-}
-
-impl PgEndpoint {
-    pub fn new(options: PgConnectOptions) -> PgEndpoint {
-        PgEndpoint {
-            options: harness_options(options),
-        }
-    }
-}
+pub type PgEndpoint = SqlEndpoint<Pg>;
 
 /// The harness's completion audit and status trigger, in PostgreSQL's dialect.
 const AUDIT_TABLES: AuditTables = AuditTables {
@@ -140,38 +68,38 @@ WHERE  name IN ('shared_buffers', 'synchronous_commit', 'fsync', 'wal_level', 'm
                 'autovacuum_vacuum_cost_limit', 'idle_in_transaction_session_timeout', 'checkpoint_timeout', 'max_wal_size')
 ORDER  BY name";
 
-#[async_trait]
-impl Endpoint for PgEndpoint {
-    fn address(&self) -> String {
-        let o = &self.options;
+/// PostgreSQL's side of the shared SQL queue: a schema as the namespace, entered by
+/// `search_path`; sessions known by `application_name`; LISTEN for the notify design.
+pub struct Pg;
+
+/// A queue installed in a schema of its own.
+pub type PgQueue = SqlQueue<Pg>;
+
+impl Dialect for Pg {
+    type Db = Postgres;
+    const FACTS: &'static EngineFacts = &facts::FACTS;
+    const AUDIT_TABLES: &'static AuditTables = &AUDIT_TABLES;
+    const DESIGN: fn(&QueuePlan) -> Result<SqlDesign, DesignError> = designs::design;
+    /// PostgreSQL's version() names the server itself.
+    const VERSION_LABEL: &'static str = "";
+    const KEY_SETTINGS: &'static str = KEY_SETTINGS;
+
+    fn harness(options: PgConnectOptions) -> PgConnectOptions {
+        harness_options(options)
+    }
+
+    fn address(o: &PgConnectOptions) -> String {
         let database = o.get_database().unwrap_or("postgres");
-        server::address(
-            "postgres",
-            o.get_username(),
-            o.get_host(),
-            o.get_port(),
-            database,
-        )
-    }
-
-    async fn ping(&self) -> Result<(), BackendError> {
-        server::ping::<PgConnection>(&self.options).await
-    }
-
-    async fn describe(&self) -> Result<ServerFacts, BackendError> {
-        let mut conn = PgConnection::connect_with(&self.options).await?;
-        // PostgreSQL's version() names the server itself.
-        let facts = server::describe::<Postgres>(&mut conn, "", KEY_SETTINGS).await;
-        conn.close().await.ok();
-        facts
+        let user = o.get_username();
+        server::address("postgres", user, o.get_host(), o.get_port(), database)
     }
 
     async fn refused_session_setting(
-        &self,
+        options: &PgConnectOptions,
         settings: &[(String, String)],
     ) -> Result<Option<(String, String)>, BackendError> {
         let names: Vec<&str> = settings.iter().map(|(k, _)| k.as_str()).collect();
-        let mut conn = PgConnection::connect_with(&self.options).await?;
+        let mut conn = PgConnection::connect_with(options).await?;
         let contexts: Vec<(String, String)> =
             sqlx::query_as("SELECT name, context FROM pg_settings WHERE name = ANY($1)")
                 .bind(&names)
@@ -211,128 +139,37 @@ impl Endpoint for PgEndpoint {
         }))
     }
 
-    async fn install(
-        &self,
-        prefix: &str,
-        queue: &QueuePlan,
-        audit: bool,
-    ) -> Result<Arc<dyn Backend>, InstallError> {
-        let design = designs::design(queue)?;
-        let name = namespace_name(prefix)?;
-        let mut conn = PgConnection::connect_with(&self.options).await?;
-        // `name` is made of a validated prefix, digits and hex: safe to splice.
-        conn.execute(AssertSqlSafe(format!("CREATE SCHEMA \"{name}\"")))
-            .await?;
-        conn.close().await.ok();
-        let options = self
-            .options
-            .clone()
-            .options([("search_path", name.as_str())]);
-        let backend = PgQueue::new(options, name, design, queue);
-        if let Err(e) = backend.install(audit).await {
-            backend.drop_namespace().await.ok();
-            return Err(e);
-        }
-        Ok(Arc::new(backend))
-    }
-}
 
-/// A queue installed in a schema of its own.
-pub struct PgQueue {
-    shared: Arc<Shared>,
-    /// Connection options whose `search_path` is the namespace.
-    options: PgConnectOptions,
-}
-
-impl PgQueue {
-    fn new(
-        options: PgConnectOptions,
-        namespace: String,
-        design: SqlDesign,
-        q: &QueuePlan,
-    ) -> PgQueue {
-        PgQueue {
-            shared: Shared::new(namespace, design, q),
-            options,
-        }
+    fn create_namespace(name: &str) -> String {
+        format!("CREATE SCHEMA \"{name}\"")
     }
 
-    fn application_name(&self, role: &str) -> String {
-        format!("dbq-bench/{}/{role}", self.shared.namespace)
+    fn into_namespace(options: &PgConnectOptions, name: &str) -> PgConnectOptions {
+        options.clone().options([("search_path", name)])
     }
 
-    async fn raw_connect(&self, role: &str) -> Result<PgConnection, BackendError> {
-        let options = self
-            .options
-            .clone()
-            .application_name(&self.application_name(role));
+    async fn open(options: &PgConnectOptions, name: String) -> Result<PgConnection, BackendError> {
+        let options = options.clone().application_name(&name);
         Ok(PgConnection::connect_with(&options).await?)
     }
 
-    /// Creates the design's tables (and the completion audit when asked); a custom design's
-    /// schema and statements are checked here, before any load, and their failures blamed
-    /// on its files.
-    async fn install(&self, audit: bool) -> Result<(), InstallError> {
-        let mut conn = self.raw_connect("main").await?;
-        let d = &self.shared.design;
-        let audit = audit.then_some(&AUDIT_TABLES);
-        let result =
-            server::install::<Postgres, _>(&mut conn, d, audit, check::check_statements).await;
-        conn.close().await.ok();
-        result?;
-        rehearsal::rehearse_custom(self, d).await
-    }
-}
-
-#[async_trait]
-impl Backend for PgQueue {
-    fn namespace(&self) -> &str {
-        &self.shared.namespace
+    fn link(conn: PgConnection, shared: Arc<Shared>) -> Box<dyn Link> {
+        Box::new(PgLink::new(conn, shared))
     }
 
-    fn design(&self) -> &DesignInfo {
-        &self.shared.info
+    async fn check(conn: &mut PgConnection, d: &SqlDesign) -> Result<(), DesignError> {
+        check::check_statements(conn, d).await
     }
 
-    async fn connect(&self, role: &str) -> Result<Box<dyn Link>, BackendError> {
-        let conn = self.raw_connect(role).await?;
-        Ok(Box::new(PgLink::new(conn, self.shared.clone())))
-    }
-
-    fn wake_ups(&self, stop: &CancellationToken) -> Option<Arc<Notify>> {
-        if self.shared.info.wake_up != super::seam::WakeUp::Notify {
-            return None;
-        }
-        let notify = Arc::new(Notify::new());
-        let options = self
-            .options
-            .clone()
-            .application_name(&self.application_name("listener"));
-        let d = &self.shared.design;
-        let channel = d.channel.as_ref().unwrap_or(&self.shared.namespace);
-        tokio::spawn(listen(
-            options,
-            channel.clone(),
-            notify.clone(),
-            stop.clone(),
-        ));
-        Some(notify)
-    }
-
-    fn attachment(&self) -> Option<Attachment> {
-        let mut url = self.options.to_url_lossy();
-        if let Some(opts) = self.options.get_options() {
+    fn url(options: &PgConnectOptions) -> String {
+        let mut url = options.to_url_lossy();
+        if let Some(opts) = options.get_options() {
             url.query_pairs_mut().append_pair("options", opts);
         }
-        Some(Attachment {
-            engine: facts::FACTS.name.to_string(),
-            url: url.to_string(),
-            namespace: self.shared.namespace.clone(),
-        })
+        url.to_string()
     }
 
-    fn client_env(&self) -> Vec<(String, String)> {
-        let o = &self.options;
+    fn client_env(o: &PgConnectOptions, namespace: &str) -> Vec<(String, String)> {
         let host = match o.get_socket() {
             Some(socket) => socket.display().to_string(),
             None => o.get_host().to_string(),
@@ -350,29 +187,46 @@ impl Backend for PgQueue {
                 "PGDATABASE".into(),
                 o.get_database().unwrap_or("postgres").to_string(),
             ),
-            (
-                "PGOPTIONS".into(),
-                format!("-c search_path={}", self.shared.namespace),
-            ),
+            ("PGOPTIONS".into(), format!("-c search_path={namespace}")),
         ]
     }
 
     /// Drops the run's schema. A session of the run still in a transaction (a second
     /// Ctrl-C does not wait for the workers) would hold the drop: after 2 s of waiting, the
     /// run's own sessions are ended and the drop tried again.
-    async fn drop_namespace(&self) -> Result<(), BackendError> {
-        let mut conn = self.raw_connect("main").await?;
-        let drop = format!("DROP SCHEMA \"{}\" CASCADE", self.shared.namespace);
+    async fn drop_namespace(queue: &PgQueue) -> Result<(), BackendError> {
+        let mut conn = queue.open("main").await?;
+        let drop = format!("DROP SCHEMA \"{}\" CASCADE", queue.shared.namespace);
         conn.execute("SET lock_timeout = '2s'").await?;
         if conn.execute(AssertSqlSafe(drop.clone())).await.is_err() {
             sqlx::query(END_RUN_SESSIONS)
-                .bind(format!("dbq-bench/{}/%", self.shared.namespace))
+                .bind(queue.session_name("%"))
                 .execute(&mut conn)
                 .await?;
             conn.execute(AssertSqlSafe(drop)).await?;
         }
         conn.close().await.ok();
         Ok(())
+    }
+
+    fn wake_ups(queue: &PgQueue, stop: &CancellationToken) -> Option<Arc<Notify>> {
+        if queue.shared.info.wake_up != super::seam::WakeUp::Notify {
+            return None;
+        }
+        let notify = Arc::new(Notify::new());
+        let options = queue
+            .options
+            .clone()
+            .application_name(&queue.session_name("listener"));
+        let d = &queue.shared.design;
+        let channel = d.channel.as_ref().unwrap_or(&queue.shared.namespace);
+        tokio::spawn(listen(
+            options,
+            channel.clone(),
+            notify.clone(),
+            stop.clone(),
+        ));
+        Some(notify)
     }
 }
 

@@ -1,8 +1,11 @@
 //! How the providers make a PostgreSQL server: a throwaway cluster from this machine's
 //! `initdb` (local), or a container of an image that behaves like the official `postgres`.
 
-use super::PgEndpoint;
+use super::Pg;
 use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer, Ports};
+use crate::backend::sql::driver::{ImageRecipe, SqlContainer, SqlServers, loopback_endpoint, server_args};
+use nix::sys::signal::Signal;
+use std::str::FromStr;
 use anyhow::{Result, anyhow};
 use sqlx::postgres::PgConnectOptions;
 use std::path::{Path, PathBuf};
@@ -10,7 +13,6 @@ use std::process::Command;
 use std::sync::Arc;
 
 pub struct Local;
-pub static LOCAL: Local = Local;
 
 impl LocalServer for Local {
     fn program(&self) -> &'static str {
@@ -61,22 +63,13 @@ impl LocalServer for Local {
             .arg(port.to_string())
             .arg("-k")
             .arg(dir)
-            .args(["-c", "listen_addresses=127.0.0.1"]);
-        for (k, v) in settings {
-            cmd.arg("-c").arg(format!("{k}={v}"));
-        }
+            .args(["-c", "listen_addresses=127.0.0.1"])
+            .args(server_args::<Pg>(settings));
         cmd
     }
 
     fn endpoint(&self, ports: Ports) -> Arc<dyn Endpoint> {
-        let port = ports.main;
-        Arc::new(PgEndpoint::new(
-            PgConnectOptions::new_without_pgpass()
-                .host("127.0.0.1")
-                .port(port)
-                .username("postgres")
-                .database("postgres"),
-        ))
+        loopback_endpoint::<Pg>(ports.main, None)
     }
 
     fn stop_hint(&self, dir: &Path) -> String {
@@ -131,42 +124,45 @@ fn find_bin_dir() -> Result<PathBuf> {
         })
 }
 
-pub struct Container;
-pub static CONTAINER: Container = Container;
+impl SqlServers for Pg {
+    /// The official `postgres` image runs `postgres -c key=value …`.
+    const IMAGE: ImageRecipe = ImageRecipe {
+        port: 5432,
+        password_variable: "POSTGRES_PASSWORD",
+        program: &["postgres"],
+        // A fast shutdown: open transactions roll back, a checkpoint, exit; immediate:
+        // exit at once, crash recovery on the next start.
+        fast: Signal::SIGINT,
+        immediate: Signal::SIGQUIT,
+    };
+    const LOCAL: &'static dyn LocalServer = &Local;
+    const CONTAINER: &'static dyn ContainerImage = &SqlContainer::<Pg>::new();
 
-impl ContainerImage for Container {
-    fn port(&self) -> u16 {
-        5432
+    fn setting_args(key: &str, value: &str) -> Vec<String> {
+        vec!["-c".into(), format!("{key}={value}")]
     }
 
-    fn password_variable(&self) -> &'static str {
-        "POSTGRES_PASSWORD"
-    }
-
-    /// `postgres -c key=value …`: the official image passes the arguments to the server.
-    fn command(
-        &self,
-        settings: &[(String, String)],
-        _password: &str,
-        _ports: Ports,
-    ) -> Vec<String> {
-        let mut cmd = vec!["postgres".to_string()];
-        for (k, v) in settings {
-            cmd.push("-c".into());
-            cmd.push(format!("{k}={v}"));
+    fn loopback(port: u16, password: Option<&str>) -> PgConnectOptions {
+        let options = PgConnectOptions::new_without_pgpass()
+            .host("127.0.0.1")
+            .port(port)
+            .username("postgres")
+            .database("postgres");
+        match password {
+            Some(password) => options.password(password),
+            None => options,
         }
-        cmd
     }
 
-    fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint> {
-        let host_port = ports.main;
-        Arc::new(PgEndpoint::new(
-            PgConnectOptions::new_without_pgpass()
-                .host("127.0.0.1")
-                .port(host_port)
-                .username("postgres")
-                .password(password)
-                .database("postgres"),
-        ))
+    fn parse(url: &str) -> sqlx::Result<PgConnectOptions> {
+        PgConnectOptions::from_str(url)
+    }
+
+    /// On a server the run does not own, settings can only be session settings.
+    fn with_session_settings(
+        options: PgConnectOptions,
+        settings: &[(String, String)],
+    ) -> PgConnectOptions {
+        options.options(settings.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 }

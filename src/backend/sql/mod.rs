@@ -3,14 +3,20 @@
 //! words (`declared`), and what a completion statement did (`completion`).
 
 pub mod bystander;
+pub mod catalogue;
 pub mod completion;
 pub mod custom;
 pub mod declared;
 pub mod design;
+pub mod driver;
+pub mod inspect;
+pub mod link;
 pub mod names;
+pub mod queue;
 pub mod rehearsal;
 pub mod server;
 
+use super::engine::Supports;
 use super::error::{BackendError, ErrorClass};
 use super::job::JobStatus;
 use super::seam::{DesignInfo, InstallError};
@@ -31,6 +37,28 @@ impl From<sqlx::Error> for BackendError {
         }
     }
 }
+
+/// What a SQL engine supports unless its facts say otherwise: claims in a transaction or
+/// committed alone, the completion audit, the bystander and the planner's statistics; no
+/// consumer group, no provenance, no settings of its own. Its designs, faults and options
+/// are each engine's.
+pub const SUPPORTS: Supports = Supports {
+    variants: &[],
+    faults: &[],
+    table_options: false,
+    outbox: false,
+    url_session_settings: false,
+    calibrate: false,
+    claim_in_transaction: true,
+    claim_committed: true,
+    own_keys: &[],
+    completion_audit: true,
+    bystander: true,
+    at_least_once_completions: false,
+    group: false,
+    provenance: false,
+    planner_statistics: true,
+};
 
 /// What a SQL queue's connections share: the design, the namespace and the values bound into
 /// the statements.
