@@ -3,7 +3,7 @@
 //! the terminal summary read this and nothing else.
 
 use super::article;
-use super::dbstats::{self, DbStatsSummary};
+use super::dbstats::DbStatsSummary;
 use super::design::DesignRecord;
 use super::faults::FaultSummary;
 use super::phases::Phases;
@@ -13,12 +13,13 @@ use super::thresholds::ThresholdResult;
 use super::verdict::{self, Backlog, ProducerPace, Verdict};
 use crate::accounting::AccountingProof;
 use crate::metrics::{
-    AnalyzedRecord, LatencyReport, Ledger, Measurements, Metric, MetricSet, PhaseCounts,
-    TimelineRow, WindowKind,
+    LatencyReport, Ledger, Measurements, Metric, MetricSet, PhaseCounts, TimelineRow,
 };
 use crate::thresholds::Threshold;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+mod database;
 
 pub const SCHEMA_VERSION: u32 = 2;
 
@@ -347,8 +348,8 @@ impl Summary {
         );
         verdict::settle(&mut verdict, &phases, facts.interrupted, m.fatal.as_deref());
         let (db_stats, table_reads, claim_probes) =
-            database_side(setup, m, &facts, &phases, &mut verdict);
-        let cost = measured_cost(&db_stats, &phases, setup, complete(&facts, m));
+            database::database_side(setup, m, &facts, &phases, &mut verdict);
+        let cost = database::measured_cost(&db_stats, &phases, setup, complete(&facts, m));
         let limit = super::limit::limits(
             (setup, m),
             &mut phases,
@@ -424,59 +425,10 @@ fn complete(facts: &RunFacts, m: &Measurements) -> bool {
         && m.fatal.is_none()
 }
 
-/// What each job cost the database over the measured phases.
 /// The harness's own figures over the measured phases.
 fn measured_harness(m: &Measurements) -> Option<crate::metrics::HarnessSummary> {
     let (from, to) = m.measured_span()?;
     crate::metrics::HarnessSummary::over(&m.harness, from, to)
-}
-
-/// The server's statistics over the run, and how its workers read the queue table (a
-/// scan of the whole table in a measured phase is a caveat on the verdict), with the
-/// claim probes' plans.
-fn database_side(
-    setup: &RunSetup,
-    m: &Measurements,
-    facts: &RunFacts,
-    phases: &[PhaseSummary],
-    verdict: &mut Verdict,
-) -> (
-    DbStatsSummary,
-    Option<super::reads::TableReads>,
-    Vec<ClaimProbeSummary>,
-) {
-    let probes = claim_probe_summaries(m);
-    let db_rows = dbstats::rows(m);
-    let table_reads = table_reads(setup, m, facts, &db_rows, (phases, &probes));
-    if let Some(scanned) = table_reads.as_ref().and_then(|r| r.scanned.as_ref()) {
-        verdict::caveat_scanned(verdict, scanned, phases);
-    }
-    let phase_names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
-    (
-        dbstats::summarize(&db_rows, &phase_names),
-        table_reads,
-        probes,
-    )
-}
-
-/// What each job cost over the measured phases; nothing per job when the run is not
-/// `complete` (its jobs did not all finish).
-fn measured_cost(
-    db: &DbStatsSummary,
-    phases: &[PhaseSummary],
-    setup: &RunSetup,
-    complete: bool,
-) -> super::cost::JobCost {
-    let finished: Vec<(&str, u64)> = phases
-        .iter()
-        .filter(|p| p.measured)
-        .map(|p| (p.name.as_str(), p.jobs.completed + p.jobs.dead_lettered))
-        .collect();
-    let mut cost = super::cost::JobCost::of(db, &finished, setup.engine);
-    if !complete {
-        cost.withhold_per_job();
-    }
-    cost
 }
 
 impl ScenarioInfo {
@@ -590,77 +542,6 @@ impl JobCounts {
             reaped: all.reaped,
         }
     }
-}
-
-/// The queue table's reads (see [`super::reads`]); the phases with the harness's own
-/// readers (`active_readers`) do not count as the workers' scans.
-fn table_reads(
-    setup: &RunSetup,
-    m: &Measurements,
-    facts: &RunFacts,
-    rows: &[dbstats::DbStatsRow],
-    (phases, probes): (&[PhaseSummary], &[ClaimProbeSummary]),
-) -> Option<super::reads::TableReads> {
-    let judged = |phase: &str| {
-        m.windows.iter().any(|w| {
-            w.kind == WindowKind::Phase && w.name == phase && w.measured && !w.has_own_readers()
-        })
-    };
-    super::reads::summarize(
-        setup.engine,
-        statistics(setup, m, facts),
-        rows,
-        &m.timeline,
-        phases,
-        probes,
-        &judged,
-    )
-}
-
-/// How the planner got the statistics the workers' statements were planned on.
-fn statistics(setup: &RunSetup, m: &Measurements, facts: &RunFacts) -> String {
-    if setup.stale_statistics {
-        return "an ANALYZE of the empty table before the load (queue.stale_statistics)".into();
-    }
-    if facts.prefilled > 0 {
-        return format!("ANALYZE after the prefill of {} jobs", facts.prefilled);
-    }
-    let at = |a: &AnalyzedRecord| (a.at_us as f64 - m.load_start_us() as f64) / 1e6;
-    let (Some(first), Some(last)) = (m.analyzed.first(), m.analyzed.last()) else {
-        return "the table as earlier steps and autovacuum left it".into();
-    };
-    if let Some(failed) = m.analyzed.iter().find(|a| a.error.is_some()) {
-        let e = failed.error.as_deref().unwrap_or_default();
-        return format!("the ANALYZE {:.1} s into the load failed: {e}", at(failed));
-    }
-    let mut text = format!(
-        "an ANALYZE {:.1} s into the load ({:.0} ms), once the empty table held rows",
-        at(first),
-        first.took_us as f64 / 1e3
-    );
-    if m.analyzed.len() > 1 {
-        text += &format!(
-            ", and {} more as it doubled (the last {:.0} s in, {} jobs enqueued)",
-            m.analyzed.len() - 1,
-            at(last),
-            last.rows
-        );
-    }
-    text
-}
-
-/// The claim probes, timed from the start of the load.
-fn claim_probe_summaries(m: &Measurements) -> Vec<ClaimProbeSummary> {
-    let load_start = m.load_start_us();
-    m.claim_probes
-        .iter()
-        .map(|c| ClaimProbeSummary {
-            label: c.label.clone(),
-            at_s: (c.at_us as f64 - load_start as f64) / 1e6,
-            buffers: c.probe.buffers_hit + c.probe.buffers_read,
-            probe: c.probe.clone(),
-        })
-        .collect()
 }
 
 impl Metadata {
