@@ -195,11 +195,14 @@ async fn works_the_queue_and_nothing_is_lost(library: &Library) {
 async fn a_killed_workers_job_is_rescued_or_named_stuck(library: &Library) {
     let (_copy, dir) = example(library.name);
     let design = custom(&dir);
+    // The kill comes 2 s into the load, once: a library that polls in whole seconds
+    // (chancy) may not have fetched its first job 1 s after its hello on a loaded machine,
+    // and a worker killed with nothing in hand orphans nothing (seen once, with chancy).
     let busy = [
         &BUSY[..],
         &[
             "phases.0.duration=\"3s\"",
-            "phases.0.faults=[{ kind = \"kill_workers\", every = \"1s\", count = 1 }]",
+            "phases.0.faults=[{ kind = \"kill_workers\", every = \"2s\", count = 1 }]",
         ],
     ]
     .concat();
