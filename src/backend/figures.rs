@@ -30,12 +30,15 @@ pub struct DbSample {
     /// How long the sample took, ms.
     #[serde(default)]
     pub sample_ms: f64,
-    pub live_tuples: i64,
-    pub dead_tuples: i64,
-    pub vacuums: i64,
-    pub autovacuums: i64,
-    pub analyzes: i64,
-    pub autoanalyzes: i64,
+    /// What the queue's storage holds: the table's live rows (PostgreSQL's count,
+    /// InnoDB's estimate), a topic's records, a queue's messages, a stream's entries.
+    #[serde(alias = "live_tuples")]
+    pub held: i64,
+    /// Old row versions kept for MVCC and their cleanup, on an engine that keeps them (the
+    /// SQL engines, in their own words: PostgreSQL's dead tuples and vacuums, InnoDB's undo
+    /// history); absent on a broker.
+    #[serde(flatten, default)]
+    pub versions: Option<RowVersions>,
     pub table_bytes: i64,
     /// Table, indexes and TOAST.
     pub total_bytes: i64,
@@ -45,12 +48,11 @@ pub struct DbSample {
     pub deadlocks: i64,
     /// WAL position in bytes (differences between samples are WAL written).
     pub wal_bytes: i64,
-    /// Age in transactions of the oldest snapshot held in the database (the xmin horizon).
-    pub xmin_age_xids: i64,
     /// How long the oldest open transaction in the database has been running.
     pub oldest_xact_s: f64,
-    /// Fraction of the LISTEN/NOTIFY queue in use.
-    pub notify_queue_usage: f64,
+    /// Fraction of the LISTEN/NOTIFY queue in use, on an engine that has one (PostgreSQL).
+    #[serde(default)]
+    pub notify_queue_usage: Option<f64>,
     /// Checkpoints the server has made so far (timed and requested), where it counts them.
     #[serde(default)]
     pub checkpoints: i64,
@@ -75,6 +77,25 @@ pub struct DbSample {
     /// `reads` does not hold yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_unreported: Option<TableReads>,
+}
+
+/// Old row versions an MVCC engine keeps, and their cleanup (counters are cumulative).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowVersions {
+    /// Dead row versions not yet cleaned up (PostgreSQL's dead tuples), or the undo not yet
+    /// purged (InnoDB's history list length).
+    #[serde(rename = "dead_tuples")]
+    pub dead: i64,
+    /// Manual cleanups of the queue table (VACUUM), where the engine runs them.
+    pub vacuums: i64,
+    /// The server's own cleanups of it (autovacuum).
+    pub autovacuums: i64,
+    pub analyzes: i64,
+    pub autoanalyzes: i64,
+    /// Age in transactions of the oldest snapshot held in the database (PostgreSQL's xmin
+    /// horizon), where the engine tells it.
+    #[serde(rename = "xmin_age_xids", default)]
+    pub horizon_age_xids: Option<i64>,
 }
 
 /// Reads of the queue table (summed over its partitions): sequential scans and the rows they

@@ -18,7 +18,7 @@ pub mod seam;
 pub mod sql;
 
 pub use error::{BackendError, ErrorClass};
-pub use figures::{ClaimProbe, DbSample, GroupView, TableStats};
+pub use figures::{ClaimProbe, DbSample, GroupView, RowVersions, TableStats};
 pub use job::{
     ClaimedJob, FailOutcome, Handout, Insert, JobId, JobPayload, JobStatus, Loss, NewJob, Stranger,
     TableMismatch,

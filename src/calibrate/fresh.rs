@@ -418,7 +418,11 @@ fn side_of(
     Ok(Side {
         completed_per_s: done as f64 / plan.phases[0].duration.as_secs_f64(),
         most_waiting: depths.iter().map(|d| d.1).max().unwrap_or(0),
-        dead_tuples_max: rows.iter().map(|r| r.sample.dead_tuples).max().unwrap_or(0),
+        dead_tuples_max: rows
+            .iter()
+            .filter_map(|r| r.sample.versions.map(|v| v.dead))
+            .max()
+            .unwrap_or(0),
         claim_mean_ms: pgbench::statement_latency_ms(report, first_line.trim()).unwrap_or(f64::NAN),
         seq_scans_per_claim: scans as f64 / claims.max(1) as f64,
         kept_up: kept_up(&depths, rate, plan, enqueued),

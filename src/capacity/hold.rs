@@ -6,6 +6,7 @@
 
 use super::Step;
 use crate::report::RunResults;
+use crate::report::dbstats::DbStatsRow;
 use crate::report::faults::Recovery;
 use crate::scenario::{FaultSpec, HumanDuration};
 use serde::{Deserialize, Serialize};
@@ -72,7 +73,8 @@ impl HoldEffect {
             .collect();
         let dead_tuples_per_min = match (held.first(), held.last()) {
             (Some(a), Some(b)) if b.t_s - a.t_s >= 1.0 => {
-                Some((b.sample.dead_tuples - a.sample.dead_tuples) as f64 * 60.0 / (b.t_s - a.t_s))
+                let dead = |r: &DbStatsRow| r.sample.versions.map_or(0, |v| v.dead);
+                Some((dead(b) - dead(a)) as f64 * 60.0 / (b.t_s - a.t_s))
             }
             _ => None,
         };

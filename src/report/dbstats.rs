@@ -1,8 +1,8 @@
 //! Database statistics in the results: `db_stats.csv` (one row per sample) and, in
 //! summary.json, what changed in each phase and what the run's sessions waited on.
 
-use crate::backend::DbSample;
 use crate::backend::figures::TableReads;
+use crate::backend::{DbSample, RowVersions};
 use crate::metrics::Measurements;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -137,6 +137,12 @@ pub fn rows_of(samples: impl IntoIterator<Item = (f64, String, DbSample)>) -> Ve
         .collect()
 }
 
+/// A sample's row versions; none (all 0) on an engine that keeps none, whose phase
+/// figures then count no cleanup and no dead versions.
+fn versions(s: &DbSample) -> RowVersions {
+    s.versions.unwrap_or_default()
+}
+
 pub fn summarize(rows: &[DbStatsRow], phases: &[String]) -> DbStatsSummary {
     let mut wait_events = BTreeMap::new();
     for r in rows {
@@ -176,16 +182,20 @@ pub fn summarize(rows: &[DbStatsRow], phases: &[String]) -> DbStatsSummary {
                 rollbacks: last.xact_rollback - first.xact_rollback,
                 deadlocks: last.deadlocks - first.deadlocks,
                 wal_bytes: last.wal_bytes - first.wal_bytes,
-                autovacuums: last.autovacuums - first.autovacuums,
-                autoanalyzes: last.autoanalyzes - first.autoanalyzes,
-                vacuums: last.vacuums - first.vacuums,
-                dead_tuples_start: start.dead_tuples,
-                dead_tuples_end: last.dead_tuples,
-                dead_tuples_max: in_phase.iter().map(|s| s.dead_tuples).max().unwrap_or(0),
+                autovacuums: versions(last).autovacuums - versions(first).autovacuums,
+                autoanalyzes: versions(last).autoanalyzes - versions(first).autoanalyzes,
+                vacuums: versions(last).vacuums - versions(first).vacuums,
+                dead_tuples_start: versions(start).dead,
+                dead_tuples_end: versions(last).dead,
+                dead_tuples_max: in_phase.iter().map(|s| versions(s).dead).max().unwrap_or(0),
                 pending_end: last.pending,
                 total_bytes_start: start.total_bytes,
                 total_bytes_end: last.total_bytes,
-                max_xmin_age_xids: in_phase.iter().map(|s| s.xmin_age_xids).max().unwrap_or(0),
+                max_xmin_age_xids: in_phase
+                    .iter()
+                    .filter_map(|s| versions(s).horizon_age_xids)
+                    .max()
+                    .unwrap_or(0),
                 checkpoints: last.checkpoints - first.checkpoints,
                 wait_events: waits,
                 server,
@@ -250,101 +260,145 @@ pub fn server_table(d: &DbStatsSummary) -> Option<(Vec<String>, Vec<Vec<String>>
     Some((header, rows))
 }
 
-const COLUMNS: [&str; 28] = [
+/// The columns every engine's samples have.
+const COLUMNS: [&str; 17] = [
     "t_s",
     "phase",
     "pending",
     "processing",
     "done",
     "dead_letter",
-    "live_tuples",
-    "dead_tuples",
+    "held",
     "table_bytes",
     "total_bytes",
-    "vacuums",
-    "autovacuums",
-    "analyzes",
-    "autoanalyzes",
     "xact_commit",
     "xact_rollback",
     "deadlocks",
     "wal_bytes",
-    "xmin_age_xids",
     "oldest_xact_s",
-    "notify_queue_usage",
     "waiting_sessions",
     "sample_ms",
     "checkpoints",
+];
+
+/// The row versions' columns, on an engine that keeps them (the SQL engines).
+const VERSION_COLUMNS: [&str; 6] = [
+    "dead_tuples",
+    "vacuums",
+    "autovacuums",
+    "analyzes",
+    "autoanalyzes",
+    "xmin_age_xids",
+];
+
+/// The queue table's reads, on an engine that counts them per table (PostgreSQL).
+const READ_COLUMNS: [&str; 4] = [
     "seq_scans",
     "seq_rows_read",
     "index_scans",
     "index_rows_fetched",
 ];
 
-/// Writes `db_stats.csv`: the columns above, then one `index_bytes:<name>` per index and
-/// one `server:<name>` per figure of a broker's own. The read counters (`seq_scans` …) are
-/// the queue table's, by everyone but the sampler, where the engine counts them per table.
-pub fn write_csv(rows: &[DbStatsRow], out: &mut dyn Write) -> Result<()> {
-    let indexes: Vec<String> = rows
-        .iter()
-        .flat_map(|r| r.sample.index_bytes.keys().cloned())
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let figures = server_names(rows);
-    let mut w = csv::Writer::from_writer(out);
-    let mut header: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
-    header.extend(indexes.iter().map(|i| format!("index_bytes:{i}")));
-    header.extend(figures.iter().map(|f| format!("server:{f}")));
-    w.write_record(&header)?;
-    for r in rows {
+/// Which of the engine's own columns the samples have: a file holds an engine's figures
+/// only, so a broker's has no vacuum columns and MariaDB's no reads.
+struct Shape {
+    versions: bool,
+    notify: bool,
+    reads: bool,
+    indexes: Vec<String>,
+    figures: Vec<String>,
+}
+
+impl Shape {
+    fn of(rows: &[DbStatsRow]) -> Shape {
+        let any = |f: &dyn Fn(&DbSample) -> bool| rows.iter().any(|r| f(&r.sample));
+        Shape {
+            versions: any(&|s| s.versions.is_some()),
+            notify: any(&|s| s.notify_queue_usage.is_some()),
+            reads: any(&|s| s.reads.is_some()),
+            indexes: rows
+                .iter()
+                .flat_map(|r| r.sample.index_bytes.keys().cloned())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+            figures: server_names(rows),
+        }
+    }
+
+    fn header(&self) -> Vec<String> {
+        let mut header: Vec<&str> = COLUMNS.to_vec();
+        if self.versions {
+            header.extend(VERSION_COLUMNS);
+        }
+        if self.notify {
+            header.push("notify_queue_usage");
+        }
+        if self.reads {
+            header.extend(READ_COLUMNS);
+        }
+        let mut header: Vec<String> = header.into_iter().map(String::from).collect();
+        header.extend(self.indexes.iter().map(|i| format!("index_bytes:{i}")));
+        header.extend(self.figures.iter().map(|f| format!("server:{f}")));
+        header
+    }
+
+    fn record(&self, r: &DbStatsRow) -> Vec<String> {
         let s = &r.sample;
-        let mut rec = vec![format!("{:.3}", r.t_s), r.phase.clone()];
-        rec.extend(
-            [s.pending.to_string()].into_iter().chain(
-                [s.processing, s.done, s.dead_letter]
-                    .map(|v| v.map_or(String::new(), |n| n.to_string())),
-            ),
-        );
-        rec.extend(
-            [
-                s.live_tuples,
-                s.dead_tuples,
-                s.table_bytes,
-                s.total_bytes,
-                s.vacuums,
-                s.autovacuums,
-                s.analyzes,
-                s.autoanalyzes,
-                s.xact_commit,
-                s.xact_rollback,
-                s.deadlocks,
-                s.wal_bytes,
-                s.xmin_age_xids,
-            ]
-            .iter()
-            .map(|v| v.to_string()),
-        );
+        let some = |v: Option<i64>| v.map_or(String::new(), |n| n.to_string());
+        let mut rec = vec![
+            format!("{:.3}", r.t_s),
+            r.phase.clone(),
+            s.pending.to_string(),
+        ];
+        rec.extend([s.processing, s.done, s.dead_letter].map(some));
+        let work = [s.held, s.table_bytes, s.total_bytes, s.xact_commit];
+        rec.extend(work.iter().map(|v| v.to_string()));
+        rec.extend([s.xact_rollback, s.deadlocks, s.wal_bytes].map(|v| v.to_string()));
         rec.push(format!("{:.3}", s.oldest_xact_s));
-        rec.push(format!("{}", s.notify_queue_usage));
         rec.push(s.wait_events.values().sum::<i64>().to_string());
         rec.push(format!("{:.3}", s.sample_ms));
         rec.push(s.checkpoints.to_string());
-        let reads = s
-            .reads
-            .map(|r| [r.seq_scans, r.seq_rows, r.index_scans, r.index_rows]);
-        rec.extend((0..4).map(|i| reads.map_or(String::new(), |r| r[i].to_string())));
-        rec.extend(indexes.iter().map(|i| {
-            s.index_bytes
-                .get(i)
-                .map_or(String::new(), |b| b.to_string())
-        }));
+        if self.versions {
+            let v = s.versions.map(|v| {
+                let counts = [v.dead, v.vacuums, v.autovacuums, v.analyzes, v.autoanalyzes];
+                (counts, v.horizon_age_xids)
+            });
+            rec.extend((0..5).map(|i| some(v.map(|(c, _)| c[i]))));
+            rec.push(some(v.and_then(|(_, age)| age)));
+        }
+        if self.notify {
+            rec.push(
+                s.notify_queue_usage
+                    .map_or(String::new(), |u| u.to_string()),
+            );
+        }
+        if self.reads {
+            let reads = s
+                .reads
+                .map(|r| [r.seq_scans, r.seq_rows, r.index_scans, r.index_rows]);
+            rec.extend((0..4).map(|i| some(reads.map(|r| r[i]))));
+        }
         rec.extend(
-            figures
+            self.indexes
                 .iter()
-                .map(|f| s.server.get(f).map_or(String::new(), |v| v.to_string())),
+                .map(|i| some(s.index_bytes.get(i).copied())),
         );
-        w.write_record(&rec)?;
+        rec.extend(self.figures.iter().map(|f| some(s.server.get(f).copied())));
+        rec
+    }
+}
+
+/// Writes `db_stats.csv`: the columns every engine has, then the engine's own where its
+/// samples have them (row versions, the notify queue, the queue table's reads), one
+/// `index_bytes:<name>` per index and one `server:<name>` per figure of a broker's own.
+/// The read counters are the queue table's, by everyone but the sampler.
+pub fn write_csv(rows: &[DbStatsRow], out: &mut dyn Write) -> Result<()> {
+    let shape = Shape::of(rows);
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(shape.header())?;
+    for r in rows {
+        w.write_record(shape.record(r))?;
     }
     w.flush()?;
     Ok(())
@@ -368,7 +422,9 @@ fn prefixed(
         .collect()
 }
 
-/// Reads `db_stats.csv` back (wait events per sample are not in the file, only their total).
+/// Reads `db_stats.csv` back, in either shape: this version's (an engine's own columns only
+/// where it has them, `held`) or the one before (every column on every engine,
+/// `live_tuples`); wait events per sample are not in the file, only their total.
 pub fn read_csv(input: impl Read) -> Result<Vec<DbStatsRow>> {
     let mut r = csv::Reader::from_reader(input);
     let header = r.headers()?.clone();
@@ -394,18 +450,26 @@ pub fn read_csv(input: impl Read) -> Result<Vec<DbStatsRow>> {
                 .parse::<f64>()
                 .with_context(|| format!("db_stats.csv row {}: column {name}", n + 1))
         };
+        let versions = match optional_int("dead_tuples")? {
+            None => None,
+            Some(dead) => Some(RowVersions {
+                dead,
+                vacuums: int("vacuums")?,
+                autovacuums: int("autovacuums")?,
+                analyzes: int("analyzes")?,
+                autoanalyzes: int("autoanalyzes")?,
+                horizon_age_xids: optional_int("xmin_age_xids")?,
+            }),
+        };
         let sample = DbSample {
             pending: int("pending")?,
             processing: optional_int("processing")?,
             done: optional_int("done")?,
             dead_letter: optional_int("dead_letter")?,
             sample_ms: get("sample_ms").parse().unwrap_or(0.0),
-            live_tuples: int("live_tuples")?,
-            dead_tuples: int("dead_tuples")?,
-            vacuums: int("vacuums")?,
-            autovacuums: int("autovacuums")?,
-            analyzes: int("analyzes")?,
-            autoanalyzes: int("autoanalyzes")?,
+            // Files before schema 2 name it live_tuples.
+            held: optional_int("held")?.map_or_else(|| int("live_tuples"), Ok)?,
+            versions,
             table_bytes: int("table_bytes")?,
             total_bytes: int("total_bytes")?,
             index_bytes: prefixed(&header, &record, "index_bytes:"),
@@ -414,9 +478,11 @@ pub fn read_csv(input: impl Read) -> Result<Vec<DbStatsRow>> {
             xact_rollback: int("xact_rollback")?,
             deadlocks: int("deadlocks")?,
             wal_bytes: int("wal_bytes")?,
-            xmin_age_xids: int("xmin_age_xids")?,
             oldest_xact_s: float("oldest_xact_s")?,
-            notify_queue_usage: float("notify_queue_usage")?,
+            notify_queue_usage: match get("notify_queue_usage") {
+                "" => None,
+                _ => Some(float("notify_queue_usage")?),
+            },
             // Files of older versions have no checkpoints.
             checkpoints: optional_int("checkpoints")?.unwrap_or(0),
             // Only the total is in the file (waiting_sessions); the breakdown is in summary.json.
@@ -451,8 +517,11 @@ mod tests {
             t_s,
             phase: phase.into(),
             sample: DbSample {
-                autovacuums,
-                dead_tuples,
+                versions: Some(RowVersions {
+                    autovacuums,
+                    dead: dead_tuples,
+                    ..RowVersions::default()
+                }),
                 ..DbSample::default()
             },
         }
@@ -503,6 +572,7 @@ mod tests {
 
     fn broker_row(t_s: f64, phase: &str, acked_total: i64, unacked: i64) -> DbStatsRow {
         let mut r = row(t_s, phase, 0, 0);
+        r.sample.versions = None;
         r.sample.server = BTreeMap::from([
             ("acked_total".to_string(), acked_total),
             ("unacked".to_string(), unacked),
@@ -534,5 +604,40 @@ mod tests {
         assert_eq!(header, ["phase", "acked /s", "unacked, end"]);
         assert_eq!(table[1], ["b", "200", "2 (max 9)"]);
         assert!(server_table(&summarize(&[row(1.0, "a", 0, 0)], &["a".into()])).is_none());
+    }
+
+    /// A broker's file has no row versions' columns and reads back without them; a SQL
+    /// engine's has them; a file of the previous shape (every column, `live_tuples`) still
+    /// reads.
+    #[test]
+    fn each_engine_writes_its_own_columns_and_both_shapes_read_back() {
+        let broker = vec![broker_row(0.0, "load", 5, 1)];
+        let mut csv = Vec::new();
+        write_csv(&broker, &mut csv).unwrap();
+        let header = String::from_utf8(csv.clone()).unwrap();
+        let header = header.lines().next().unwrap().to_string();
+        assert!(
+            !header.contains("dead_tuples") && !header.contains("seq_scans"),
+            "{header}"
+        );
+        assert!(!header.contains("notify_queue_usage"), "{header}");
+        assert_eq!(read_csv(csv.as_slice()).unwrap()[0].sample.versions, None);
+
+        let sql = vec![row(0.0, "load", 2, 40)];
+        let mut csv = Vec::new();
+        write_csv(&sql, &mut csv).unwrap();
+        let back = read_csv(csv.as_slice()).unwrap();
+        assert_eq!(back[0].sample.versions, sql[0].sample.versions);
+
+        let old = "t_s,phase,pending,processing,done,dead_letter,live_tuples,dead_tuples,table_bytes,total_bytes,vacuums,autovacuums,analyzes,autoanalyzes,xact_commit,xact_rollback,deadlocks,wal_bytes,xmin_age_xids,oldest_xact_s,notify_queue_usage,waiting_sessions,sample_ms,checkpoints,seq_scans,seq_rows_read,index_scans,index_rows_fetched\n\
+                   1.000,load,4,,,,400,194,221184,303104,0,3,1,0,139,0,0,22706440,7,0.000,0,0,5.854,0,2,0,305,516\n";
+        let old = read_csv(old.as_bytes()).unwrap();
+        let s = &old[0].sample;
+        assert_eq!((s.held, s.notify_queue_usage), (400, Some(0.0)));
+        let v = s.versions.unwrap();
+        assert_eq!(
+            (v.dead, v.autovacuums, v.horizon_age_xids),
+            (194, 3, Some(7))
+        );
     }
 }

@@ -65,7 +65,8 @@ async fn no_design_s_claim_is_planned_on_an_empty_table() {
         let s = &o.results.summary;
         let rows = &o.results.db_stats;
         assert_eq!(
-            rows[0].sample.analyzes, 0,
+            rows[0].sample.versions.unwrap().analyzes,
+            0,
             "{design:?}: analyzed while empty"
         );
         let reads = s.table_reads.as_ref().unwrap();

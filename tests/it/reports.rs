@@ -21,8 +21,8 @@ async fn every_format_round_trips_and_renders_again_from_saved_data() {
     assert_eq!(loaded.timeline, outcome.results.timeline);
     assert_eq!(loaded.db_stats.len(), outcome.results.db_stats.len());
     assert_eq!(
-        loaded.db_stats[0].sample.dead_tuples,
-        outcome.results.db_stats[0].sample.dead_tuples
+        loaded.db_stats[0].sample.versions,
+        outcome.results.db_stats[0].sample.versions
     );
     assert_eq!(loaded.hlog, outcome.results.hlog);
 
@@ -120,7 +120,7 @@ async fn the_sampler_sees_dead_tuples_rise_and_the_claim_probed_per_phase() {
     let dead: Vec<i64> = r
         .db_stats
         .iter()
-        .map(|row| row.sample.dead_tuples)
+        .map(|row| row.sample.versions.unwrap().dead)
         .collect();
     assert!(dead.len() >= 5, "{dead:?}");
     // Every claim and completion updates a row: dead row versions pile up until VACUUM.

@@ -125,7 +125,7 @@ impl Inspect for KafkaLink {
             pending: waiting,
             dead_letter: full.then_some(dead),
             sample_ms: started.elapsed().as_secs_f64() * 1000.0,
-            live_tuples: records,
+            held: records,
             server: server.map(|(k, v)| (k.to_string(), v)).into(),
             ..DbSample::default()
         })

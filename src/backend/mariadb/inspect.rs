@@ -1,11 +1,12 @@
-//! What the run's own MariaDB connections read. MariaDB's figures fill the same sample as
-//! PostgreSQL's: `dead_tuples` holds InnoDB's history list length (undo not purged yet, the
-//! MVCC garbage a long transaction keeps), `wal_bytes` the redo log position, `live_tuples`
-//! InnoDB's row estimate; vacuum and xmin figures stay 0.
+//! What the run's own MariaDB connections read. MariaDB's figures fill the common sample
+//! (`wal_bytes` holds the redo log position, `held` InnoDB's row estimate) and its row
+//! versions in its own words: the dead versions are InnoDB's history list length (undo not
+//! purged yet, the MVCC garbage a long transaction keeps); it runs no vacuum and tells no
+//! xmin horizon.
 
 use super::link::{MariaLink, json_ids};
 use crate::backend::error::BackendError;
-use crate::backend::figures::{ClaimProbe, DbSample, TableStats};
+use crate::backend::figures::{RowVersions, ClaimProbe, DbSample, TableStats};
 use crate::backend::job::JobId;
 use crate::backend::sql::Shared;
 use crate::backend::sql::bystander::BystanderSql;
@@ -56,8 +57,9 @@ WHERE  database_name = DATABASE() AND table_name = ? AND stat_name = 'size'";
 impl MariaLink {
     async fn server_figures(&mut self, s: &mut DbSample) -> Result<(), BackendError> {
         let t = self.table_stats().await?;
-        (s.live_tuples, s.table_bytes, s.total_bytes) =
-            (t.live_tuples, t.table_bytes, t.total_bytes);
+        (s.held, s.table_bytes, s.total_bytes) = (t.live_tuples, t.table_bytes, t.total_bytes);
+        // InnoDB purges instead of vacuuming: its undo history is the versions it keeps.
+        let mut versions = RowVersions::default();
         s.index_bytes = sqlx::query_as::<_, (String, i64)>(INDEXES)
             .bind(self.shared.design.table.as_str())
             .fetch_all(&mut self.conn)
@@ -73,10 +75,11 @@ impl MariaLink {
                 "HANDLER_ROLLBACK" => s.xact_rollback = value,
                 "INNODB_DEADLOCKS" => s.deadlocks = value,
                 "INNODB_LSN_CURRENT" => s.wal_bytes = value,
-                "INNODB_HISTORY_LIST_LENGTH" => s.dead_tuples = value,
+                "INNODB_HISTORY_LIST_LENGTH" => versions.dead = value,
                 _ => {}
             }
         }
+        s.versions = Some(versions);
         s.oldest_xact_s = sqlx::query_scalar(OLDEST_XACT)
             .fetch_one(&mut self.conn)
             .await?;

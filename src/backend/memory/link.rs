@@ -220,7 +220,7 @@ impl Inspect for MemoryLink {
             processing: full.then(|| n(JobStatus::Processing)),
             done: full.then(|| n(JobStatus::Done)),
             dead_letter: full.then(|| n(JobStatus::DeadLetter)),
-            live_tuples: total,
+            held: total,
             ..DbSample::default()
         })
     }

@@ -3,7 +3,7 @@
 
 use super::link::PgLink;
 use crate::backend::error::BackendError;
-use crate::backend::figures::{ClaimProbe, DbSample, TableReads, TableStats};
+use crate::backend::figures::{RowVersions, ClaimProbe, DbSample, TableReads, TableStats};
 use crate::backend::job::JobId;
 use crate::backend::seam::{Outbox, Readers, SessionStates, Vacuum};
 use crate::backend::sql::Shared;
@@ -42,12 +42,15 @@ impl PgLink {
             .bind(table)
             .fetch_one(&mut self.conn)
             .await?;
-        s.live_tuples = t.try_get("live_tuples")?;
-        s.dead_tuples = t.try_get("dead_tuples")?;
-        s.vacuums = t.try_get("vacuums")?;
-        s.autovacuums = t.try_get("autovacuums")?;
-        s.analyzes = t.try_get("analyzes")?;
-        s.autoanalyzes = t.try_get("autoanalyzes")?;
+        s.held = t.try_get("live_tuples")?;
+        let mut versions = RowVersions {
+            dead: t.try_get("dead_tuples")?,
+            vacuums: t.try_get("vacuums")?,
+            autovacuums: t.try_get("autovacuums")?,
+            analyzes: t.try_get("analyzes")?,
+            autoanalyzes: t.try_get("autoanalyzes")?,
+            horizon_age_xids: None,
+        };
         s.table_bytes = t.try_get("table_bytes")?;
         s.total_bytes = t.try_get("total_bytes")?;
         s.reads = Some(reads_of(&t)?);
@@ -70,9 +73,10 @@ impl PgLink {
         s.xact_rollback = d.try_get("xact_rollback")?;
         s.deadlocks = d.try_get("deadlocks")?;
         s.wal_bytes = d.try_get("wal_bytes")?;
-        s.xmin_age_xids = d.try_get("xmin_age_xids")?;
+        versions.horizon_age_xids = Some(d.try_get("xmin_age_xids")?);
+        s.versions = Some(versions);
         s.oldest_xact_s = d.try_get("oldest_xact_s")?;
-        s.notify_queue_usage = d.try_get("notify_queue_usage")?;
+        s.notify_queue_usage = Some(d.try_get("notify_queue_usage")?);
         s.checkpoints = d.try_get("checkpoints")?;
         let sessions = format!("dbq-bench/{}/%", self.shared.namespace);
         s.wait_events = sqlx::query_as::<_, (String, i64)>(WAIT_EVENTS)

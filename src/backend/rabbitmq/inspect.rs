@@ -135,7 +135,7 @@ impl Inspect for RabbitLink {
             processing: figure("unacked"),
             dead_letter: full.then_some(dead),
             sample_ms: started.elapsed().as_secs_f64() * 1000.0,
-            live_tuples: waiting + dead,
+            held: waiting + dead,
             total_bytes: figure("node_memory_bytes").unwrap_or(0),
             server,
             ..DbSample::default()

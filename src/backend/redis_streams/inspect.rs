@@ -269,7 +269,7 @@ impl Inspect for RedisLink {
             done: full.then_some(ever - entries - dead),
             dead_letter: full.then_some(dead),
             sample_ms: started.elapsed().as_secs_f64() * 1000.0,
-            live_tuples: entries,
+            held: entries,
             total_bytes: figure("used_memory"),
             wal_bytes: figure("aof_current_size"),
             xact_commit: figure("total_commands_processed"),

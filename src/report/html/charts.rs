@@ -173,8 +173,8 @@ fn table_growth(t: &TimeAxis, s: &Summary) -> Section {
         "Row versions in the queue table",
         "tuples",
         vec![
-            t.db(words.dead_tuples, &|d| Some(d.dead_tuples as f64)),
-            t.db("live tuples", &|d| Some(d.live_tuples as f64)),
+            t.db(words.dead_tuples, &|d| d.versions.map(|v| v.dead as f64)),
+            t.db("live tuples", &|d| Some(d.held as f64)),
         ],
     );
     let size = t.chart(
