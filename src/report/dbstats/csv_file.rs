@@ -176,84 +176,126 @@ fn prefixed(
 pub fn read_csv(input: impl Read) -> Result<Vec<DbStatsRow>> {
     let mut r = csv::Reader::from_reader(input);
     let header = r.headers()?.clone();
-    let col = |name: &str| header.iter().position(|h| h == name);
     let mut rows = Vec::new();
     for (n, record) in r.records().enumerate() {
-        let record = record?;
-        let get = |name: &str| col(name).and_then(|i| record.get(i)).unwrap_or("");
-        let int = |name: &str| {
-            get(name)
-                .parse::<i64>()
-                .with_context(|| format!("db_stats.csv row {}: column {name}", n + 1))
-        };
-        let optional_int = |name: &str| match get(name) {
-            "" => Ok(None),
-            v => v
-                .parse::<i64>()
-                .map(Some)
-                .with_context(|| format!("db_stats.csv row {}: column {name}", n + 1)),
-        };
-        let float = |name: &str| {
-            get(name)
-                .parse::<f64>()
-                .with_context(|| format!("db_stats.csv row {}: column {name}", n + 1))
-        };
-        let versions = match optional_int("dead_tuples")? {
-            None => None,
-            Some(dead) => Some(RowVersions {
-                dead,
-                vacuums: int("vacuums")?,
-                autovacuums: int("autovacuums")?,
-                analyzes: int("analyzes")?,
-                autoanalyzes: int("autoanalyzes")?,
-                horizon_age_xids: optional_int("xmin_age_xids")?,
-            }),
-        };
-        let sample = DbSample {
-            pending: int("pending")?,
-            processing: optional_int("processing")?,
-            done: optional_int("done")?,
-            dead_letter: optional_int("dead_letter")?,
-            sample_ms: get("sample_ms").parse().unwrap_or(0.0),
-            // Files before schema 2 name it live_tuples.
-            held: optional_int("held")?.map_or_else(|| int("live_tuples"), Ok)?,
-            versions,
-            table_bytes: int("table_bytes")?,
-            total_bytes: int("total_bytes")?,
-            index_bytes: prefixed(&header, &record, "index_bytes:"),
-            server: prefixed(&header, &record, "server:"),
-            xact_commit: int("xact_commit")?,
-            xact_rollback: int("xact_rollback")?,
-            deadlocks: int("deadlocks")?,
-            wal_bytes: int("wal_bytes")?,
-            oldest_xact_s: float("oldest_xact_s")?,
-            notify_queue_usage: match get("notify_queue_usage") {
-                "" => None,
-                _ => Some(float("notify_queue_usage")?),
-            },
-            // Files of older versions have no checkpoints.
-            checkpoints: optional_int("checkpoints")?.unwrap_or(0),
-            // Only the total is in the file (waiting_sessions); the breakdown is in summary.json.
-            wait_events: BTreeMap::new(),
-            reads: match optional_int("seq_scans")? {
-                None => None,
-                Some(seq_scans) => Some(TableReads {
-                    seq_scans,
-                    seq_rows: int("seq_rows_read")?,
-                    index_scans: int("index_scans")?,
-                    index_rows: int("index_rows_fetched")?,
-                }),
-            },
-            own_reads: None,
-            own_unreported: None,
+        let c = Cells {
+            header: &header,
+            record: &record?,
+            row: n + 1,
         };
         rows.push(DbStatsRow {
-            t_s: float("t_s")?,
-            phase: get("phase").to_string(),
-            sample,
+            t_s: c.float("t_s")?,
+            phase: c.get("phase").to_string(),
+            sample: c.sample()?,
         });
     }
     Ok(rows)
+}
+
+/// One record's cells by column name; a cell that does not parse is an error naming its
+/// row and column.
+struct Cells<'a> {
+    header: &'a csv::StringRecord,
+    record: &'a csv::StringRecord,
+    row: usize,
+}
+
+impl Cells<'_> {
+    /// The cell, or "" where the file has no such column.
+    fn get(&self, name: &str) -> &str {
+        let col = self.header.iter().position(|h| h == name);
+        col.and_then(|i| self.record.get(i)).unwrap_or("")
+    }
+
+    fn parse<T: std::str::FromStr>(&self, name: &str) -> Result<T>
+    where
+        T::Err: std::error::Error + Send + Sync + 'static,
+    {
+        let row = self.row;
+        (self.get(name).parse::<T>())
+            .with_context(|| format!("db_stats.csv row {row}: column {name}"))
+    }
+
+    fn int(&self, name: &str) -> Result<i64> {
+        self.parse(name)
+    }
+
+    fn float(&self, name: &str) -> Result<f64> {
+        self.parse(name)
+    }
+
+    /// An empty cell or a missing column is `None`.
+    fn optional_int(&self, name: &str) -> Result<Option<i64>> {
+        match self.get(name) {
+            "" => Ok(None),
+            _ => self.int(name).map(Some),
+        }
+    }
+
+    fn sample(&self) -> Result<DbSample> {
+        let held = match self.optional_int("held")? {
+            Some(held) => held,
+            // Files before schema 2 name it live_tuples.
+            None => self.int("live_tuples")?,
+        };
+        Ok(DbSample {
+            pending: self.int("pending")?,
+            processing: self.optional_int("processing")?,
+            done: self.optional_int("done")?,
+            dead_letter: self.optional_int("dead_letter")?,
+            sample_ms: self.get("sample_ms").parse().unwrap_or(0.0),
+            held,
+            versions: self.versions()?,
+            table_bytes: self.int("table_bytes")?,
+            total_bytes: self.int("total_bytes")?,
+            index_bytes: prefixed(self.header, self.record, "index_bytes:"),
+            server: prefixed(self.header, self.record, "server:"),
+            xact_commit: self.int("xact_commit")?,
+            xact_rollback: self.int("xact_rollback")?,
+            deadlocks: self.int("deadlocks")?,
+            wal_bytes: self.int("wal_bytes")?,
+            oldest_xact_s: self.float("oldest_xact_s")?,
+            notify_queue_usage: match self.get("notify_queue_usage") {
+                "" => None,
+                _ => Some(self.float("notify_queue_usage")?),
+            },
+            // Files of older versions have no checkpoints.
+            checkpoints: self.optional_int("checkpoints")?.unwrap_or(0),
+            // Only the total is in the file (waiting_sessions); the breakdown is in summary.json.
+            wait_events: BTreeMap::new(),
+            reads: self.reads()?,
+            own_reads: None,
+            own_unreported: None,
+        })
+    }
+
+    /// The row versions, where the file has their columns and the row fills them.
+    fn versions(&self) -> Result<Option<RowVersions>> {
+        let Some(dead) = self.optional_int("dead_tuples")? else {
+            return Ok(None);
+        };
+        Ok(Some(RowVersions {
+            dead,
+            vacuums: self.int("vacuums")?,
+            autovacuums: self.int("autovacuums")?,
+            analyzes: self.int("analyzes")?,
+            autoanalyzes: self.int("autoanalyzes")?,
+            horizon_age_xids: self.optional_int("xmin_age_xids")?,
+        }))
+    }
+
+    /// The queue table's reads, where the engine counts them.
+    fn reads(&self) -> Result<Option<TableReads>> {
+        let Some(seq_scans) = self.optional_int("seq_scans")? else {
+            return Ok(None);
+        };
+        Ok(Some(TableReads {
+            seq_scans,
+            seq_rows: self.int("seq_rows_read")?,
+            index_scans: self.int("index_scans")?,
+            index_rows: self.int("index_rows_fetched")?,
+        }))
+    }
 }
 
 #[cfg(test)]
