@@ -296,6 +296,11 @@ pub struct AnalyzedRecord {
 impl Measurements {
     /// When the first phase started, µs on the run clock: the zero of every "seconds since
     /// the load started" in the report.
+    /// Seconds from the start of the load to `at_us` (negative before it: the prefill).
+    pub fn since_load_s(&self, at_us: u64) -> f64 {
+        (at_us as f64 - self.load_start_us() as f64) / 1e6
+    }
+
     pub fn load_start_us(&self) -> u64 {
         self.windows
             .iter()

@@ -119,8 +119,7 @@ impl FaultSummary {
         proof: &AccountingProof,
         claim_mode: &str,
     ) -> FaultSummary {
-        let load_start = m.load_start_us();
-        let secs = |us: u64| (us as f64 - load_start as f64) / 1e6;
+        let secs = |us: u64| m.since_load_s(us);
         let killed = |kind: &str| {
             m.faults
                 .iter()
@@ -166,7 +165,7 @@ impl FaultSummary {
                 .collect(),
             orphaned_jobs: super::orphans::OrphanedJobs::build(
                 &m.orphaned,
-                load_start,
+                m.load_start_us(),
                 ledger,
                 (&proof.lost, &proof.stuck),
             ),
@@ -177,8 +176,7 @@ impl FaultSummary {
 
 /// Each fault as it ran, timed from the start of the load, with the queue's recovery.
 fn fault_events(m: &Measurements) -> Vec<FaultEvent> {
-    let load_start = m.load_start_us();
-    let secs = |us: u64| (us as f64 - load_start as f64) / 1e6;
+    let secs = |us: u64| m.since_load_s(us);
     m.faults
         .iter()
         .map(|f| FaultEvent {
@@ -195,12 +193,11 @@ fn fault_events(m: &Measurements) -> Vec<FaultEvent> {
 
 /// The queue table's probes, timed from the start of the load.
 fn table_probes(m: &Measurements) -> Vec<ProbeSummary> {
-    let load_start = m.load_start_us();
     m.probes
         .iter()
         .map(|p| ProbeSummary {
             label: p.label.clone(),
-            at_s: (p.at_us as f64 - load_start as f64) / 1e6,
+            at_s: m.since_load_s(p.at_us),
             live_tuples: p.stats.live_tuples,
             dead_tuples: p.stats.dead_tuples,
             table_bytes: p.stats.table_bytes,

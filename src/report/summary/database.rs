@@ -89,7 +89,7 @@ fn statistics(setup: &RunSetup, m: &Measurements, facts: &RunFacts) -> String {
     if facts.prefilled > 0 {
         return format!("ANALYZE after the prefill of {} jobs", facts.prefilled);
     }
-    let at = |a: &AnalyzedRecord| (a.at_us as f64 - m.load_start_us() as f64) / 1e6;
+    let at = |a: &AnalyzedRecord| m.since_load_s(a.at_us);
     let (Some(first), Some(last)) = (m.analyzed.first(), m.analyzed.last()) else {
         return "the table as earlier steps and autovacuum left it".into();
     };
@@ -115,12 +115,11 @@ fn statistics(setup: &RunSetup, m: &Measurements, facts: &RunFacts) -> String {
 
 /// The claim probes, timed from the start of the load.
 fn claim_probe_summaries(m: &Measurements) -> Vec<ClaimProbeSummary> {
-    let load_start = m.load_start_us();
     m.claim_probes
         .iter()
         .map(|c| ClaimProbeSummary {
             label: c.label.clone(),
-            at_s: (c.at_us as f64 - load_start as f64) / 1e6,
+            at_s: m.since_load_s(c.at_us),
             buffers: c.probe.buffers_hit + c.probe.buffers_read,
             probe: c.probe.clone(),
         })
