@@ -5,7 +5,10 @@
 # extra arguments starting with `-` (`--innodb-buffer-pool-size=256M`) passed to mariadbd,
 # data in /var/lib/mysql, port 3306.
 #
-# Usage: docker/build-mariadb-image.sh [--force] [TAG]      (default TAG: dbq-bench-mariadb:10.11)
+# Usage: docker/build-mariadb-image.sh [--force] [VERSION | TAG]
+#   VERSION: the MariaDB release series, each from the Debian release that packages it:
+#   10.11 (bookworm, the default) or 11.8 (trixie). The image is tagged
+#   dbq-bench-mariadb:VERSION; a TAG (name:VERSION) names it otherwise, its tag the version.
 # Needs docker, debootstrap (installed with apt-get when missing) and a Debian mirror (DEBIAN_MIRROR,
 # else the one this machine's apt uses, else debootstrap's default); runs
 # itself under sudo when not root. Prints one line per step; the full log of the build is
@@ -15,9 +18,12 @@ set -euo pipefail
 force=0
 if [ "${1:-}" = "--force" ]; then force=1; shift; fi
 tag=${1:-dbq-bench-mariadb:10.11}
-suite=${DEBIAN_SUITE:-bookworm}
+releases="10.11=bookworm 11.8=trixie"
 here=$(cd "$(dirname "$0")" && pwd)
 log=${DBQ_IMAGE_BUILD_LOG:-/tmp/dbq-bench-mariadb-image-build.log}
+# shellcheck source=debian-rootfs.sh
+. "$here/debian-rootfs.sh"
+pick_release dbq-bench-mariadb "$releases" "$tag"
 
 if [ "$force" = 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
   echo "image $tag already present (use --force to rebuild)"
@@ -28,8 +34,6 @@ if [ "$(id -u)" != 0 ]; then
   exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "$@"
 fi
 
-# shellcheck source=debian-rootfs.sh
-. "$here/debian-rootfs.sh"
 make_rootfs dbq-mariadb-rootfs
 
 # No service start inside the chroot.
@@ -41,7 +45,7 @@ mount -t proc proc "$root/proc"
 chroot "$root" /bin/sh -c "
   set -e
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  apt-get -o Acquire::Check-Valid-Until=false update -qq
   apt-get install -y -qq --no-install-recommends mariadb-server
   apt-get clean
   rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /usr/share/locale/*

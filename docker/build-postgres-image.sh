@@ -5,7 +5,10 @@
 # POSTGRES_HOST_AUTH_METHOD, a `postgres` CMD whose extra arguments (`-c key=value`) reach the
 # server, data in /var/lib/postgresql/data, port 5432.
 #
-# Usage: docker/build-postgres-image.sh [--force] [TAG]      (default TAG: dbq-bench-postgres:15)
+# Usage: docker/build-postgres-image.sh [--force] [VERSION | TAG]
+#   VERSION: the PostgreSQL major version, each from the Debian release that packages it:
+#   15 (bookworm, the default), 17 (trixie) or 18 (sid). The image is tagged
+#   dbq-bench-postgres:VERSION; a TAG (name:VERSION) names it otherwise, its tag the version.
 # Needs docker, debootstrap (installed with apt-get when missing) and a Debian mirror (DEBIAN_MIRROR,
 # else the one this machine's apt uses, else debootstrap's default); runs
 # itself under sudo when not root. Prints one line per step; the full log of the build is
@@ -15,10 +18,13 @@ set -euo pipefail
 force=0
 if [ "${1:-}" = "--force" ]; then force=1; shift; fi
 tag=${1:-dbq-bench-postgres:15}
-suite=${DEBIAN_SUITE:-bookworm}
-pg_major=${PG_MAJOR:-15}
+releases="15=bookworm 17=trixie 18=sid"
 here=$(cd "$(dirname "$0")" && pwd)
 log=${DBQ_IMAGE_BUILD_LOG:-/tmp/dbq-bench-image-build.log}
+# shellcheck source=debian-rootfs.sh
+. "$here/debian-rootfs.sh"
+pick_release dbq-bench-postgres "$releases" "$tag"
+pg_major=$version
 
 if [ "$force" = 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
   echo "image $tag already present (use --force to rebuild)"
@@ -26,11 +32,9 @@ if [ "$force" = 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
 fi
 if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null || { echo "error: building the image needs root (debootstrap, chroot), and sudo is not installed" >&2; exit 1; }
-  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,PG_MAJOR,DBQ_IMAGE_BUILD_LOG "$0" "$@"
+  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "$@"
 fi
 
-# shellcheck source=debian-rootfs.sh
-. "$here/debian-rootfs.sh"
 make_rootfs dbq-pg-rootfs
 
 # No cluster on install and no service start inside the chroot.
@@ -44,7 +48,7 @@ mount -t proc proc "$root/proc"
 chroot "$root" /bin/sh -c "
   set -e
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  apt-get -o Acquire::Check-Valid-Until=false update -qq
   apt-get install -y -qq --no-install-recommends postgresql-$pg_major
   apt-get clean
   rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /usr/share/locale/*

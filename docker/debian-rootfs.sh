@@ -1,11 +1,11 @@
-# Sourced by the image builds (docker/build-*-image.sh): logging, and
+# Sourced by the image builds (docker/build-*-image.sh): logging, the version to build and
+# its Debian release (pick_release), and
 # a minimal Debian root filesystem made with debootstrap in a temporary directory that is
 # removed on exit, and the steps every image shares (install_package, import_image). Expects
 # $tag, $log and $suite; sets $root. The packages come from
 # $DEBIAN_MIRROR when set, else from the Debian mirror this machine's apt uses, else from
 # debootstrap's own default.
 
-: >"$log"
 step() { echo "image: $*"; echo "== $*" >>"$log"; }
 fail() {
   echo "error: building $tag failed at: $1 (last lines of $log below)" >&2
@@ -20,8 +20,30 @@ apt_mirror() {
     | awk '/^(URIs:|deb) / && $2 !~ /security/ { print $2; exit }' || true
 }
 
+# pick_release IMAGE RELEASES ARG: which version to build, from ARG: a version (`17`), or a
+# tag whose tag is one (`dbq-bench-postgres:17`). RELEASES lists the versions Debian packages
+# and the release each comes from (`15=bookworm 17=trixie`). Sets $version, $tag (IMAGE:version
+# for a bare version) and $suite, the Debian release (DEBIAN_SUITE overrides it); refuses a
+# version Debian does not package, naming the ones it does.
+pick_release() {
+  case $3 in
+    *:*) tag=$3; version=${3##*:} ;;
+    *) tag=$1:$3; version=$3 ;;
+  esac
+  suite=
+  for release in $2; do
+    if [ "${release%%=*}" = "$version" ]; then suite=${release#*=}; fi
+  done
+  if [ -z "$suite" ]; then
+    echo "error: $(basename "$0"): version '$version' (from '$3'): no Debian release here packages it; allowed: ${2//=/ from }" >&2
+    exit 2
+  fi
+  suite=${DEBIAN_SUITE:-$suite}
+}
+
 # make_rootfs PREFIX: debootstrap $suite into a new /tmp/PREFIX.XXXXXX, as $root.
 make_rootfs() {
+  : >"$log"
   mirror=${DEBIAN_MIRROR:-$(apt_mirror)}
   if ! command -v debootstrap >/dev/null; then
     step "installing debootstrap"
@@ -40,6 +62,10 @@ cleanup_rootfs() {
   rm -rf "$root"
 }
 
+# The images' apt reads a release's index even when its Release file's Valid-Until has
+# passed (`Acquire::Check-Valid-Until=false`): a mirror kept as a snapshot serves sid's,
+# valid for a week, long after; the signatures are still checked.
+
 # install_package PACKAGE SETUP: installs PACKAGE in $root with apt-get (no service started
 # inside the chroot), then runs the shell commands SETUP there, and cleans apt's caches.
 install_package() {
@@ -50,7 +76,7 @@ install_package() {
   chroot "$root" /bin/sh -c "
     set -e
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
+    apt-get -o Acquire::Check-Valid-Until=false update -qq
     apt-get install -y -qq --no-install-recommends $1
     apt-get clean
     rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/* /usr/share/locale/*

@@ -32,3 +32,4 @@ pub mod run;
 pub mod scenario;
 pub mod status;
 pub mod thresholds;
+pub mod version;

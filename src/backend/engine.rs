@@ -130,6 +130,18 @@ pub struct TestServer {
     pub url: fn(u16, u16) -> String,
 }
 
+/// Splits `registry:5000/library/postgres:17` into name and tag (`latest` when absent).
+pub fn split_image(image: &str) -> (String, String) {
+    let slash = image.rfind('/').map_or(0, |i| i + 1);
+    match image[slash..].rfind(':') {
+        Some(i) => (
+            image[..slash + i].to_string(),
+            image[slash + i + 1..].to_string(),
+        ),
+        None => (image.to_string(), "latest".to_string()),
+    }
+}
+
 /// One engine's facts, kept in its folder (`backend/<engine>/facts.rs`).
 #[derive(Debug)]
 pub struct EngineFacts {
@@ -230,4 +242,24 @@ pub fn is_scheme(s: &str) -> bool {
 /// A server setting of PostgreSQL's vacuum (`autovacuum*`, `vacuum_*`).
 pub fn is_vacuum_setting(name: &str) -> bool {
     name.starts_with("autovacuum") || name.starts_with("vacuum_")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_references_split_into_name_and_tag() {
+        let s = |i: &str| split_image(i);
+        assert_eq!(s("postgres:17"), ("postgres".into(), "17".into()));
+        assert_eq!(s("postgres"), ("postgres".into(), "latest".into()));
+        assert_eq!(
+            s("reg:5000/lib/pg:15-x"),
+            ("reg:5000/lib/pg".into(), "15-x".into())
+        );
+        assert_eq!(
+            s("reg:5000/lib/pg"),
+            ("reg:5000/lib/pg".into(), "latest".into())
+        );
+    }
 }

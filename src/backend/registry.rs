@@ -10,6 +10,7 @@ use super::Engine;
 #[cfg(test)]
 use super::engine::ALL_FAULTS;
 use super::engine::{EngineFacts, Supports, Words, is_scheme};
+use crate::version::ServerVersion;
 
 /// Declares every engine folder as a module of `backend` and the [`Engine`] enum over them:
 /// invoked once, in `backend/mod.rs`, with one line per engine.
@@ -131,17 +132,24 @@ impl Engine {
     }
 
     /// What to do when the container provider cannot have `image` (one clause).
-    pub fn container_alternatives(self, image: &str) -> String {
+    pub fn container_alternatives(self, image: &str, version: Option<&ServerVersion>) -> String {
         let f = self.facts();
         let url = format!("--db url --database-url {}://…", f.schemes[0]);
         let Some(i) = &f.install else {
             return format!("name a server with {url}");
         };
+        let (script, built) = match version {
+            Some(v) => (
+                format!("{} {v}", i.build_script),
+                format!("{}:{v}", super::engine::split_image(i.built_tag).0),
+            ),
+            None => (i.build_script.to_string(), i.built_tag.to_string()),
+        };
         format!(
             "make the image available (`docker pull {image}`, or, where no registry is \
-             reachable, `{}` and {}={} or --image), use a server installed on this machine \
-             with --db local (`{}`), or name a server with {url}",
-            i.build_script, i.variable, i.built_tag, i.local_install
+             reachable, `{script}` and {}={built} or --image), use a server installed on this \
+             machine with --db local (`{}`), or name a server with {url}",
+            i.variable, i.local_install
         )
     }
 

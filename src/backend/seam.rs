@@ -21,6 +21,7 @@ pub use super::link::{
 use super::engine::{EngineFacts, ShutdownMode};
 use super::error::BackendError;
 use crate::backend::queue::{Finish, QueuePlan};
+use crate::version::ServerVersion;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -105,6 +106,13 @@ pub trait LocalServer: Sync {
     fn account(&self) -> &'static str;
     /// Finds the binaries; the error says how to install them.
     fn binaries(&self) -> anyhow::Result<LocalBinaries>;
+    /// Finds the binaries of one version (`database.version`), where the engine installs
+    /// several side by side; by default the ones `binaries` finds, whose version the server
+    /// states once it runs (and the run refuses another).
+    fn binaries_of(&self, version: &ServerVersion) -> anyhow::Result<LocalBinaries> {
+        let _ = version;
+        self.binaries()
+    }
     /// The command that makes the data directory `dir/data`.
     fn init(&self, bins: &LocalBinaries, dir: &Path) -> Command;
     /// The command that serves `dir/data` on 127.0.0.1:`ports.main` (and its HTTP API, if it

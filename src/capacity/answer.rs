@@ -55,6 +55,7 @@ pub(super) fn conclude(
         scenario: request.plan.source.clone(),
         variant,
         design,
+        server: None,
         max_sustainable_per_s: max_sustainable,
         confirmed: confirmation
             .as_ref()
@@ -151,6 +152,7 @@ pub(super) fn at_rate(
         scenario: request.plan.source.clone(),
         variant,
         design,
+        server: None,
         max_sustainable_per_s: all.then_some(rate),
         confirmed: all,
         between_vacuums_per_s: None,

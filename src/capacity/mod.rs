@@ -130,6 +130,10 @@ pub struct Capacity {
     /// The design measured, whole (absent in results of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub design: Option<DesignRecord>,
+    /// The server's engine and release (`PostgreSQL 17`; absent in results of older
+    /// versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// The answer: the rate that held on a fresh queue through the confirmation; without
     /// one (`--quick`, a consumer-count search) the search's figure, `confirmed` false.
     /// `None`: no rate met the objective (or none held).
@@ -265,12 +269,14 @@ pub async fn run(
         .with_context(|| format!("creating {}", request.out_dir.display()))?;
     let status = &request.status;
     let server = run::provision(&first, status).await?;
+    let release = crate::version::release_of(first.database.engine.label(), &server.version);
     let capacity = match request.search.at_rate {
         Some(rate) => at_rate(request, &first, &server, rate, shutdown).await,
         None => search_and_confirm(request, &first, &server, shutdown).await,
     };
     run::release(server, false, status).await;
-    let capacity = capacity?;
+    let mut capacity = capacity?;
+    capacity.server = Some(release);
     write(&capacity, &request.out_dir)
         .map_err(|e| Failure::Run(e.context("writing the capacity results")))?;
     Ok(capacity)

@@ -208,9 +208,10 @@ pub struct GateArgs {
     /// exits 0, `fail` exits 99.
     #[arg(long, value_enum, value_name = "WHAT", default_value = "pass")]
     inconclusive: Inconclusive,
-    /// Compare results that measured different things (another scenario or design, or a
-    /// run that did not end as planned), which is refused otherwise (exit 2); each
-    /// difference is then printed as a warning.
+    /// Compare results that measured different things (another scenario or design, another
+    /// release of the server such as PostgreSQL 15 against 17, or a run that did not end as
+    /// planned), which is refused otherwise (exit 2); each difference is then printed as a
+    /// warning.
     #[arg(long)]
     allow_different: bool,
     /// Also write the candidate's figures in Bencher Metric Format (JSON, each figure with

@@ -12,6 +12,8 @@ pub struct Identity {
     pub scenario: Option<String>,
     /// The design and its engine: `seed on PostgreSQL`.
     pub design: Option<String>,
+    /// The server's engine and release: `PostgreSQL 17`.
+    pub server: Option<String>,
     /// Runs that did not end as planned (interrupted, drain timed out, stopped by an error):
     /// their directory names, or `the run`.
     pub incomplete: Vec<String>,
@@ -20,19 +22,23 @@ pub struct Identity {
 impl Identity {
     /// Adds one run's facts: the first run names the scenario and design; a later run that
     /// names another is recorded as a mixture (`gate + smoke`).
-    pub fn add(
-        &mut self,
-        scenario: Option<String>,
-        design: Option<String>,
-        complete: bool,
-        name: &str,
-    ) {
-        merge(&mut self.scenario, scenario);
-        merge(&mut self.design, design);
+    pub fn add(&mut self, run: Measured, complete: bool, name: &str) {
+        merge(&mut self.scenario, run.scenario);
+        merge(&mut self.design, run.design);
+        merge(&mut self.server, run.server);
         if !complete {
             self.incomplete.push(name.to_string());
         }
     }
+}
+
+/// What one run measured, as its results name it (each absent in results of versions that
+/// did not record it).
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    pub scenario: Option<String>,
+    pub design: Option<String>,
+    pub server: Option<String>,
 }
 
 fn merge(into: &mut Option<String>, value: Option<String>) {
@@ -64,6 +70,7 @@ pub fn differences(baseline: &Figures, candidate: &Figures) -> Vec<String> {
         for (what, b, c) in [
             ("scenario", &b.scenario, &c.scenario),
             ("design", &b.design, &c.design),
+            ("server", &b.server, &c.server),
         ] {
             if let (Some(b), Some(c)) = (b, c)
                 && (b != c || b.contains(" + "))
@@ -89,14 +96,18 @@ mod tests {
     use crate::compare::ScopeFigures;
 
     fn of(scenario: &str, design: &str, complete: &[bool]) -> Figures {
+        on("PostgreSQL 17", scenario, design, complete)
+    }
+
+    fn on(server: &str, scenario: &str, design: &str, complete: &[bool]) -> Figures {
         let mut id = Identity::default();
         for (k, ok) in complete.iter().enumerate() {
-            id.add(
-                Some(scenario.into()),
-                Some(design.into()),
-                *ok,
-                &format!("r{}", k + 1),
-            );
+            let measured = Measured {
+                scenario: Some(scenario.into()),
+                design: Some(design.into()),
+                server: Some(server.into()),
+            };
+            id.add(measured, *ok, &format!("r{}", k + 1));
         }
         let scope = ScopeFigures {
             identity: id,
@@ -129,14 +140,44 @@ mod tests {
     fn a_side_that_mixes_scenarios_is_named_even_against_the_same_mixture() {
         let mut mixed = of("gate", "seed on PostgreSQL", &[true]);
         let id = &mut mixed.get_mut("run").unwrap().identity;
-        id.add(
-            Some("smoke".into()),
-            Some("seed on PostgreSQL".into()),
-            true,
-            "r2",
-        );
+        let smoke = Measured {
+            scenario: Some("smoke".into()),
+            design: Some("seed on PostgreSQL".into()),
+            server: Some("PostgreSQL 17".into()),
+        };
+        id.add(smoke, true, "r2");
         assert_eq!(id.scenario.as_deref(), Some("gate + smoke"));
         let found = differences(&mixed, &mixed.clone());
         assert_eq!(found.len(), 1, "{found:?}");
+    }
+
+    #[test]
+    fn another_release_of_the_server_is_named_and_a_patch_level_is_not() {
+        let base = on("PostgreSQL 15", "gate", "seed on PostgreSQL", &[true]);
+        let cand = on("PostgreSQL 17", "gate", "seed on PostgreSQL", &[true]);
+        let found = differences(&base, &cand);
+        assert_eq!(
+            found,
+            ["server: baseline PostgreSQL 15, candidate PostgreSQL 17"]
+        );
+        let mixed = on("PostgreSQL 15", "gate", "seed on PostgreSQL", &[true]);
+        let mut mixed_id = mixed["run"].identity.clone();
+        mixed_id.add(
+            Measured {
+                server: Some("PostgreSQL 18".into()),
+                ..Measured::default()
+            },
+            true,
+            "r2",
+        );
+        assert_eq!(
+            mixed_id.server.as_deref(),
+            Some("PostgreSQL 15 + PostgreSQL 18")
+        );
+        // Results of versions that did not record the server compare as before.
+        let old = of("gate", "seed on PostgreSQL", &[true]);
+        let mut unrecorded = old.clone();
+        unrecorded.get_mut("run").unwrap().identity.server = None;
+        assert!(differences(&unrecorded, &old).is_empty());
     }
 }

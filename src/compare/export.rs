@@ -114,6 +114,7 @@ mod tests {
         f.identity = Identity {
             scenario: Some("gate".into()),
             design: Some("seed on PostgreSQL".into()),
+            server: Some("PostgreSQL 15".into()),
             incomplete: Vec::new(),
         };
         Figures::from([("run".to_string(), f)])

@@ -9,7 +9,7 @@ mod gate;
 mod markdown;
 pub mod stats;
 
-pub use alike::{Identity, differences};
+pub use alike::{Identity, Measured, differences};
 pub use gate::{GateRules, Judgement, Outcome, Verdict, judge};
 pub use markdown::markdown;
 
@@ -86,9 +86,13 @@ fn read_matrix(dir: &Path) -> Result<Figures> {
         for run in &cell.runs {
             let design = run.design.as_ref().or(cell.design.as_ref());
             let name = run.dir.file_name().map(|n| n.to_string_lossy().to_string());
+            let measured = Measured {
+                scenario: run.scenario.clone(),
+                design: design.map(DesignRecord::label),
+                server: run.server.clone(),
+            };
             figures.identity.add(
-                run.scenario.clone(),
-                design.map(DesignRecord::label),
+                measured,
                 run.complete,
                 &name.unwrap_or_else(|| "a run".into()),
             );
@@ -111,12 +115,12 @@ fn read_capacity(dir: &Path) -> Result<Figures> {
     let scenario = Path::new(&c.scenario)
         .file_name()
         .map_or_else(|| c.scenario.clone(), |n| n.to_string_lossy().to_string());
-    figures.identity.add(
-        Some(scenario),
-        c.design.as_ref().map(DesignRecord::label),
-        !c.interrupted,
-        "the search",
-    );
+    let measured = Measured {
+        scenario: Some(scenario),
+        design: c.design.as_ref().map(DesignRecord::label),
+        server: c.server.clone(),
+    };
+    figures.identity.add(measured, !c.interrupted, "the search");
     match c.search.consumers_for_rate {
         Some(_) => {
             let fewest = c.min_consumers.map_or(f64::INFINITY, f64::from);
@@ -140,9 +144,13 @@ fn read_runs(scope: &str, dirs: &[PathBuf]) -> Result<Figures> {
             .with_context(|| format!("reading {}/summary.json", dir.display()))?;
         figures.idle_poll_ms = s.design.idle_poll_ms;
         let name = dir.file_name().map(|n| n.to_string_lossy().to_string());
+        let measured = Measured {
+            scenario: Some(s.scenario.name.clone()),
+            design: Some(s.design.label()),
+            server: Some(s.database.release()),
+        };
         figures.identity.add(
-            Some(s.scenario.name.clone()),
-            Some(s.design.label()),
+            measured,
             s.complete,
             &name.unwrap_or_else(|| "the run".into()),
         );

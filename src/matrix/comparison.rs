@@ -66,6 +66,10 @@ pub struct CellRun {
     /// The design the run measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub design: Option<DesignRecord>,
+    /// The server's engine and release (`PostgreSQL 17`; absent in results of older
+    /// versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     pub complete: bool,
     /// The proof found nothing wrong: jobs a drain timeout left queued in both views are
     /// unfinished, not lost (a backlog drained for a fixed window leaves them on purpose).
@@ -477,6 +481,7 @@ fn read_runs(cell_dir: &Path) -> Result<Vec<CellRun>> {
             Ok(CellRun {
                 scenario: Some(s.scenario.name.clone()),
                 design: Some(s.design.clone()),
+                server: Some(s.database.release()),
                 complete: s.complete,
                 accounting_ok: s.accounting.sound,
                 producers_kept_schedule: s.verdict.producers_kept_schedule,

@@ -5,6 +5,7 @@
 
 use super::{Liveness, Owned, Provider, Server, free_ports, last_lines, wait_until_ready};
 use crate::backend::engine::ShutdownMode;
+use crate::backend::engine::split_image;
 use crate::backend::seam::{Endpoint, Ports, Servers};
 use crate::backend::{self, Driver};
 use crate::scenario::{DatabasePlan, ProviderKind};
@@ -143,18 +144,6 @@ impl Liveness for &ContainerAsync<GenericImage> {
     }
 }
 
-/// Splits `registry:5000/library/postgres:17` into name and tag (`latest` when absent).
-fn split_image(image: &str) -> (String, String) {
-    let slash = image.rfind('/').map_or(0, |i| i + 1);
-    match image[slash..].rfind(':') {
-        Some(i) => (
-            image[..slash + i].to_string(),
-            image[slash + i + 1..].to_string(),
-        ),
-        None => (image.to_string(), "latest".to_string()),
-    }
-}
-
 fn request(
     driver: &dyn Driver,
     servers: &dyn Servers,
@@ -247,25 +236,5 @@ pub async fn start(
             container.rm().await.ok();
             bail!("{e:#}; container log: {tail}")
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split_image;
-
-    #[test]
-    fn image_references_split_into_name_and_tag() {
-        let s = |i: &str| split_image(i);
-        assert_eq!(s("postgres:17"), ("postgres".into(), "17".into()));
-        assert_eq!(s("postgres"), ("postgres".into(), "latest".into()));
-        assert_eq!(
-            s("reg:5000/lib/pg:15-x"),
-            ("reg:5000/lib/pg".into(), "15-x".into())
-        );
-        assert_eq!(
-            s("reg:5000/lib/pg"),
-            ("reg:5000/lib/pg".into(), "latest".into())
-        );
     }
 }

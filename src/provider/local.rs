@@ -9,6 +9,7 @@ use crate::backend::engine::ShutdownMode;
 use crate::backend::seam::{Endpoint, LocalBinaries, LocalServer, Ports, Servers};
 use crate::backend::{self, Driver};
 use crate::scenario::{DatabasePlan, ProviderKind};
+use crate::version::ServerVersion;
 use anyhow::{Context, Result, anyhow, bail};
 use async_trait::async_trait;
 use nix::sys::signal::kill;
@@ -29,9 +30,7 @@ impl Provider for LocalProvider {
 
     async fn available(&self, plan: &DatabasePlan) -> Result<(), String> {
         let servers = super::servers_of(backend::driver(plan.engine))?;
-        servers
-            .local()
-            .binaries()
+        binaries(servers.local(), plan.version.as_ref())
             .map(drop)
             .map_err(|e| format!("{e:#}"))
     }
@@ -39,6 +38,7 @@ impl Provider for LocalProvider {
     async fn provision(&self, plan: &DatabasePlan) -> Result<Server> {
         let (cluster, endpoint) = start(
             backend::driver(plan.engine),
+            plan.version.as_ref(),
             &plan.settings,
             plan.startup_timeout,
         )
@@ -231,9 +231,19 @@ fn as_user(cmd: &mut Command, user: Option<(Uid, Gid)>) -> &mut Command {
     cmd
 }
 
-/// Makes and starts a server of `driver`'s engine and waits until it accepts connections.
+/// The binaries of `version`, or, none asked for, the ones found.
+fn binaries(spec: &dyn LocalServer, version: Option<&ServerVersion>) -> Result<LocalBinaries> {
+    match version {
+        Some(v) => spec.binaries_of(v),
+        None => spec.binaries(),
+    }
+}
+
+/// Makes and starts a server of `driver`'s engine (of `version`, when one is asked for) and
+/// waits until it accepts connections.
 pub async fn start(
     driver: &'static dyn Driver,
+    version: Option<&ServerVersion>,
     settings: &[(String, String)],
     timeout: Duration,
 ) -> Result<(LocalCluster, Arc<dyn Endpoint>)> {
@@ -248,7 +258,7 @@ pub async fn start(
         chown(dir.path(), Some(uid), Some(gid))
             .context("handing the temporary directory to the server account")?;
     }
-    let bins = spec.binaries()?;
+    let bins = binaries(spec, version)?;
     initialise(spec, &bins, dir.path(), user).await?;
     let ports = free_ports()?;
     let remembered = crate::leftovers::remember(crate::leftovers::Started::Local {

@@ -307,11 +307,13 @@ pub async fn provision(plan: &DatabasePlan) -> Result<Server, Failure> {
             return Err(anyhow!(
                 "{} provider: {why}. Instead: {}",
                 p.kind().as_str(),
-                plan.engine.container_alternatives(&plan.image)
+                plan.engine
+                    .container_alternatives(&plan.image, plan.version.as_ref())
             )
             .into());
         }
-        return p.provision(plan).await.map_err(classified);
+        let server = p.provision(plan).await.map_err(classified)?;
+        return of_version(plan, server).await;
     }
     let mut skipped = Vec::new();
     for p in PROVIDERS {
@@ -319,7 +321,7 @@ pub async fn provision(plan: &DatabasePlan) -> Result<Server, Failure> {
             Ok(()) => {
                 let mut server = p.provision(plan).await.map_err(classified)?;
                 server.skipped = skipped;
-                return Ok(server);
+                return of_version(plan, server).await;
             }
             Err(why) => skipped.push(format!("{} skipped: {why}", p.kind().as_str())),
         }
@@ -328,9 +330,34 @@ pub async fn provision(plan: &DatabasePlan) -> Result<Server, Failure> {
         "no {} server available; tried {}. Install Docker and {}",
         plan.engine.label(),
         skipped.join("; "),
-        plan.engine.container_alternatives(&plan.image)
+        plan.engine
+            .container_alternatives(&plan.image, plan.version.as_ref())
     )
     .into())
+}
+
+/// The server, when it is the version the plan asks for (`database.version`); else it is
+/// given back and refused in one line: a url server of another version, an image whose tag
+/// misnames the server in it, binaries of another version.
+async fn of_version(plan: &DatabasePlan, server: Server) -> Result<Server, Failure> {
+    let Some(want) = &plan.version else {
+        return Ok(server);
+    };
+    let number = crate::version::number_in(&server.version);
+    if number.is_some_and(|n| want.agrees_with(n)) {
+        return Ok(server);
+    }
+    let label = plan.engine.label();
+    let refused = InputError::new(
+        server.description.clone(),
+        "database.version",
+        format!(
+            "the scenario asks for {label} {want} and this server is {label} {}; point the run at a {label} {want} server, or drop database.version to measure this one",
+            number.unwrap_or(&server.version)
+        ),
+    );
+    server.teardown().await.ok();
+    Err(Failure::Input(refused))
 }
 
 /// Two TCP ports on 127.0.0.1 that nothing listens on right now (both held while the

@@ -158,6 +158,14 @@ pub struct DatabaseInfo {
     pub settings: BTreeMap<String, String>,
 }
 
+impl DatabaseInfo {
+    /// The engine and its release, what two results must share to be compared
+    /// (`PostgreSQL 17`).
+    pub fn release(&self) -> String {
+        crate::version::release_of(self.engine.label(), &self.server_version)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// Wall-clock labels (UTC, RFC 3339). Durations are never computed from them.

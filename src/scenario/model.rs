@@ -194,8 +194,15 @@ pub struct DatabaseSection {
     pub engine: Engine,
     #[serde(default)]
     pub provider: ProviderKind,
+    /// The image the container provider runs (default: the variable the engine's facts
+    /// name, e.g. DBQ_POSTGRES_IMAGE, else the official image), taken as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// The server's version (`"17"`, `"10.11"`): the container provider runs the image of
+    /// that tag (`postgres:17`, or the DBQ_…_IMAGE name retagged), the local provider this
+    /// machine's binaries of it, and every provider refuses a server of another version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<crate::version::ServerVersion>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     #[serde(default = "defaults::startup_timeout")]
@@ -213,6 +220,7 @@ impl Default for DatabaseSection {
             engine: Engine::Postgres,
             provider: ProviderKind::Auto,
             image: None,
+            version: None,
             url: None,
             startup_timeout: defaults::startup_timeout(),
             settings: BTreeMap::new(),

@@ -395,6 +395,7 @@ fn kafka_db_plan(provider: ProviderKind, image: String) -> DatabasePlan {
         engine: Engine::Kafka,
         provider,
         image,
+        version: None,
         url: None,
         startup_timeout: Duration::from_secs(60),
         settings: vec![],

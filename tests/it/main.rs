@@ -26,3 +26,4 @@ mod stale;
 mod support;
 mod validation;
 mod variants;
+mod versions;

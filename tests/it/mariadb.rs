@@ -510,6 +510,7 @@ fn mariadb_db_plan(provider: ProviderKind, image: String) -> DatabasePlan {
         engine: Engine::Mariadb,
         provider,
         image,
+        version: None,
         url: None,
         startup_timeout: Duration::from_secs(90),
         settings: vec![("innodb-buffer-pool-size".into(), "64M".into())],

@@ -17,6 +17,7 @@ fn db_plan(provider: ProviderKind) -> DatabasePlan {
             ProviderKind::Container => crate::support::require_image(),
             _ => "postgres:17".into(),
         },
+        version: None,
         url: None,
         startup_timeout: Duration::from_secs(90),
         settings: vec![

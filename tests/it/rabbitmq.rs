@@ -262,6 +262,7 @@ fn rabbitmq_db_plan(provider: ProviderKind, image: String) -> DatabasePlan {
         engine: Engine::Rabbitmq,
         provider,
         image,
+        version: None,
         url: None,
         startup_timeout: Duration::from_secs(90),
         settings: vec![("vm_memory_high_watermark".into(), "0.6".into())],

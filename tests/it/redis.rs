@@ -291,6 +291,7 @@ fn redis_db_plan(provider: ProviderKind, image: String) -> DatabasePlan {
         engine: Engine::Redis,
         provider,
         image,
+        version: None,
         url: None,
         startup_timeout: Duration::from_secs(60),
         settings: vec![("appendfsync".into(), "everysec".into())],

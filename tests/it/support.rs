@@ -121,7 +121,7 @@ fn start_shared_ports(engine: Engine, settings: &[(&str, &str)]) -> Ports {
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         rt.block_on(async {
             let driver = backend::driver(engine);
-            let (cluster, _) = local::start(driver, &settings, Duration::from_secs(60))
+            let (cluster, _) = local::start(driver, None, &settings, Duration::from_secs(60))
                 .await
                 .unwrap_or_else(|e| {
                     let own = engine
@@ -235,8 +235,31 @@ fn require_engine_image(engine: Engine) -> String {
         .install
         .as_ref()
         .expect("an engine with an image");
+    let image = std::env::var(facts.variable).unwrap_or_else(|_| facts.image.into());
+    require_present(engine, image, "")
+}
+
+/// The image of `engine` at `version` that `database.version` names: the container tests'
+/// image (DBQ_…_IMAGE, else the official one) tagged by version; fails unless it is here or
+/// can be pulled (`scripts/test` builds every version the engine's script builds).
+pub fn require_version_image(engine: Engine, version: &str) -> String {
+    let facts = engine
+        .facts()
+        .install
+        .as_ref()
+        .expect("an engine with an image");
+    let image = std::env::var(facts.variable).unwrap_or_else(|_| facts.image.into());
+    let (name, _) = dbq_bench::backend::engine::split_image(&image);
+    require_present(engine, format!("{name}:{version}"), version)
+}
+
+fn require_present(engine: Engine, image: String, version: &str) -> String {
+    let facts = engine
+        .facts()
+        .install
+        .as_ref()
+        .expect("an engine with an image");
     let var = facts.variable;
-    let image = std::env::var(var).unwrap_or_else(|_| facts.image.into());
     let check = image.clone();
     let available = std::thread::spawn(move || {
         tokio::runtime::Runtime::new()
@@ -249,7 +272,7 @@ fn require_engine_image(engine: Engine) -> String {
         let (script, built) = (facts.build_script, facts.built_tag);
         panic!(
             "missing prerequisite: the container image {image} ({e:#}). Pull it, or where no \
-             registry is reachable build one with `{script}` and set {var}={built}; {SET_UP_ALL}"
+             registry is reachable build one with `{script} {version}` and set {var}={built}; {SET_UP_ALL}"
         );
     }
     image

@@ -4,6 +4,7 @@
 
 use super::Maria;
 use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer, Ports};
+use crate::version::ServerVersion;
 use crate::backend::sql::driver::{ImageRecipe, SqlContainer, SqlServers, loopback_endpoint, server_args};
 use nix::sys::signal::Signal;
 use std::str::FromStr;
@@ -42,6 +43,28 @@ impl LocalServer for Local {
             }),
             _ => Err(anyhow!(
                 "no mariadbd and mariadb-install-db found (DBQ_MARIADB_BINDIR, /usr/sbin, /usr/bin or PATH); install them with `apt-get install mariadb-server`"
+            )),
+        }
+    }
+
+    /// Debian installs one MariaDB at a time: the binaries found, if `mariadbd --version`
+    /// says they are `version`.
+    fn binaries_of(&self, version: &ServerVersion) -> Result<LocalBinaries> {
+        let bins = self.binaries()?;
+        let server = bins.bin_dir.join("mariadbd");
+        let out = Command::new(&server)
+            .arg("--version")
+            .output()
+            .map_err(|e| anyhow!("running {} --version: {e}", server.display()))?;
+        let words = String::from_utf8_lossy(&out.stdout);
+        // `mariadbd  Ver 11.8.3-MariaDB-0+deb13u1 for debian-linux-gnu on x86_64`
+        let number = words.split_whitespace().skip(1).find_map(|w| crate::version::number_in(w));
+        match number {
+            Some(n) if version.agrees_with(n) => Ok(bins),
+            found => Err(anyhow!(
+                "no MariaDB {version} here: {} is {} (Debian installs one MariaDB at a time; point DBQ_MARIADB_BINDIR at another, or use --db container)",
+                server.display(),
+                found.unwrap_or("of an unknown version")
             )),
         }
     }

@@ -3,6 +3,7 @@
 
 use super::Pg;
 use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer, Ports};
+use crate::version::ServerVersion;
 use crate::backend::sql::driver::{ImageRecipe, SqlContainer, SqlServers, loopback_endpoint, server_args};
 use nix::sys::signal::Signal;
 use std::str::FromStr;
@@ -31,6 +32,28 @@ impl LocalServer for Local {
             init: dir.join("initdb"),
             bin_dir: dir,
         })
+    }
+
+    /// Debian installs each major version side by side: `/usr/lib/postgresql/<major>/bin`
+    /// (`DBQ_PG_BINDIR`, when set, is taken as given and the server's version checked).
+    fn binaries_of(&self, version: &ServerVersion) -> Result<LocalBinaries> {
+        if std::env::var_os("DBQ_PG_BINDIR").is_some_and(|d| !d.is_empty()) {
+            return self.binaries();
+        }
+        let major = version.as_str().split('.').next().unwrap_or_default();
+        let dir = Path::new("/usr/lib/postgresql").join(major).join("bin");
+        if dir.join("initdb").is_file() && dir.join("postgres").is_file() {
+            return Ok(LocalBinaries {
+                init: dir.join("initdb"),
+                bin_dir: dir,
+            });
+        }
+        let installed: Vec<String> = installed_majors().iter().map(u32::to_string).collect();
+        Err(anyhow!(
+            "no PostgreSQL {version} here: {} holds no initdb and postgres (installed: {}); `apt-get install postgresql-{major}` where the Debian release packages it, or use --db container",
+            dir.display(),
+            if installed.is_empty() { "none".to_string() } else { installed.join(", ") }
+        ))
     }
 
     fn init(&self, bins: &LocalBinaries, dir: &Path) -> Command {
@@ -103,17 +126,8 @@ fn find_bin_dir() -> Result<PathBuf> {
         .and_then(|p| std::fs::canonicalize(p).ok())
         .and_then(|p| p.parent().map(Path::to_path_buf));
     let mut candidates: Vec<PathBuf> = on_path.into_iter().collect();
-    let mut versioned: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let v: u32 = e.file_name().to_str()?.parse().ok()?;
-            Some((v, e.path().join("bin")))
-        })
-        .collect();
-    versioned.sort_by_key(|v| std::cmp::Reverse(v.0));
-    candidates.extend(versioned.into_iter().map(|(_, p)| p));
+    let versioned = installed_majors().into_iter().rev();
+    candidates.extend(versioned.map(|v| Path::new("/usr/lib/postgresql").join(v.to_string()).join("bin")));
     candidates
         .into_iter()
         .find(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
@@ -122,6 +136,19 @@ fn find_bin_dir() -> Result<PathBuf> {
                 "no initdb/postgres found on PATH or under /usr/lib/postgresql/*/bin (`apt-get install postgresql`)"
             )
         })
+}
+
+/// The major versions under /usr/lib/postgresql (Debian's side-by-side installs), lowest first.
+fn installed_majors() -> Vec<u32> {
+    let mut majors: Vec<u32> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|v: &u32| Path::new("/usr/lib/postgresql").join(v.to_string()).join("bin/initdb").is_file())
+        .collect();
+    majors.sort_unstable();
+    majors
 }
 
 impl SqlServers for Pg {

@@ -1,13 +1,21 @@
-//! The `[database]` section's plan: the engine, how the server is had, its settings
-//! (checked as names, and refused where they belong to another engine).
+//! The `[database]` section's plan: the engine, how the server is had, the version asked
+//! for (which names the image's tag), its settings (checked as names, and refused where
+//! they belong to another engine).
 
 use super::*;
+use crate::backend::engine::split_image;
+use crate::version::ServerVersion;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct DatabasePlan {
     pub engine: Engine,
     pub provider: ProviderKind,
+    /// The image the container provider runs: `database.image`, else the environment's or
+    /// the official image, tagged with `database.version` when one is asked for.
     pub image: String,
+    /// The server's version the scenario asks for (`database.version`): each provider
+    /// refuses a server of another.
+    pub version: Option<ServerVersion>,
     pub url: Option<String>,
     pub startup_timeout: Duration,
     /// Validated `name = value` server settings.
@@ -67,17 +75,32 @@ pub(super) fn database_plan(
     let database = DatabasePlan {
         engine: db.engine,
         provider: db.provider,
-        image: db
-            .image
-            .clone()
-            .or_else(|| env.image(db.engine).map(str::to_string))
-            .or_else(|| Some(db.engine.facts().install.as_ref()?.image.to_string()))
-            .unwrap_or_default(),
+        image: image_of(db, env),
+        version: db.version.clone(),
         url,
         startup_timeout: db.startup_timeout.0,
         settings,
     };
     Ok(database)
+}
+
+/// The image the container provider runs: `database.image` as given; else the one the
+/// environment names (`DBQ_POSTGRES_IMAGE`) or the official one, its tag replaced by
+/// `database.version` when one is asked for (`postgres:17` → `postgres:18`,
+/// `dbq-bench-postgres:15` → `dbq-bench-postgres:17`).
+fn image_of(db: &DatabaseSection, env: &EnvDefaults) -> String {
+    if let Some(image) = &db.image {
+        return image.clone();
+    }
+    let base = env
+        .image(db.engine)
+        .map(str::to_string)
+        .or_else(|| Some(db.engine.facts().install.as_ref()?.image.to_string()))
+        .unwrap_or_default();
+    match &db.version {
+        Some(v) if !base.is_empty() => format!("{}:{v}", split_image(&base).0),
+        _ => base,
+    }
 }
 
 /// Whether the provider can serve the engine with the URL given (or not given): a provider
@@ -122,4 +145,37 @@ pub(super) fn is_setting_name(s: &str) -> bool {
             .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && s.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_tags_the_environments_or_official_image_and_leaves_a_named_one() {
+        let section = |image: Option<&str>, version: Option<&str>| DatabaseSection {
+            image: image.map(str::to_string),
+            version: version.map(|v| ServerVersion::parse(v).unwrap()),
+            ..DatabaseSection::default()
+        };
+        let none = EnvDefaults::default();
+        let env = EnvDefaults {
+            images: vec![(Engine::Postgres, "dbq-bench-postgres:15".into())],
+            database_url: None,
+        };
+        assert_eq!(image_of(&section(None, Some("18")), &none), "postgres:18");
+        assert_eq!(image_of(&section(None, None), &none), "postgres:17");
+        assert_eq!(
+            image_of(&section(None, Some("17")), &env),
+            "dbq-bench-postgres:17"
+        );
+        assert_eq!(
+            image_of(&section(None, None), &env),
+            "dbq-bench-postgres:15"
+        );
+        assert_eq!(
+            image_of(&section(Some("reg:5000/pg:15-x"), Some("17")), &env),
+            "reg:5000/pg:15-x"
+        );
+    }
 }
