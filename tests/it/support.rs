@@ -230,27 +230,25 @@ pub fn require_mariadb_image() -> String {
 /// The image of `engine` the container tests start; fails unless a Docker engine answers
 /// and has it or can pull it.
 fn require_engine_image(engine: Engine) -> String {
-    let facts = engine
-        .facts()
-        .install
-        .as_ref()
-        .expect("an engine with an image");
-    let image = std::env::var(facts.variable).unwrap_or_else(|_| facts.image.into());
-    require_present(engine, image, "")
+    require_present(engine, test_image(engine), "")
 }
 
 /// The image of `engine` at `version` that `database.version` names: the container tests'
-/// image (DBQ_…_IMAGE, else the official one) tagged by version; fails unless it is here or
-/// can be pulled (`scripts/test` builds every version the engine's script builds).
+/// image tagged by version; fails unless it is here or can be pulled (`scripts/test` builds
+/// every version the engine's script builds).
 pub fn require_version_image(engine: Engine, version: &str) -> String {
+    let (name, _) = dbq_bench::backend::engine::split_image(&test_image(engine));
+    require_present(engine, format!("{name}:{version}"), version)
+}
+
+/// The container tests' image of `engine`: its DBQ_…_IMAGE, else the official one.
+fn test_image(engine: Engine) -> String {
     let facts = engine
         .facts()
         .install
         .as_ref()
         .expect("an engine with an image");
-    let image = std::env::var(facts.variable).unwrap_or_else(|_| facts.image.into());
-    let (name, _) = dbq_bench::backend::engine::split_image(&image);
-    require_present(engine, format!("{name}:{version}"), version)
+    std::env::var(facts.variable).unwrap_or_else(|_| facts.image.into())
 }
 
 fn require_present(engine: Engine, image: String, version: &str) -> String {

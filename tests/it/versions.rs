@@ -22,6 +22,20 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }
 
+/// The error of a command refused as bad input: exit 2 and one line.
+fn refused(o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(o));
+    failed_in_one_line(o)
+}
+
+/// The error of a command that failed: not exit 0, and one line.
+fn failed_in_one_line(o: &Output) -> String {
+    let e = stderr(o);
+    assert_ne!(o.status.code(), Some(0), "stderr: {e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    e
+}
+
 /// smoke.toml, one second per phase.
 const SHORT: [&str; 6] = [
     "scenarios/smoke.toml",
@@ -78,15 +92,7 @@ fn postgresql_versions_run_side_by_side_and_compare_refuses_across_them() {
         assert_eq!(s["accounting"]["sound"], true, "{}", run.display());
     }
     let (a, b) = (cells[0].1.to_str().unwrap(), cells[1].1.to_str().unwrap());
-    let refused = dbq(&["compare", a, b]);
-    assert_eq!(
-        refused.status.code(),
-        Some(2),
-        "stderr: {}",
-        stderr(&refused)
-    );
-    let e = stderr(&refused);
-    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    let e = refused(&dbq(&["compare", a, b]));
     assert!(
         e.contains("server: baseline PostgreSQL 15, candidate PostgreSQL 17"),
         "{e}"
@@ -129,9 +135,7 @@ fn a_version_written_as_a_decimal_number_is_refused_in_one_line() {
         "--set",
         "database.version=10.10",
     ]);
-    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
-    let e = stderr(&o);
-    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    let e = refused(&o);
     assert!(
         e.contains("database.version") && e.contains("write it as text"),
         "{e}"
@@ -171,15 +175,7 @@ fn the_url_provider_refuses_a_server_of_another_version() {
     let same = dir.path().join("same");
     let o = run(&major, same.to_str().unwrap());
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    let refused = run(other, dir.path().join("other").to_str().unwrap());
-    assert_eq!(
-        refused.status.code(),
-        Some(2),
-        "stderr: {}",
-        stderr(&refused)
-    );
-    let e = stderr(&refused);
-    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    let e = refused(&run(other, dir.path().join("other").to_str().unwrap()));
     assert!(
         e.contains("database.version")
             && e.contains(&format!("asks for PostgreSQL {other}"))
@@ -231,17 +227,13 @@ fn the_local_provider_runs_the_binaries_of_the_version_asked_for() {
     let words = summary(&out)["meta"]["server_version"].to_string();
     assert!(words.contains(&format!("PostgreSQL {have}.")), "{words}");
     let o = run("postgres", &missing, dir.path().join("m").to_str().unwrap());
-    assert_ne!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    let e = stderr(&o);
-    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    let e = failed_in_one_line(&o);
     assert!(
         e.contains(&format!("no PostgreSQL {missing} here")) && e.contains(&have),
         "{e}"
     );
     require_mariadb_binaries();
     let o = run("mariadb", "9.9", dir.path().join("mm").to_str().unwrap());
-    assert_ne!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    let e = stderr(&o);
-    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    let e = failed_in_one_line(&o);
     assert!(e.contains("no MariaDB 9.9 here"), "{e}");
 }
