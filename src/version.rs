@@ -25,7 +25,7 @@ impl ServerVersion {
             |p: &&str| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit());
         if parts.len() > 3 || !parts.iter().all(numeric) {
             return Err(format!(
-                "\"{text}\" is not a version: write one to three whole numbers joined by dots (\"17\", \"10.11\")"
+                "\"{text}\" is not a version: write one to three whole numbers of at most 4 digits, joined by dots (\"17\", \"10.11\")"
             ));
         }
         Ok(ServerVersion(text.to_string()))
