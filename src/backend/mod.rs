@@ -6,6 +6,7 @@
 //! ceiling.
 
 pub mod broker;
+pub mod design_files;
 pub mod engine;
 pub mod error;
 pub mod figures;

@@ -242,8 +242,8 @@ pub struct DesignInfo {
     pub table: String,
     /// The claim statement (or the backend's own words for it), for reports.
     pub claim_sql: String,
-    /// SHA-256 over a custom design's statement files, in name order.
-    pub files_sha256: Option<String>,
+    /// A custom design's files: its name, and the SHA-256 of each file and of them all.
+    pub files: Option<super::design_files::DesignFiles>,
     /// The design has a ticker ([`Work::tick`]) the harness runs this often.
     pub ticks: Option<std::time::Duration>,
 }

@@ -24,9 +24,10 @@ pub fn command(baseline: &Path, candidate: &Path, gate: &GateArgs, quiet: bool) 
             return ExitStatus::BadInput;
         }
     };
-    if let Err(status) = alike(&base, &cand, gate.allow_different) {
-        return status;
-    }
+    let changes = match alike(&base, &cand, &rules) {
+        Ok(changes) => changes,
+        Err(status) => return status,
+    };
     let exported = export(&cand, gate);
     let outcome = compare::judge(&base, &cand, &rules);
     if outcome.judgements.is_empty() {
@@ -41,6 +42,7 @@ pub fn command(baseline: &Path, candidate: &Path, gate: &GateArgs, quiet: bool) 
         &outcome,
         &baseline.display().to_string(),
         &candidate.display().to_string(),
+        &changes,
     );
     if !quiet {
         out!("{md}");
@@ -49,24 +51,27 @@ pub fn command(baseline: &Path, candidate: &Path, gate: &GateArgs, quiet: bool) 
     super::shell::worst(report(&outcome, &rules), exported)
 }
 
-/// Refuses two results that measured different things, in one line naming every
-/// difference; with `--allow-different`, says each and goes on.
-fn alike(base: &compare::Figures, cand: &compare::Figures, allow: bool) -> Result<(), ExitStatus> {
-    let differences = compare::differences(base, cand);
-    if differences.is_empty() {
-        return Ok(());
+/// Refuses two results that measured different things by accident, in one line naming every
+/// difference; says what was allowed (`--allow-different KEY`) and what changed on purpose
+/// (a design's files, a library's version: the change judged).
+fn alike(
+    base: &compare::Figures,
+    cand: &compare::Figures,
+    rules: &compare::GateRules,
+) -> Result<Vec<String>, ExitStatus> {
+    let sorted = compare::Sorted::of(compare::differences(base, cand), &rules.allowed);
+    if let Some(refusal) = sorted.refusal() {
+        eprintln!("error: compare: {refusal}");
+        return Err(ExitStatus::BadInput);
     }
-    if allow {
-        for d in &differences {
-            eprintln!("warning: compared although they differ (--allow-different): {d}");
-        }
-        return Ok(());
+    for d in &sorted.allowed {
+        eprintln!(
+            "warning: compared although they differ (--allow-different {}): {}",
+            d.key.as_str(),
+            d.text
+        );
     }
-    eprintln!(
-        "error: compare: the two results measured different things: {}; compare like with like, or pass --allow-different",
-        differences.join("; ")
-    );
-    Err(ExitStatus::BadInput)
+    Ok(sorted.changes.into_iter().map(|d| d.text).collect())
 }
 
 /// Writes `figures` in the formats asked for (`--export-bmf`, `--export-github-benchmark`).

@@ -208,12 +208,13 @@ pub struct GateArgs {
     /// exits 0, `fail` exits 99.
     #[arg(long, value_enum, value_name = "WHAT", default_value = "pass")]
     inconclusive: Inconclusive,
-    /// Compare results that measured different things (another scenario or design, another
-    /// release of the server such as PostgreSQL 15 against 17, or a run that did not end as
-    /// planned), which is refused otherwise (exit 2); each difference is then printed as a
-    /// warning.
-    #[arg(long)]
-    allow_different: bool,
+    /// Judge results that differ in KEY anyway, each difference printed as a warning; refused
+    /// otherwise (exit 2). KEY: scenario (another scenario's name), design (another design or
+    /// engine), server (another release, e.g. PostgreSQL 15 against 17), unfinished (a run
+    /// that did not end as planned). Comma-separated or repeated. A custom design's changed
+    /// files and a library's changed version are never refused: they are the change judged.
+    #[arg(long = "allow-different", value_name = "KEY[,KEY]")]
+    allow_different: Vec<String>,
     /// Also write the candidate's figures in Bencher Metric Format (JSON, each figure with
     /// the lowest and highest of its runs as bounds), for continuous-benchmarking tools.
     #[arg(long, value_name = "FILE")]
@@ -237,7 +238,8 @@ impl GateArgs {
             &self.max_regression,
             self.false_alarm_rate.as_deref(),
             self.inconclusive == Inconclusive::Fail,
-        )
+        )?
+        .allowing(&self.allow_different)
     }
 }
 
@@ -265,7 +267,7 @@ impl BaselineArgs {
         let gating = self.gate.max_regression.len()
             + usize::from(self.gate.false_alarm_rate.is_some())
             + usize::from(self.gate.inconclusive == Inconclusive::Fail)
-            + usize::from(self.gate.allow_different);
+            + self.gate.allow_different.len();
         if gating > 0 && self.baseline.is_none() {
             return Err(
                 "--max-regression, --false-alarm-rate, --inconclusive and --allow-different judge against a baseline: add --baseline NAME".into(),

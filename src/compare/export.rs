@@ -8,13 +8,18 @@
 //!   smaller-is-better (latencies in ms, throughput as µs per job), with the runs' range.
 //!
 //! Built from the figures alone (`compare::read`), so a run, repeated runs, a matrix, a
-//! capacity search or a directory of runs export alike.
+//! capacity search or a directory of runs export alike. A benchmark's name is the names the
+//! team chose — the scenario's `name` and the design's (a custom design's design.toml
+//! `name` or directory name), never a path or a hash — so every push appends to one series;
+//! the design's hash, the server and the library travel beside it (github-action-benchmark's
+//! `extra`).
 
 use super::{Figures, ScopeFigures};
 use crate::report::headline::FIGURES;
 use serde_json::{Map, Value, json};
 
-/// A benchmark's name: the scope, with the scenario and design its runs measured.
+/// A benchmark's name: the scenario and design its runs measured, and a matrix cell's scope
+/// (a gate's scopes are its scenarios, which the name already says).
 fn benchmark(scope: &str, figures: &ScopeFigures) -> String {
     let id = &figures.identity;
     let what = [id.scenario.as_deref(), id.design.as_deref()]
@@ -24,9 +29,27 @@ fn benchmark(scope: &str, figures: &ScopeFigures) -> String {
         .join(": ");
     match (scope, what.is_empty()) {
         (_, true) => scope.to_string(),
-        ("run" | "capacity", false) => what,
-        (_, false) => format!("{what} / {scope}"),
+        (s, false) if s.starts_with("cell ") => format!("{what} / {scope}"),
+        (_, false) => what,
     }
+}
+
+/// What the series' name leaves out, for a point's tooltip: the server, the design's files'
+/// hash, the library and the runs.
+fn metadata(figures: &ScopeFigures, runs: usize) -> String {
+    let id = &figures.identity;
+    let mut parts = Vec::new();
+    if let Some(server) = &id.server {
+        parts.push(format!("server {server}"));
+    }
+    if let Some(files) = &id.files {
+        parts.push(format!("design files sha256 {}", files.sha256));
+    }
+    if let Some(library) = &id.library {
+        parts.push(format!("library {library}"));
+    }
+    parts.push(format!("{runs} run(s)"));
+    parts.join("\n")
 }
 
 /// (median, lowest, highest) of the measured values, or `None` when no run measured it.
@@ -77,6 +100,7 @@ pub fn github_benchmark(figures: &Figures) -> Value {
             let Some((value, lower, upper)) = spread(values).filter(|_| gated) else {
                 continue;
             };
+            let runs = values.iter().filter(|v| v.is_finite()).count();
             let (figure, unit, value, lower, upper) = match *key {
                 k if k.ends_with("_per_s") && value > 0.0 => (
                     format!("µs per job ({k})"),
@@ -95,6 +119,7 @@ pub fn github_benchmark(figures: &Figures) -> Value {
                 "unit": unit,
                 "value": value,
                 "range": format!("{lower:.3}..{upper:.3}"),
+                "extra": metadata(f, runs),
             }));
         }
     }
@@ -115,7 +140,7 @@ mod tests {
             scenario: Some("gate".into()),
             design: Some("seed on PostgreSQL".into()),
             server: Some("PostgreSQL 15".into()),
-            incomplete: Vec::new(),
+            ..Identity::default()
         };
         Figures::from([("run".to_string(), f)])
     }
@@ -147,5 +172,6 @@ mod tests {
         assert_eq!(t["unit"], "µs");
         assert!((t["value"].as_f64().unwrap() - 1e6 / 900.0).abs() < 1e-6);
         assert_eq!(t["range"], "1000.000..1250.000");
+        assert_eq!(t["extra"], "server PostgreSQL 15\n2 run(s)");
     }
 }

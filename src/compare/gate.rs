@@ -27,6 +27,9 @@ pub struct GateRules {
     pub false_alarm_rate: f64,
     /// An inconclusive figure fails the gate (exit 99) instead of passing it with a warning.
     pub fail_inconclusive: bool,
+    /// The differences in what the two sides measured that are judged anyway
+    /// (`--allow-different`), each by its key.
+    pub allowed: Vec<super::Key>,
 }
 
 impl Default for GateRules {
@@ -36,6 +39,7 @@ impl Default for GateRules {
             per_figure: BTreeMap::new(),
             false_alarm_rate: 0.05,
             fail_inconclusive: false,
+            allowed: Vec::new(),
         }
     }
 }
@@ -86,6 +90,17 @@ impl GateRules {
             })?;
         }
         Ok(rules)
+    }
+
+    /// With the keys of `--allow-different` (each a comma-separated list).
+    pub fn allowing(mut self, keys: &[String]) -> Result<GateRules, String> {
+        for key in keys.iter().flat_map(|k| k.split(',')) {
+            let key = super::Key::parse(key)?;
+            if !self.allowed.contains(&key) {
+                self.allowed.push(key);
+            }
+        }
+        Ok(self)
     }
 }
 

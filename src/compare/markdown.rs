@@ -2,8 +2,9 @@
 
 use super::gate::{Outcome, Verdict};
 
-/// The outcome as a Markdown table (for the terminal and `GITHUB_STEP_SUMMARY`).
-pub fn markdown(outcome: &Outcome, baseline: &str, candidate: &str) -> String {
+/// The outcome as a Markdown table (for the terminal and `GITHUB_STEP_SUMMARY`), after what
+/// changed between the sides on purpose (`changes`: a design's files, a library's version).
+pub fn markdown(outcome: &Outcome, baseline: &str, candidate: &str, changes: &[String]) -> String {
     let regressions = outcome.regressions().count();
     let inconclusive = outcome.inconclusive().count();
     let headline = match (regressions, inconclusive) {
@@ -22,8 +23,12 @@ pub fn markdown(outcome: &Outcome, baseline: &str, candidate: &str) -> String {
     } else {
         ""
     };
+    let changed = match changes {
+        [] => String::new(),
+        c => format!(" What changed: {}.", c.join("; ")),
+    };
     let mut md = format!(
-        "# dbq-bench compare\n\nBaseline `{baseline}`, candidate `{candidate}`: {headline}. \
+        "# dbq-bench compare\n\nBaseline `{baseline}`, candidate `{candidate}`: {headline}.{changed} \
          False-alarm rate {:.0}% over {} figure(s) judged with repeats. Baseline and candidate are \
          the geometric means the change compares where it has bounds, medians otherwise.{apart}\n\n\
          | scope | figure | runs | baseline | candidate | change [bounds] | verdict |\n|---|---|---|---|---|---|---|\n",

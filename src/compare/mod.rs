@@ -9,12 +9,14 @@ mod gate;
 mod markdown;
 pub mod stats;
 
-pub use alike::{Identity, Measured, differences};
+pub use alike::{Difference, Identity, Key, Measured, Sorted, allowable, differences};
 pub use gate::{GateRules, Judgement, Outcome, Verdict, judge};
 pub use markdown::markdown;
 
+use crate::backend::design_files::DesignFiles;
 use crate::capacity::Capacity;
 use crate::matrix::comparison::Comparison;
+use crate::metrics::LibraryWorkers;
 use crate::report::Summary;
 use crate::report::design::DesignRecord;
 use crate::report::headline::FIGURES;
@@ -88,8 +90,10 @@ fn read_matrix(dir: &Path) -> Result<Figures> {
             let name = run.dir.file_name().map(|n| n.to_string_lossy().to_string());
             let measured = Measured {
                 scenario: run.scenario.clone(),
-                design: design.map(DesignRecord::label),
+                design: design.map(DesignRecord::identity),
                 server: run.server.clone(),
+                files: design.and_then(files_of),
+                library: run.library.clone(),
             };
             figures.identity.add(
                 measured,
@@ -117,8 +121,10 @@ fn read_capacity(dir: &Path) -> Result<Figures> {
         .map_or_else(|| c.scenario.clone(), |n| n.to_string_lossy().to_string());
     let measured = Measured {
         scenario: Some(scenario),
-        design: c.design.as_ref().map(DesignRecord::label),
+        design: c.design.as_ref().map(DesignRecord::identity),
         server: c.server.clone(),
+        files: c.design.as_ref().and_then(files_of),
+        library: None,
     };
     figures.identity.add(measured, !c.interrupted, "the search");
     match c.search.consumers_for_rate {
@@ -146,8 +152,10 @@ fn read_runs(scope: &str, dirs: &[PathBuf]) -> Result<Figures> {
         let name = dir.file_name().map(|n| n.to_string_lossy().to_string());
         let measured = Measured {
             scenario: Some(s.scenario.name.clone()),
-            design: Some(s.design.label()),
+            design: Some(s.design.identity()),
             server: Some(s.database.release()),
+            files: files_of(&s.design),
+            library: LibraryWorkers::named(&s.library_workers),
         };
         figures.identity.add(
             measured,
@@ -159,6 +167,15 @@ fn read_runs(scope: &str, dirs: &[PathBuf]) -> Result<Figures> {
         }
     }
     Ok(Figures::from([(scope.to_string(), figures)]))
+}
+
+/// A custom design's files as its record names them.
+fn files_of(design: &DesignRecord) -> Option<DesignFiles> {
+    Some(DesignFiles {
+        name: design.custom_name.clone().unwrap_or_default(),
+        sha256: design.custom_sha256.clone()?,
+        files: design.custom_files.clone(),
+    })
 }
 
 /// The subdirectories of `dir` that hold a run, in name order.

@@ -70,6 +70,9 @@ pub struct CellRun {
     /// versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// The queue library the workers said they are (`pgqueuer 1.6.0`), when they are one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
     pub complete: bool,
     /// The proof found nothing wrong: jobs a drain timeout left queued in both views are
     /// unfinished, not lost (a backlog drained for a fixed window leaves them on purpose).
@@ -482,6 +485,7 @@ fn read_runs(cell_dir: &Path) -> Result<Vec<CellRun>> {
                 scenario: Some(s.scenario.name.clone()),
                 design: Some(s.design.clone()),
                 server: Some(s.database.release()),
+                library: crate::metrics::LibraryWorkers::named(&s.library_workers),
                 complete: s.complete,
                 accounting_ok: s.accounting.sound,
                 producers_kept_schedule: s.verdict.producers_kept_schedule,

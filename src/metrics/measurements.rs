@@ -261,6 +261,16 @@ pub struct LibraryWorkers {
 }
 
 impl LibraryWorkers {
+    /// The library (and version) a run's workers said they are: `pgqueuer 1.6.0`.
+    pub fn named(workers: &[LibraryWorkers]) -> Option<String> {
+        let mut named: Vec<&str> = workers
+            .iter()
+            .filter_map(|w| w.library.as_deref())
+            .collect();
+        named.dedup();
+        (!named.is_empty()).then(|| named.join(" + "))
+    }
+
     /// `dramatiq-pg 0.12.0 (slots 0–3, 5 hellos; prefetch=1000, …)`, for the reports.
     pub fn line(&self) -> String {
         let settings: Vec<String> = self

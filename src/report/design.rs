@@ -5,8 +5,10 @@
 pub use super::setup::ClaimRule;
 use super::setup::RunSetup;
 use crate::backend::Engine;
+use crate::backend::design_files::DesignFiles;
 use crate::backend::{DesignInfo, WakeUp};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DesignRecord {
@@ -21,12 +23,19 @@ pub struct DesignRecord {
     pub fillfactor: Option<u32>,
     #[serde(default)]
     pub unlogged: bool,
-    /// A custom design's directory, and the SHA-256 of its statement files (what tells two
-    /// versions of one directory apart).
+    /// A custom design's directory, and the SHA-256 of its files (what tells two versions of
+    /// one directory apart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_dir: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_sha256: Option<String>,
+    /// A custom design's name (design.toml's `name`, else its directory's): what benchmarks
+    /// and comparisons call it, the same across edits and checkouts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_name: Option<String>,
+    /// A custom design's files, each with its SHA-256: what a change to the design changed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub custom_files: BTreeMap<String, String>,
     /// How long an idle consumer sleeps before it looks for a new job (`consumers.poll_interval`),
     /// when nothing wakes it sooner; `None` when enqueues notify it. The regression gate
     /// leaves end-to-end latency ungated when this wait is most of it.
@@ -37,20 +46,32 @@ pub struct DesignRecord {
 impl DesignRecord {
     /// The design of a run set up as `setup`, as its backend installed it.
     pub fn of(setup: &RunSetup, installed: &DesignInfo) -> DesignRecord {
-        let v = &setup.design;
         DesignRecord {
-            engine: setup.engine,
-            variant: v.variant.clone(),
-            claim_batch: installed.claim_batch,
-            claim_mode: setup.claim_rule,
-            fillfactor: v.fillfactor,
-            unlogged: v.unlogged,
-            custom_dir: v.custom_dir.clone(),
-            custom_sha256: installed.files_sha256.clone(),
             idle_poll_ms: match installed.wake_up {
                 WakeUp::Poll => Some(setup.poll_interval.as_millis() as u64),
                 WakeUp::Notify => None,
             },
+            ..DesignRecord::planned(setup, installed.claim_batch, installed.files.as_ref())
+        }
+    }
+
+    /// The design a run set up as `setup` will install, known before it is: claims of
+    /// `claim_batch`, a custom design's `files` as read from its directory. (No idle poll:
+    /// that is the installed design's wake-up.)
+    pub fn planned(setup: &RunSetup, claim_batch: u32, files: Option<&DesignFiles>) -> Self {
+        let v = &setup.design;
+        DesignRecord {
+            engine: setup.engine,
+            variant: v.variant.clone(),
+            claim_batch,
+            claim_mode: setup.claim_rule,
+            fillfactor: v.fillfactor,
+            unlogged: v.unlogged,
+            custom_dir: v.custom_dir.clone(),
+            custom_sha256: files.map(|f| f.sha256.clone()),
+            custom_name: files.map(|f| f.name.clone()),
+            custom_files: files.map(|f| f.files.clone()).unwrap_or_default(),
+            idle_poll_ms: None,
         }
     }
 
@@ -77,6 +98,22 @@ impl DesignRecord {
             words.push(format!("({dir}, sha256 {})", &sha[..12.min(sha.len())]));
         }
         words.join(" ")
+    }
+
+    /// The design as comparisons and benchmark series name it: [`label`](Self::label) with a
+    /// custom design's name (`custom:queue on PostgreSQL`) instead of its path and hash, so
+    /// that an edit to its files or another checkout of them is the same design, changed.
+    pub fn identity(&self) -> String {
+        let plain = DesignRecord {
+            variant: match &self.custom_name {
+                Some(name) => format!("{}:{name}", self.variant),
+                None => self.variant.clone(),
+            },
+            custom_dir: None,
+            custom_sha256: None,
+            ..self.clone()
+        };
+        plain.label()
     }
 
     /// The design in a sentence: `the batch design (claims of 10) on PostgreSQL`.
@@ -178,6 +215,27 @@ mod tests {
         assert_eq!(
             committed.phrase(),
             "the seed design on PostgreSQL, claims committed"
+        );
+    }
+
+    #[test]
+    fn a_custom_designs_identity_is_its_name_not_its_path_or_hash() {
+        let at = |dir: &str, sha: &str| DesignRecord {
+            variant: "custom".into(),
+            claim_batch: 1,
+            custom_dir: Some(dir.into()),
+            custom_sha256: Some(sha.into()),
+            custom_name: Some("queue".into()),
+            ..DesignRecord::default()
+        };
+        let base = at("/ci/base/queue", "aaaaaaaaaaaaaaaa");
+        let cand = at("/ci/cand/queue", "bbbbbbbbbbbbbbbb");
+        assert_eq!(base.identity(), "custom:queue on PostgreSQL");
+        assert_eq!(base.identity(), cand.identity());
+        assert_eq!(
+            base.label(),
+            "custom on PostgreSQL (/ci/base/queue, sha256 aaaaaaaaaaaa)",
+            "the reports still say where and which"
         );
     }
 }

@@ -481,6 +481,16 @@ pub fn processes_mentioning(text: &str) -> Vec<String> {
     found
 }
 
+/// A command's exit status, stdout and stderr in one text, for assertion messages.
+pub fn said(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\n{}\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
 /// The command exited with `code`; its stdout, for the checks that follow.
 pub fn stdout_of(o: &std::process::Output, code: i32) -> String {
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();

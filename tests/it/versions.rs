@@ -97,7 +97,7 @@ fn postgresql_versions_run_side_by_side_and_compare_refuses_across_them() {
         e.contains("server: baseline PostgreSQL 15, candidate PostgreSQL 17"),
         "{e}"
     );
-    let allowed = dbq(&["compare", a, b, "--allow-different", "--quiet"]);
+    let allowed = dbq(&["compare", a, b, "--allow-different", "server", "--quiet"]);
     assert!(
         stderr(&allowed).contains("compared although they differ"),
         "{}",

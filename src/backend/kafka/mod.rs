@@ -195,7 +195,7 @@ fn design_info(ns: &str, q: &QueuePlan) -> Result<DesignInfo, BackendError> {
             "poll {ns}.jobs and {ns}.retry in group {ns}.workers (up to {batch} records); \
              commit their offsets after the handler"
         ),
-        files_sha256: None,
+        files: None,
         ticks: None,
     })
 }

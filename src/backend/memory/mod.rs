@@ -280,7 +280,7 @@ impl MemoryQueue {
                 wake_up: WakeUp::Poll,
                 table: "memory".into(),
                 claim_sql: "take the oldest ready jobs from an in-memory FIFO".into(),
-                files_sha256: None,
+                files: None,
                 ticks: None,
             },
             backoff: plan.backoff,

@@ -215,7 +215,7 @@ fn design_info(ns: &str, q: &QueuePlan) -> Result<DesignInfo, BackendError> {
         claim_sql: format!(
             "basic.consume {ns}.jobs with basic.qos prefetch {batch}; basic.ack after the handler"
         ),
-        files_sha256: None,
+        files: None,
         ticks: None,
     })
 }

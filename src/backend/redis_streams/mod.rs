@@ -162,7 +162,7 @@ fn design_info(ns: &str, q: &QueuePlan) -> Result<DesignInfo, BackendError> {
             "XREADGROUP GROUP {GROUP} <worker> COUNT {batch} STREAMS {ns}:stream > \
              (src/backend/redis_streams/scripts/claim.lua)"
         ),
-        files_sha256: None,
+        files: None,
         ticks: None,
     })
 }

@@ -5,6 +5,7 @@
 use super::declared::{DESIGN_FILE, Declaration, DeclaredSql};
 use super::design::*;
 use super::names;
+use crate::backend::design_files::DesignFiles;
 use crate::backend::queue::{QueuePlan, required_files};
 use crate::backend::seam::{DesignError, WakeUp};
 use std::path::Path;
@@ -30,7 +31,7 @@ pub fn read_custom(
     };
     let external = declaration.worker.is_some();
     let defaults = declared_defaults(dir, &declaration, declared, seed.sql.clone())?;
-    let (sql, binds, files_sha256) = custom_statements(dir, defaults, returning, external)?;
+    let (sql, binds, files) = custom_statements(dir, defaults, returning, external)?;
     engine_files(dir, &sql, returning)?;
     let sql = declared_audit(sql, &declaration, declared);
     let design = SqlDesign {
@@ -48,7 +49,7 @@ pub fn read_custom(
         words: declaration.words(),
         sql,
         dir: Some(dir.to_path_buf()),
-        files_sha256: Some(files_sha256),
+        files: Some(files),
         ..seed
     };
     let design = match plan.claim_batch {
@@ -162,9 +163,9 @@ fn custom_statements(
     seed: Statements,
     returning: Returning,
     external: bool,
-) -> Result<(Statements, names::Binds, String), DesignError> {
+) -> Result<(Statements, names::Binds, DesignFiles), DesignError> {
     let mut got = read_files(dir, external)?;
-    let files_sha256 = sha256_of_dir(dir).map_err(|e| DesignError {
+    let files = DesignFiles::read(dir).map_err(|e| DesignError {
         file: dir.display().to_string(),
         reason: format!("cannot be read whole for its digest: {e}"),
     })?;
@@ -187,7 +188,7 @@ fn custom_statements(
         got.insert("claim.sql", Some(CLAIMS_NOTHING.into()));
         got.insert("complete.sql", Some(COMPLETES_NOTHING.into()));
     }
-    Ok((fill(got, seed), binds, files_sha256))
+    Ok((fill(got, seed), binds, files))
 }
 
 /// The claim and completion of a design whose workers are a library's own processes: the
@@ -277,38 +278,6 @@ fn fill(mut got: names::Files<'_>, seed: Statements) -> Statements {
         mark_claimed,
         find_stale,
     }
-}
-
-/// SHA-256 over every file under `dir` (its path from `dir`, then its bytes), in path
-/// order; hidden entries and Python's `__pycache__` are not the design's.
-fn sha256_of_dir(dir: &Path) -> std::io::Result<String> {
-    use sha2::Digest;
-    let mut files = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with('.') || name == "__pycache__" {
-                continue;
-            }
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                dirs.push(entry.path());
-            } else {
-                files.push(entry.path());
-            }
-        }
-    }
-    files.sort();
-    let mut hash = sha2::Sha256::new();
-    for file in files {
-        let relative = file.strip_prefix(dir).unwrap_or(&file);
-        hash.update(relative.to_string_lossy().as_bytes());
-        hash.update(std::fs::read(&file)?);
-    }
-    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// The files a custom design may bring to replace the seed's; `mark_claimed.sql` and

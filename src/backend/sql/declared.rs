@@ -19,6 +19,9 @@ pub const DESIGN_FILE: &str = "design.toml";
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Declaration {
+    /// The design's name, as benchmarks and comparisons call it (its directory's name when
+    /// not given): stays the same across edits and checkouts.
+    pub name: Option<String>,
     /// The queue table (what statistics, ANALYZE, VACUUM and the audit look at).
     #[serde(default = "default_table")]
     pub table: String,
@@ -235,6 +238,7 @@ impl Declaration {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(Declaration {
+                    name: None,
                     table: default_table(),
                     payload: default_payload(),
                     states: None,
@@ -261,6 +265,17 @@ impl Declaration {
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| format!("tick_interval = \"{text}\" is not a duration above zero (e.g. \"500ms\", \"2s\")"))?;
             self.tick_interval = Some(every);
+        }
+        if let Some(name) = &self.name {
+            let ok = (1..=64).contains(&name.chars().count())
+                && name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "-_. ".contains(c));
+            if !ok {
+                return Err(format!(
+                    "name = {name:?}: use 1 to 64 letters, digits, spaces, '-', '_' or '.' (it names the design's benchmark series)"
+                ));
+            }
         }
         identifier("table", &self.table)?;
         if let Some(channel) = &self.wake_up {
@@ -488,6 +503,14 @@ counts = "claims"
             states.literals(JobStatus::Pending),
             "'available', 'scheduled', 'retryable'"
         );
+    }
+
+    #[test]
+    fn a_design_s_name_is_a_plain_series_name() {
+        let named = parse(&format!("name = \"acme jobs-2\"\n{RIVER}")).unwrap();
+        assert_eq!(named.name.as_deref(), Some("acme jobs-2"));
+        let e = parse(&format!("name = \"a/b\"\n{RIVER}")).unwrap_err();
+        assert!(e.contains("name = \"a/b\": use 1 to 64 letters"), "{e}");
     }
 
     #[test]

@@ -216,9 +216,9 @@ pub struct SqlDesign {
     /// The values the reaper's statements take, in order: the threshold, then (a custom
     /// design's named reap.sql) the back-off's base, factor, cap and jitter.
     pub reap_values: usize,
-    /// Where a custom design's files are, and their SHA-256.
+    /// Where a custom design's files are, and their record (name, SHA-256s).
     pub dir: Option<PathBuf>,
-    pub files_sha256: Option<String>,
+    pub files: Option<crate::backend::design_files::DesignFiles>,
     pub sql: Statements,
 }
 
@@ -247,7 +247,7 @@ impl SqlDesign {
             reap_values: 1,
             tick_every: DEFAULT_TICK,
             dir: None,
-            files_sha256: None,
+            files: None,
             sql,
         }
     }
@@ -270,7 +270,7 @@ impl SqlDesign {
             wake_up: self.wake_up,
             table: self.table.clone(),
             claim_sql: self.sql.claim.trim().to_string(),
-            files_sha256: self.files_sha256.clone(),
+            files: self.files.clone(),
             ticks: self.sql.tick.is_some().then_some(self.tick_every),
         }
     }

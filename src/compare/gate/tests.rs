@@ -191,7 +191,8 @@ fn runs_of_the_same_name_are_compared_as_pairs() {
     assert!(j.paired);
     assert_eq!(j.verdict, Verdict::Regressed, "{j:?}");
     assert!(
-        markdown(&judge(&base, &cand, &GateRules::default()), "a", "b").contains("| 5 pairs |")
+        markdown(&judge(&base, &cand, &GateRules::default()), "a", "b", &[])
+            .contains("| 5 pairs |")
     );
     // The same values without names: the drift is noise, and nothing can be concluded.
     let unnamed = |f: &Figures| {
