@@ -20,6 +20,7 @@ pub mod compare;
 pub mod error;
 pub mod faults;
 pub mod fleet;
+pub mod gate;
 pub mod leftovers;
 pub mod matrix;
 pub mod metrics;

@@ -6,6 +6,7 @@ mod calibrate;
 mod capacity;
 mod compare;
 mod files;
+mod gate;
 mod matrix;
 mod prove;
 mod run;
@@ -123,6 +124,18 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Gate your queue in CI: measure your pull request against its base side by side, in
+    /// pairs on one server, and exit 99 when the queue got slower.
+    ///
+    /// BASE and CAND are two checkouts of your repository; each runs its own copy of every
+    /// --scenario (and through its queue.dir its own design directory, or library worker),
+    /// while this one binary measures both: a change of the tool can never pass for a change
+    /// of the queue. What differs by accident (another scenario name, design, engine or
+    /// server) is refused before anything is measured; a change of the design's files, the
+    /// scenario file or the library's version is the change judged, and named. Writes
+    /// OUT/<scenario name>/{base,cand}/r<k>/ (every run) and OUT/gate.{md,json}. See
+    /// docs/ci.md.
+    Gate(gate::GateCommandArgs),
     /// Print a shell completion script, e.g. `dbq-bench completions bash > ~/.local/share/bash-completion/completions/dbq-bench`.
     Completions {
         /// The shell to complete for.
@@ -158,6 +171,7 @@ pub fn dispatch(cli: Cli) -> ExitStatus {
             gate,
             quiet,
         } => compare::command(&baseline, &candidate, &gate, quiet),
+        Command::Gate(args) => on_runtime(gate::command(args)),
         Command::Completions { shell } => files::completions::<Cli>(shell),
         Command::Schema => files::schema(),
     }

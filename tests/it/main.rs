@@ -24,6 +24,7 @@ mod reports;
 mod runs;
 mod stale;
 mod support;
+mod team;
 mod validation;
 mod variants;
 mod versions;

@@ -420,6 +420,15 @@ pub fn interrupt_when(args: &[&str], marker: &str, after: Duration) -> std::proc
     interrupt(args, marker, after, None).0
 }
 
+/// As [`interrupt_when`]; also everything it printed on stderr.
+pub fn interrupt_saying(
+    args: &[&str],
+    marker: &str,
+    after: Duration,
+) -> (std::process::ExitStatus, String) {
+    interrupt(args, marker, after, None)
+}
+
 /// As [`interrupt_when`], then SIGINT again `between` later (Ctrl-C again while it tears
 /// down); returns its exit status and everything it printed on stderr.
 pub fn interrupt_twice_when(
