@@ -4,8 +4,7 @@
 //! run is an ordinary results directory, `OUT/<scenario>/<side>/r<k>`, written as it ends;
 //! Ctrl-C stops at once, keeps what finished and removes what the gate started.
 
-use super::GateRequest;
-use super::plan::{GatePlan, Side};
+use super::plan::{GatePlan, GateRequest, Side};
 use crate::error::Failure;
 use crate::provider::Server;
 use crate::report::headline::FIGURES;

@@ -4,13 +4,39 @@
 //! (`--allow-different KEY`); what the pull request changes on purpose (the design's files,
 //! the scenario file itself) is named, to be judged.
 
-use super::GateRequest;
 use crate::backend::design_files::DesignFiles;
 use crate::compare::{Figures, Measured, ScopeFigures, Sorted, differences};
 use crate::error::InputError;
 use crate::report::design::DesignRecord;
-use crate::scenario::{Plan, ScenarioFile, plan_of};
+use crate::scenario::{EnvDefaults, Overrides, Plan, ScenarioFile, plan_of};
+use crate::status::Status;
 use std::path::{Path, PathBuf};
+
+/// What the gate is asked to do, as the command line (or a test) gives it.
+pub struct GateRequest {
+    /// The base's checkout (the pull request's target branch).
+    pub base: PathBuf,
+    /// The candidate's checkout (the pull request).
+    pub cand: PathBuf,
+    /// Scenario files, each relative to both checkouts.
+    pub scenarios: Vec<PathBuf>,
+    /// Pairs of runs (base and candidate side by side) per scenario.
+    pub pairs: u32,
+    /// Changes to both sides: the provider, image, URL and `--set`s.
+    pub overrides: Overrides,
+    /// `--set`s for one side only, after the common ones.
+    pub base_sets: Vec<String>,
+    pub cand_sets: Vec<String>,
+    /// A shell command run in each checkout before anything is measured (installing the
+    /// side's own library version, say); `DBQ_GATE_SIDE` says which side.
+    pub prepare: Option<String>,
+    pub out_dir: PathBuf,
+    pub env: EnvDefaults,
+    pub status: Status,
+}
+
+/// The fewest and most pairs: one pair has no spread to judge.
+pub const PAIRS: std::ops::RangeInclusive<u32> = 2..=50;
 
 /// Which checkout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

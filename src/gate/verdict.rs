@@ -3,9 +3,8 @@
 //! named, and every figure of every scenario judged at one false-alarm rate — the rate is
 //! the whole gate's, shared over all the figures it judges, not each scenario's.
 
-use super::GateRequest;
 use super::measure::{Measurement, side_dir};
-use super::plan::{GatePlan, Side};
+use super::plan::{GatePlan, GateRequest, Side};
 use crate::compare::{self, Figures, GateRules, Key, Outcome, Sorted};
 use crate::error::{Failure, InputError};
 use anyhow::anyhow;
