@@ -187,6 +187,7 @@ pub const ALL_FAULTS: &[&str] = &[
     "crash_workers",
     "kill_workers",
     "freeze_workers",
+    "pause_workers",
     "kill_backends",
     "restart_server",
     "idle_in_transaction",

@@ -2,6 +2,7 @@
 //! one sentence every format gives, which says over what time horizon the answer holds.
 
 use super::confirm::Confirmation;
+use super::stability::Stability;
 use super::{Capacity, CapacityRequest, End, Step, best_rate, objective_text};
 use crate::report::design::DesignRecord;
 use crate::report::{article, capitalised};
@@ -24,10 +25,14 @@ pub(super) fn conclude(
         .as_ref()
         .map_or_else(|| format!("the {variant} design"), DesignRecord::phrase);
     let objective = objective_text(&request.search);
-    let min_consumers = request
+    let stepped = request
         .search
         .consumers_for_rate
         .and_then(|_| steps.iter().filter(|s| s.passed).map(|s| s.consumers).min());
+    let min_consumers = match &confirmation {
+        Some(c) if request.search.consumers_for_rate.is_some() => confirmed_count(c),
+        _ => stepped,
+    };
     let answer = Answer {
         design: named,
         objective,
@@ -37,7 +42,7 @@ pub(super) fn conclude(
         measure: request.search.measure,
     };
     let summary = match request.search.consumers_for_rate {
-        Some(rate) => consumers_sentence(&answer, rate, min_consumers, &steps),
+        Some(rate) => consumers_sentence(&answer, rate, (stepped, min_consumers), &steps),
         None => match &confirmation {
             Some(c) => answer.confirmed(c),
             None => answer.unconfirmed(request.search.start_per_s),
@@ -48,6 +53,11 @@ pub(super) fn conclude(
             .as_ref()
             .is_some_and(|c| c.load_machine_limited);
     let max_sustainable = max_sustainable(confirmation.as_ref(), between_vacuums);
+    let stability = confirmation.as_ref().and_then(Stability::of);
+    let summary = summary
+        + &stability
+            .as_ref()
+            .map_or(String::new(), Stability::sentence);
     let limit = super::limit::of_answer(max_sustainable, &steps, confirmation.as_ref());
     let summary = summary + &limit.as_ref().map_or(String::new(), |l| l.sentence());
     let mut capacity = Capacity {
@@ -74,6 +84,7 @@ pub(super) fn conclude(
         steps,
         confirmation,
         at: None,
+        stability,
         summary,
     };
     capacity.summary += &capacity.stalls_sentence();
@@ -145,6 +156,11 @@ pub(super) fn at_rate(
         (rate, runs, held),
         interrupted,
     ) + &scanned_note(&[], Some(&confirmation));
+    let stability = Stability::of(&confirmation);
+    let summary = summary
+        + &stability
+            .as_ref()
+            .map_or(String::new(), Stability::sentence);
     let limit = super::limit::of_answer(all.then_some(rate), &[], Some(&confirmation));
     let summary = summary + &limit.as_ref().map_or(String::new(), |l| l.sentence());
     let mut capacity = Capacity {
@@ -169,6 +185,7 @@ pub(super) fn at_rate(
         steps: Vec::new(),
         at: Some(super::AtRate { rate, runs, held }),
         confirmation: Some(confirmation),
+        stability,
         summary,
     };
     capacity.summary += &capacity.stalls_sentence();
@@ -298,7 +315,11 @@ impl Answer {
         let last = c.tries.last();
         match c.confirmed_per_s() {
             Some(r) => format!(
-                "{design} sustains {r:.0} jobs/s with {objective} on this server, held for {held} on a fresh queue ({}){}: {}. The search found {searched}{}.{}",
+                "{design} sustains {r:.0} jobs/s with {objective} on this server, held for {held} on {} ({}){}: {}. The search found {searched}{}.{}",
+                match c.runs {
+                    1 => "a fresh queue".to_string(),
+                    k => format!("each of {k} fresh queues"),
+                },
                 c.basis,
                 if c.hold_horizon_s.is_some() {
                     " and then with the xmin horizon held"
@@ -381,6 +402,17 @@ fn offered(c: &Confirmation, t: &super::confirm::Try) -> String {
 /// The first window of a try that broke the objective, and why.
 fn first_broken(t: &super::confirm::Try) -> String {
     let held = t.hold.as_ref().map_or(&[][..], |h| &h.windows[..]);
+    let settled = t.windows.first().is_some_and(|w| w.passed);
+    if let Some(u) = t.upset.as_ref().filter(|u| !u.recovered && settled) {
+        return format!("it did not recover from the upset: {}", u.sentence());
+    }
+    if let (Some(i @ 1..), Some(_)) = (t.windows.iter().position(|w| !w.passed), &t.upset) {
+        return format!(
+            "window {} (after the upset): {}",
+            i + 1,
+            t.windows[i].why.join("; ")
+        );
+    }
     match (
         t.windows.iter().position(|w| !w.passed),
         held.iter().position(|w| !w.passed),
@@ -402,19 +434,40 @@ fn first_broken(t: &super::confirm::Try) -> String {
 }
 
 /// The answer of a consumer-count search.
-fn consumers_sentence(a: &Answer, rate: f64, min: Option<u32>, steps: &[Step]) -> String {
+/// The consumers of a confirmation's tries when every one held, else none.
+fn confirmed_count(c: &Confirmation) -> Option<u32> {
+    let all_held = !c.tries.is_empty() && c.tries.iter().all(|t| t.held);
+    let count = c.tries.first()?.windows.first()?.consumers;
+    all_held.then_some(count)
+}
+
+fn consumers_sentence(
+    a: &Answer,
+    rate: f64,
+    (stepped, min): (Option<u32>, Option<u32>),
+    steps: &[Step],
+) -> String {
     let (design, objective) = (&a.design, &a.objective);
     let most_failing = steps
         .iter()
         .filter(|s| !s.passed)
         .map(|s| s.consumers)
         .max();
-    match min {
-        Some(n) => format!(
-            "At {rate:.0} jobs/s {design} needs {n} consumer(s) for {objective}{}.",
+    match (stepped, min) {
+        (Some(s), Some(n)) => format!(
+            "At {rate:.0} jobs/s {design} needs {n} consumer(s) for {objective}{}{}.",
+            match s < n {
+                true => format!(
+                    " ({s} met it in the search's steps but fell behind in the confirmation)"
+                ),
+                false => String::new(),
+            },
             most_failing.map_or(String::new(), |f| format!("; {f} did not meet it"))
         ),
-        None => format!(
+        (Some(s), None) => format!(
+            "At {rate:.0} jobs/s {design} did not hold {objective} through the confirmation with the counts tried from {s} consumer(s), the fewest that met it in the search's steps."
+        ),
+        _ => format!(
             "At {rate:.0} jobs/s {design} did not meet {objective} with up to {} consumer(s).",
             most_failing.unwrap_or(0)
         ),

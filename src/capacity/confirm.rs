@@ -14,6 +14,7 @@
 
 use super::hold::{self, HoldEffect};
 use super::search::REMEASURES;
+use super::upset::{UPSET, Upset, UpsetEffect};
 use super::{CapacityRequest, Step, judge_phase};
 use crate::error::{Failure, InputError};
 use crate::provider::Server;
@@ -76,15 +77,41 @@ pub struct Confirmation {
     /// confirmation stopped there, and the answer is the last rate that held cleanly.
     #[serde(default)]
     pub load_machine_limited: bool,
+    /// The upset every whole try carried once its queue had settled (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upset: Option<Upset>,
+    /// Fresh queues a rate must hold on, every one, to be confirmed (1 in results of older
+    /// versions).
+    #[serde(default = "one")]
+    pub runs: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl Confirmation {
-    /// The rate that held through a whole confirmation, if one did.
+    /// The highest rate that held through a whole confirmation (and recovered from its
+    /// upset) on `runs` fresh queues and broke on none, if one did.
     pub fn confirmed_per_s(&self) -> Option<f64> {
         self.tries
             .iter()
-            .find(|t| t.held && !t.screen)
+            .filter(|t| !t.screen && t.held)
             .map(|t| t.rate)
+            .filter(|r| self.held_at(*r) >= self.runs && self.broke_at(*r) == 0)
+            .reduce(f64::max)
+    }
+
+    /// Whole tries at `rate` that held.
+    pub fn held_at(&self, rate: f64) -> u32 {
+        let at = |t: &&Try| !t.screen && t.rate == rate && !t.disturbed;
+        self.tries.iter().filter(at).filter(|t| t.held).count() as u32
+    }
+
+    /// Whole tries at `rate` that did not hold (the load machine's disturbances aside).
+    pub fn broke_at(&self, rate: f64) -> u32 {
+        let at = |t: &&Try| !t.screen && t.rate == rate && !t.disturbed;
+        self.tries.iter().filter(at).filter(|t| !t.held).count() as u32
     }
 
     /// The highest rate whose screen held.
@@ -117,6 +144,13 @@ pub struct Try {
     /// With `capacity.hold_horizon`: the windows while the horizon was held and after.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold: Option<HoldEffect>,
+    /// A whole try's upset, once the try got that far: what it did, whether the queue
+    /// recovered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upset: Option<UpsetEffect>,
+    /// The upset's own windows (measured, not judged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upset_windows: Vec<Step>,
     pub dir: PathBuf,
 }
 
@@ -293,6 +327,7 @@ impl CapacityRequest {
     /// that did not leaves a backlog on a queue that is dropped anyway (its jobs are proved
     /// unfinished, not lost).
     pub fn confirm_plan(&self, rate: f64, s: &Schedule, screen: bool) -> Result<Plan, InputError> {
+        let offered = rate;
         let rate = Some(Rate::PerSecond(rate));
         let phase = |(name, duration): (String, Duration), measured, slo: bool| PhaseSection {
             name,
@@ -314,11 +349,20 @@ impl CapacityRequest {
                 .push(FaultSpec::DelayVacuum { hold: Some(until) });
         }
         let length = if screen { s.first_naptime } else { s.held };
-        phases.extend(
-            windows("window-", length)
-                .into_iter()
-                .map(|w| phase(w, true, true)),
-        );
+        let upset = Some(self.search.upset).filter(|u| u.is_on() && !screen);
+        let mut judged = windows("window-", length);
+        if upset.is_some() && judged.len() == 1 {
+            // The upset comes once the queue has settled: after a first window.
+            judged = ["window-1", "window-2"]
+                .map(|n| (n.into(), length / 2))
+                .to_vec();
+        }
+        for (i, w) in judged.into_iter().enumerate() {
+            if let (1, Some(u)) = (i, upset) {
+                phases.extend(u.phases(offered));
+            }
+            phases.push(phase(w, true, true));
+        }
         if let (Some(hold), false) = (self.search.hold_horizon, screen) {
             let first = phases.len();
             phases.extend(
@@ -354,6 +398,12 @@ impl Confirmation {
             tries: Vec::new(),
             remeasured: 0,
             load_machine_limited: false,
+            upset: Some(request.search.upset).filter(Upset::is_on),
+            // `--at` asks about its own number of fresh queues.
+            runs: match request.search.at_rate {
+                Some(_) => request.search.at_runs,
+                None => request.search.stable_runs,
+            },
         }
     }
 
@@ -428,7 +478,15 @@ pub async fn confirm(
             None => break,
             // Disturbed every time: the load machine, not the queue, ends the confirmation.
             Some((_, true, _)) => break,
-            Some((held, false, _)) => next = ladder.after(tried, held),
+            Some((held, false, _)) => {
+                next = match tried {
+                    // A rate is stable on `runs` fresh queues: the same rate again.
+                    Next::Whole(r) if held && confirmation.held_at(r) < confirmation.runs => {
+                        Some(Next::Whole(r))
+                    }
+                    _ => ladder.after(tried, held),
+                }
+            }
         }
     }
     Ok(confirmation)
@@ -487,9 +545,15 @@ async fn one_try(
             schedule.basis
         ),
         false => format!(
-            "confirming {rate:.0} jobs/s on a fresh queue for {} ({})",
+            "confirming {rate:.0} jobs/s on a fresh queue for {} ({}){}",
             HumanDuration(schedule.held),
-            schedule.basis
+            schedule.basis,
+            Some(request.search.upset)
+                .filter(Upset::is_on)
+                .map_or(String::new(), |u| format!(
+                    ", with {} after its first window",
+                    u.phrase()
+                ))
         ),
     });
     // A window that breaks the objective ends the try: the rate cannot hold any more.
@@ -530,8 +594,13 @@ fn judge_try(
         .iter()
         .filter(|p| p.name.starts_with("window-") || p.name.starts_with(hold::HELD))
         .count();
+    let upset = Some(request.search.upset)
+        .filter(|u| u.is_on() && !screen)
+        .and_then(|u| UpsetEffect::of(results, &u, plan.consumers.count as u32));
+    let upset_planned = plan.phases.iter().any(|p| p.name.starts_with(UPSET));
     let held = windows.len() + held_windows.len() == judged
         && windows.iter().chain(&held_windows).all(|w| w.passed)
+        && (!upset_planned || upset.as_ref().is_some_and(|u| u.recovered))
         && results.summary.accounting.sound;
     // The window that broke, broken while the load machine stalled: not the queue's.
     let disturbed = !held
@@ -551,6 +620,9 @@ fn judge_try(
     if let Some(h) = &hold {
         request.status.line(&format!("  {}", h.sentence()));
     }
+    if let Some(u) = &upset {
+        request.status.line(&format!("  upset: {}", u.sentence()));
+    }
     Try {
         rate,
         screen,
@@ -563,6 +635,8 @@ fn judge_try(
         windows,
         disturbed,
         hold,
+        upset,
+        upset_windows: of(UPSET),
         dir,
     }
 }

@@ -39,8 +39,8 @@ fn steps_table(steps: &[Step], first: &str) -> Table {
                 s.consumers.to_string(),
                 format!("{:.0}", s.offered_per_s),
                 format!("{:.0}", s.completed_per_s),
-                format!("{:.1}", s.e2e_p50_ms),
-                format!("{:.1}", s.e2e_p99_ms),
+                s.e2e_ms(s.e2e_p50_ms),
+                s.e2e_ms(s.e2e_p99_ms),
                 format!("{:.0}", s.backlog_slope_per_s),
                 format!("{:.1}", s.sent_late_pct),
                 format!("{:.2}", s.upkeep.claim_p50_ms),
@@ -99,6 +99,14 @@ impl Capacity {
                 }
             );
             tables.push((heading, steps_table(&t.windows, "window")));
+            if let Some(u) = &t.upset {
+                let heading = format!(
+                    "Confirmation {}, the upset (measured, not judged): {}",
+                    i + 1,
+                    u.sentence()
+                );
+                tables.push((heading, steps_table(&t.upset_windows, "upset window")));
+            }
             if let Some(h) = &t.hold {
                 let held = format!(
                     "Confirmation {}, xmin horizon held for {:.0} s",
@@ -192,6 +200,53 @@ impl Capacity {
     }
 }
 
+impl Capacity {
+    /// Jobs waiting around each whole try's upset, one line per try, against seconds from
+    /// the upset's start; `None` without one.
+    fn upset_chart(&self) -> Option<String> {
+        let c = self.confirmation.as_ref()?;
+        let series: Vec<Series> = c
+            .tries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| {
+                let u = t.upset.as_ref()?;
+                let outcome = if u.recovered { "recovered" } else { "tipped" };
+                Some(Series {
+                    name: format!("try {} at {:.0}/s: {outcome}", i + 1, t.rate),
+                    points: u.backlog.iter().map(|(s, b)| (*s, *b as f64)).collect(),
+                })
+            })
+            .collect();
+        let lo = series
+            .iter()
+            .flat_map(|s| &s.points)
+            .map(|p| p.0)
+            .reduce(f64::min)?;
+        let hi = series
+            .iter()
+            .flat_map(|s| &s.points)
+            .map(|p| p.0)
+            .reduce(f64::max)?;
+        let chart = TimeChart {
+            title: "Jobs waiting around the upset",
+            x_label: "seconds from the upset's start",
+            y_label: "jobs",
+            series,
+            bands: &[],
+            markers: &[],
+            x_range: (lo, hi.max(lo + 1.0)),
+        }
+        .render();
+        Some(
+            chart
+                + &page::note(
+                    "Each line is one whole try on a fresh queue: recovered when its backlog was back at its level before the upset within the recovery span.",
+                ),
+        )
+    }
+}
+
 impl Document for Capacity {
     /// The answer, then the steps as a table.
     fn markdown(&self) -> String {
@@ -230,6 +285,9 @@ impl Document for Capacity {
         }
         for (heading, (header, rows)) in self.tries() {
             sections.push(Section::new(&heading, page::table(&header, &rows)));
+        }
+        if let Some(chart) = self.upset_chart() {
+            sections.push(Section::new("The backlog around each upset", chart));
         }
         let notes = self.notes();
         if !notes.is_empty() {

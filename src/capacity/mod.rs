@@ -19,6 +19,8 @@ pub mod hold;
 pub mod limit;
 mod options;
 mod search;
+pub mod stability;
+pub mod upset;
 
 pub use options::Search;
 
@@ -89,6 +91,15 @@ pub struct Upkeep {
 }
 
 impl Step {
+    /// An end-to-end figure of the window, "unknown" when no job finished in it (a window
+    /// whose jobs all waited has no latency to show, not one of 0.0 ms).
+    pub fn e2e_ms(&self, v: f64) -> String {
+        match self.completed_per_s > 0.0 && v.is_finite() {
+            true => format!("{v:.1}"),
+            false => "unknown".into(),
+        }
+    }
+
     /// One line: its figures, whether it met the objective and what limited it.
     pub fn line(&self) -> String {
         let u = &self.upkeep;
@@ -98,10 +109,10 @@ impl Step {
             (None, _) => String::new(),
         };
         format!(
-            "{:.0} completed/s, e2e p50 {:.1} ms, p99 {:.1} ms, claim p50 {:.2} ms, {} autovacuum(s), dead tuples up to {}{}{}: {}{limit}",
+            "{:.0} completed/s, e2e p50 {} ms, p99 {} ms, claim p50 {:.2} ms, {} autovacuum(s), dead tuples up to {}{}{}: {}{limit}",
             self.completed_per_s,
-            self.e2e_p50_ms,
-            self.e2e_p99_ms,
+            self.e2e_ms(self.e2e_p50_ms),
+            self.e2e_ms(self.e2e_p99_ms),
             u.claim_p50_ms,
             u.autovacuums,
             u.dead_tuples_max,
@@ -181,6 +192,10 @@ pub struct Capacity {
     /// confirmation's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<AtRate>,
+    /// With the standard upset: the stable capacity, the vulnerable band above it and the
+    /// effect that sustained the backlog there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<stability::Stability>,
     /// One line for humans (Markdown).
     pub summary: String,
 }
@@ -242,12 +257,30 @@ impl CapacityRequest {
         self.plan.changed(changes)
     }
 
-    /// The first step's setting.
+    /// The same request with the scenario's consumers set to `n`, its runs written under
+    /// `n-consumers/`.
+    fn with_consumers(&self, n: u32) -> Result<CapacityRequest, InputError> {
+        Ok(CapacityRequest {
+            plan: self.plan.changed(vec![PlanChange::Consumers(n)])?,
+            search: self.search.clone(),
+            out_dir: self.out_dir.join(format!("{n}-consumers")),
+            status: self.status.clone(),
+            progress_bar: self.progress_bar,
+        })
+    }
+
+    /// The first step's setting; a consumer-count search starts where Little's law puts
+    /// it: the rate × the handler's mean time is the number of workers busy on average,
+    /// and a quarter more keeps them below 80 % busy.
     fn first(&self) -> Setting {
         match self.search.consumers_for_rate {
             Some(rate) => Setting {
                 rate,
-                consumers: Some(1),
+                consumers: Some(littles_law(
+                    rate,
+                    self.plan.consumers.handler.mean(),
+                    self.search.max_consumers,
+                )),
             },
             None => Setting {
                 rate: self.search.start_per_s,
@@ -255,6 +288,13 @@ impl CapacityRequest {
             },
         }
     }
+}
+
+/// Workers for `rate` jobs/s of `handler` each: 1.25 × rate × handler, at least 1 and at
+/// most `max`.
+fn littles_law(rate: f64, handler: Duration, max: u32) -> u32 {
+    let busy = rate * handler.as_secs_f64();
+    ((1.25 * busy).ceil() as u32).clamp(1, max)
 }
 
 /// Runs the search on one queue installed once and confirms its answer on fresh queues of
@@ -337,7 +377,9 @@ async fn at_rate(
 }
 
 /// Confirms a rate search's answer, unless the confirmation is off, the search was
-/// interrupted, or it found no rate.
+/// interrupted, or it found no rate; a consumer-count search's answer is confirmed at its
+/// rate with that many consumers, as `--at` would (one command answers "how many workers,
+/// and does it carry it?").
 async fn confirm_the_answer(
     request: &CapacityRequest,
     server: &std::sync::Arc<crate::provider::Server>,
@@ -353,8 +395,47 @@ async fn confirm_the_answer(
             let c = confirm::confirm(request, server, rate, schedule, shutdown).await?;
             Ok(Some(c))
         }
+        (Some(rate), Some(schedule)) if s.end != End::Interrupted => {
+            let passed = s.steps.iter().filter(|s| s.passed);
+            let Some(fewest) = passed.map(|s| s.consumers).min() else {
+                return Ok(None);
+            };
+            confirm_the_count(request, server, (rate, fewest), schedule, shutdown).await
+        }
         _ => Ok(None),
     }
+}
+
+/// A consumer-count search's answer confirmed at its rate: the count the steps found, and
+/// where its whole confirmations do not hold (a 10 s step can pass a count that falls behind
+/// over minutes), the next count up (× 1.25, at least one more), at most three counts. The
+/// confirmation of the last count tried is the answer's.
+async fn confirm_the_count(
+    request: &CapacityRequest,
+    server: &std::sync::Arc<crate::provider::Server>,
+    (rate, fewest): (f64, u32),
+    schedule: confirm::Schedule,
+    shutdown: &CancellationToken,
+) -> Result<Option<confirm::Confirmation>, Failure> {
+    let runs = request.search.stable_runs;
+    let mut count = fewest;
+    for tried in 1..=3 {
+        let at_count = request.with_consumers(count)?;
+        let on = (rate, runs);
+        let (c, _) = confirm::at(&at_count, server, on, schedule.clone(), shutdown).await?;
+        let held = c.tries.iter().filter(|t| t.held).count() as u32 == runs;
+        let max = request.search.max_consumers;
+        if held || tried == 3 || count >= max || shutdown.is_cancelled() {
+            return Ok(Some(c));
+        }
+        request.status.line(&format!(
+            "{count} consumer(s) did not hold {rate:.0} jobs/s through the confirmation; trying more"
+        ));
+        count = ((f64::from(count) * 1.25).ceil() as u32)
+            .max(count + 1)
+            .min(max);
+    }
+    Ok(None)
 }
 
 impl Upkeep {

@@ -1,9 +1,10 @@
 //! How the capacity search runs (`[capacity]` in the scenario, or flags): its rates, its
 //! objective, its budget, its confirmation, and the checks that refuse bad values.
 
+use super::upset::Upset;
 use crate::backend::Engine;
 use crate::error::InputError;
-use crate::scenario::{Confirm, FirstVacuum};
+use crate::scenario::{Confirm, FirstVacuum, HumanDuration};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -52,10 +53,25 @@ pub struct Search {
     /// Fresh queues `at_rate` is tried on; it holds only when it held on every one.
     #[serde(default = "default_at_runs")]
     pub at_runs: u32,
+    /// The standard upset each whole confirmation carries once its queue has settled
+    /// (results of older versions carried none).
+    #[serde(default = "Upset::none")]
+    pub upset: Upset,
+    /// Fresh queues the stable rate must hold and recover on, every one.
+    #[serde(default = "one")]
+    pub stable_runs: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn default_stable_runs() -> u32 {
+    2
 }
 
 fn default_confirm_tries() -> u32 {
-    10
+    12
 }
 
 fn default_max_consumers() -> u32 {
@@ -166,6 +182,12 @@ impl Search {
         self.confirm_tries = c.confirm_tries.unwrap_or(self.confirm_tries);
         self.first_vacuum = c.first_vacuum.or(self.first_vacuum);
         self.hold_horizon = c.hold_horizon.map(|d| d.0).or(self.hold_horizon);
+        self.stable_runs = c.stable_runs.unwrap_or(self.stable_runs);
+        if let Some(u) = &c.upset {
+            self.upset.kind = u.kind.unwrap_or(self.upset.kind);
+            self.upset.size = u.size.map_or(self.upset.size, |d| d.0);
+            self.upset.recover_within = u.recover_within.map_or(self.upset.recover_within, |d| d.0);
+        }
         if !c.slo.is_empty() {
             for (k, v) in &c.slo {
                 crate::thresholds::parse(k, v, Some("step"))
@@ -186,6 +208,7 @@ impl Search {
             return Err(("consumers_for_rate", reason));
         }
         s.check_confirmation()?;
+        s.check_upset()?;
         s.check_rates()?;
         s.check_windows()
     }
@@ -233,6 +256,30 @@ impl Search {
                 "at_runs",
                 format!("must be between 1 and 20, got {}", s.at_runs),
             ));
+        }
+        Ok(())
+    }
+
+    /// The upset's size and recovery span, and the fresh queues of the stable rate.
+    fn check_upset(&self) -> Result<(), (&'static str, String)> {
+        let u = &self.upset;
+        if !(Duration::from_millis(100)..=Duration::from_secs(300)).contains(&u.size) {
+            let reason = format!(
+                "must be between 100ms and 5m, got {}",
+                HumanDuration(u.size)
+            );
+            return Err(("upset.size", reason));
+        }
+        if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&u.recover_within) {
+            let reason = format!(
+                "must be between 1s and 1h, got {}",
+                HumanDuration(u.recover_within)
+            );
+            return Err(("upset.recover_within", reason));
+        }
+        if !(1..=10).contains(&self.stable_runs) {
+            let reason = format!("must be between 1 and 10, got {}", self.stable_runs);
+            return Err(("stable_runs", reason));
         }
         Ok(())
     }
@@ -305,6 +352,8 @@ impl Default for Search {
             hold_horizon: None,
             at_rate: None,
             at_runs: default_at_runs(),
+            upset: Upset::default(),
+            stable_runs: default_stable_runs(),
         }
     }
 }

@@ -13,7 +13,9 @@ pub(super) struct Searched {
     pub(super) server_settings: BTreeMap<String, String>,
 }
 
-/// The search on one queue of `server`, installed for it and dropped after.
+/// The search on one queue of `server`, installed for it and dropped after. A consumer-count
+/// search whose step left a backlog goes on with its next step on a fresh queue: too few
+/// workers are an answer about workers, not the end of the search.
 pub(super) async fn search_on(
     request: &CapacityRequest,
     first: &Plan,
@@ -28,15 +30,25 @@ pub(super) async fn search_on(
     let mut session = Session::set_up(first, &opts, server, shutdown).await?;
     let design = DesignRecord::of(&crate::run::setup_of(first), session.backend().design());
     let server_settings = session.server_settings().clone();
-    let result = search(request, &mut session, shutdown).await;
-    session.tear_down(false, status).await;
-    let (steps, end) = result?;
-    Ok(Searched {
-        steps,
-        end,
-        design: Some(design),
-        server_settings,
-    })
+    let mut walk = Walk::new(request);
+    loop {
+        let result = walk.go(request, &mut session, shutdown).await;
+        session.tear_down(false, status).await;
+        match result? {
+            End::FreshQueue => {
+                status.line("  its backlog did not drain: the next step runs on a fresh queue");
+                session = Session::set_up(first, &opts, server, shutdown).await?;
+            }
+            end => {
+                return Ok(Searched {
+                    steps: walk.steps,
+                    end,
+                    design: Some(design),
+                    server_settings,
+                });
+            }
+        }
+    }
 }
 
 /// The highest offered rate whose step met the objective.
@@ -58,79 +70,114 @@ pub(super) enum End {
     BacklogLeft,
     /// The load machine stalled in a step and again each time it was measured again.
     LoadMachine,
+    /// A consumer-count step left a backlog: the search goes on on a fresh queue (never the
+    /// end of a search).
+    FreshQueue,
 }
 
 /// How many times a step (or a confirmation's try) broken by a stall of the load machine is
 /// measured again before the answer says the load machine limited the measurement.
 pub const REMEASURES: u32 = 2;
 
-/// Ramp, then bisect. Returns the steps in the order run, and how the search ended.
-pub(super) async fn search(
-    request: &CapacityRequest,
-    session: &mut Session,
-    shutdown: &CancellationToken,
-) -> Result<(Vec<Step>, End), Failure> {
-    let started = Instant::now();
-    let mut steps: Vec<Step> = Vec::new();
-    let mut bounds = Bounds::default();
-    let mut at = request.first();
-    let mut remeasured = 0;
-    loop {
-        if shutdown.is_cancelled() {
-            return Ok((steps, End::Interrupted));
+/// Where the search is: its steps so far, its bounds and its next setting.
+pub(super) struct Walk {
+    steps: Vec<Step>,
+    bounds: Bounds,
+    at: Setting,
+    remeasured: u32,
+    started: Instant,
+}
+
+impl Walk {
+    fn new(request: &CapacityRequest) -> Walk {
+        Walk {
+            steps: Vec::new(),
+            bounds: Bounds::default(),
+            at: request.first(),
+            remeasured: 0,
+            started: Instant::now(),
         }
-        if started.elapsed() >= request.search.budget {
-            return Ok((steps, End::BudgetSpent));
-        }
-        let step = match run_step(request, session, steps.len(), at, shutdown).await {
-            // An interrupted step is not judged; the finished ones still answer.
-            Err(Failure::Interrupted) => return Ok((steps, End::Interrupted)),
-            Ok(_) if shutdown.is_cancelled() => return Ok((steps, End::Interrupted)),
-            other => other?,
-        };
-        let (limited, disturbed, passed) =
-            (step.load_generator_limited, step.disturbed, step.passed);
-        if !disturbed {
-            bounds.record(&step, request.search.consumers_for_rate.is_some());
-        }
-        steps.push(step);
-        if session.backlog_left() {
-            return Ok((steps, End::BacklogLeft));
-        }
-        if disturbed {
-            // Not the queue's failure: the same setting again, a bounded number of times.
-            remeasured += 1;
-            if remeasured > REMEASURES {
-                return Ok((steps, End::LoadMachine));
+    }
+
+    /// Ramp, then bisect, on `session`'s queue until the search ends (or needs a fresh
+    /// queue); the steps accumulate in the walk.
+    async fn go(
+        &mut self,
+        request: &CapacityRequest,
+        session: &mut Session,
+        shutdown: &CancellationToken,
+    ) -> Result<End, Failure> {
+        let consumer_search = request.search.consumers_for_rate.is_some();
+        loop {
+            if shutdown.is_cancelled() {
+                return Ok(End::Interrupted);
             }
-            continue;
+            if self.started.elapsed() >= request.search.budget {
+                return Ok(End::BudgetSpent);
+            }
+            let index = self.steps.len();
+            let step = match run_step(request, session, index, self.at, shutdown).await {
+                // An interrupted step is not judged; the finished ones still answer.
+                Err(Failure::Interrupted) => return Ok(End::Interrupted),
+                Ok(_) if shutdown.is_cancelled() => return Ok(End::Interrupted),
+                other => other?,
+            };
+            let (limited, disturbed, passed) =
+                (step.load_generator_limited, step.disturbed, step.passed);
+            if !disturbed {
+                self.bounds.record(&step, consumer_search);
+            }
+            self.steps.push(step);
+            if session.backlog_left() && !consumer_search {
+                return Ok(End::BacklogLeft);
+            }
+            if disturbed {
+                // Not the queue's failure: the same setting again, a bounded number of times.
+                self.remeasured += 1;
+                if self.remeasured > REMEASURES {
+                    return Ok(End::LoadMachine);
+                }
+                if session.backlog_left() {
+                    return Ok(End::FreshQueue);
+                }
+                continue;
+            }
+            self.remeasured = 0;
+            if limited && !consumer_search {
+                // The harness cannot send more: searching higher would measure the harness.
+                return Ok(End::Done);
+            }
+            let Some(next) = self.next(request) else {
+                return Ok(End::Done);
+            };
+            self.at = next;
+            if session.backlog_left() {
+                return Ok(End::FreshQueue);
+            }
+            if !passed {
+                // The next step starts from what a vacuum leaves, not from this one's dead rows.
+                session.clean_up().await?;
+            }
         }
-        remeasured = 0;
-        if !passed {
-            // The next step starts from what a vacuum leaves, not from this one's dead rows.
-            session.clean_up().await?;
-        }
-        if limited {
-            // The harness cannot send more: searching higher would measure the harness.
-            return Ok((steps, End::Done));
-        }
-        let next = match request.search.consumers_for_rate {
-            Some(rate) => bounds
+    }
+
+    /// The next setting, `None` once the search has its answer.
+    fn next(&self, request: &CapacityRequest) -> Option<Setting> {
+        match request.search.consumers_for_rate {
+            Some(rate) => self
+                .bounds
                 .next_consumers(request.search.max_consumers)
                 .map(|n| Setting {
                     rate,
                     consumers: Some(n),
                 }),
-            None => bounds
-                .next_rate(&request.search, steps.len())
+            None => self
+                .bounds
+                .next_rate(&request.search, self.steps.len())
                 .map(|rate| Setting {
                     rate,
                     consumers: None,
                 }),
-        };
-        match next {
-            Some(n) => at = n,
-            None => return Ok((steps, End::Done)),
         }
     }
 }
@@ -170,10 +217,12 @@ impl Bounds {
         }
     }
 
-    /// Doubles the consumers until the objective holds, then bisects to one consumer.
+    /// Doubles the consumers until the objective holds (or halves them while it holds),
+    /// then bisects to one consumer.
     fn next_consumers(&self, max: u32) -> Option<u32> {
         match (self.good, self.bad) {
             (None, Some(b)) if b < max as f64 => Some(((b * 2.0) as u32).min(max)),
+            (Some(g), None) if g > 1.0 => Some((g / 2.0).floor() as u32),
             (Some(g), Some(b)) if g - b > 1.0 => Some(((g + b) / 2.0).floor() as u32),
             _ => None,
         }
@@ -399,5 +448,30 @@ mod tests {
         assert_eq!(play(5), (vec![1, 2, 4, 8, 6, 5], Some(5.0)));
         assert_eq!(play(1), (vec![1], Some(1.0)));
         assert_eq!(play(100), (vec![1, 2, 4, 8, 16, 32, 64], None));
+    }
+
+    #[test]
+    fn a_consumer_search_from_littles_law_halves_while_it_holds_then_bisects() {
+        let play = |start: u32, needed: u32| {
+            let (mut b, mut n, mut tried) = (Bounds::default(), start, vec![]);
+            loop {
+                tried.push(n);
+                b.record(&step(1500.0, n, n >= needed), true);
+                match b.next_consumers(64) {
+                    Some(next) => n = next,
+                    None => return (tried, b.good),
+                }
+            }
+        };
+        assert_eq!(play(38, 32), (vec![38, 19, 28, 33, 30, 31, 32], Some(32.0)));
+        assert_eq!(play(38, 50), (vec![38, 64, 51, 44, 47, 49, 50], Some(50.0)));
+        assert_eq!(
+            super::super::littles_law(1500.0, Duration::from_millis(20), 64),
+            38
+        );
+        assert_eq!(
+            super::super::littles_law(10.0, Duration::from_millis(1), 64),
+            1
+        );
     }
 }

@@ -24,7 +24,12 @@ pub struct CapacityArgs {
     #[arg(long = "slo", value_name = "METRIC=COND")]
     slo: Vec<String>,
     /// Search the consumer count instead of the rate: the fewest consumers that meet the
-    /// objective at RATE jobs/s (1, 2, 4, … up to capacity.max_consumers, then bisected).
+    /// objective at RATE jobs/s, starting where Little's law puts it (1.25 × RATE × the
+    /// handler's mean time), halved while it holds or doubled until it does (up to
+    /// capacity.max_consumers), then bisected. A step whose backlog does not drain is
+    /// followed by the next on a fresh queue. The count found is then confirmed at RATE with
+    /// the standard upset on capacity.stable_runs fresh queues, as --at would (unless
+    /// --confirm off): how many workers, and whether they carry it, in one command.
     #[arg(long, value_name = "RATE")]
     consumers_for: Option<f64>,
     /// How long the rate found must then hold on a fresh queue: auto (the larger of 3 min
@@ -34,7 +39,12 @@ pub struct CapacityArgs {
     /// they hold, or × 0.6 down until one holds, then bisected to within 15%); a whole
     /// confirmation that does not hold is tried again at 0.85 × (all tries together up to
     /// capacity.confirm_tries). A window broken while the load machine stalled is measured
-    /// again, at most twice, and not held against the rate.
+    /// again, at most twice, and not held against the rate. Each whole confirmation carries
+    /// the standard upset after its first window (capacity.upset: by default every worker
+    /// takes no job for 1 s, and the backlog must be back within 30 s); the stable capacity
+    /// is the highest rate that holds and recovers on capacity.stable_runs (2) fresh
+    /// queues, and the rates above it that held only until an upset came are the vulnerable
+    /// band.
     #[arg(long, value_name = "auto|off|DURATION", conflicts_with = "quick")]
     confirm: Option<Confirm>,
     /// When the confirmation's fresh table gets its first vacuum: late (default on
@@ -83,9 +93,11 @@ fn request(args: &CapacityArgs) -> Result<CapacityRequest, String> {
         &EnvDefaults::from_env(),
     )
     .map_err(|e| e.to_string())?;
-    // The queue's cost to the rest of the database is part of every capacity answer.
+    // The queue's cost to the rest of the database is part of every capacity answer; the
+    // completion audit, which adds work to the queue's own transactions, is not (the proof
+    // still runs from the ledger and the table).
     let plan = plan
-        .changed([PlanChange::BystanderUnlessSet])
+        .changed([PlanChange::BystanderUnlessSet, PlanChange::AuditOnlyIfAsked])
         .map_err(|e| e.to_string())?;
     let mut search = Search::from_section(
         plan.resolved.capacity.as_ref(),

@@ -195,6 +195,12 @@ async fn fire_once(mut job: Job, stop: CancellationToken) {
                 workers::freeze(&mut job, count as usize, until, &stop).await;
             }
         }
+        FaultSpec::PauseWorkers { after, hold } => {
+            let from = job.start_us + after.0.as_micros() as u64;
+            if job.wait_until(from, &stop).await {
+                workers::pause(&job, from + hold.0.as_micros() as u64, &stop).await;
+            }
+        }
         FaultSpec::RestartServer {
             after,
             down_for,

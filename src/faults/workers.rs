@@ -1,4 +1,5 @@
-//! Faults on worker processes: SIGKILL, and SIGSTOP/SIGCONT.
+//! Faults on workers: SIGKILL and SIGSTOP/SIGCONT of worker processes, and a pause of every
+//! worker.
 
 use super::Job;
 use crate::backend::{JobStatus, Link};
@@ -27,6 +28,29 @@ pub(super) async fn kill(job: &mut Job, count: usize) {
         killed.len() as u64,
         format!("SIGKILL {}", killed.join(", ")),
     );
+}
+
+/// Every worker takes no job until `until_us` (or until the run is stopped): task workers
+/// through the registry, worker processes stopped and continued.
+pub(super) async fn pause(job: &Job, until_us: u64, stop: &CancellationToken) {
+    let at = job.now();
+    let registry = &job.ctx.registry;
+    registry.pause_until(until_us);
+    let pids: Vec<i32> = (0..registry.len() as u32)
+        .map(|slot| registry.pid(slot))
+        .filter(|pid| *pid > 0)
+        .filter(|pid| signal(Pid::from_raw(*pid), Signal::SIGSTOP).is_ok())
+        .collect();
+    sleep_or_stop(job.ctx.clock.until(until_us), stop).await;
+    for pid in &pids {
+        let _ = signal(Pid::from_raw(*pid), Signal::SIGCONT);
+    }
+    registry.pause_until(0);
+    let detail = match pids.len() {
+        0 => format!("{} worker(s) took no job", registry.len()),
+        n => format!("{n} worker process(es) stopped (SIGSTOP) and continued"),
+    };
+    job.record(at, job.now(), registry.len() as u64, detail);
 }
 
 /// How long a freeze keeps looking for workers caught holding a job.

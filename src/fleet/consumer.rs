@@ -219,6 +219,11 @@ impl Worker {
                 conn = self.ctx.connect(&name, &stop).await;
             }
             let Some(c) = conn.as_deref_mut() else { break };
+            if let Some(wait) = self.registry.paused_for(self.ctx.clock.now_us()) {
+                // `pause_workers`: no job is taken until the pause ends.
+                sleep_or_stop(wait, &stop).await;
+                continue;
+            }
             match self.step(c).await {
                 Ok(Step::Worked) => {}
                 Ok(Step::Empty) => {

@@ -1,13 +1,14 @@
 //! The worker registry: what fault injectors may know about and do to consumer workers
 //! without reaching into them: which process each slot runs in, which jobs it holds, and an
-//! armed crash for task workers.
+//! armed crash for task workers, and a pause every task worker waits out between jobs.
 
 use crate::metrics::JobId;
 use crate::scenario::CrashPoint;
 use rand::Rng;
 use rand::seq::SliceRandom;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::time::Duration;
 
 #[derive(Debug, Default)]
 pub struct WorkerSlot {
@@ -22,13 +23,27 @@ pub struct WorkerSlot {
 #[derive(Debug)]
 pub struct WorkerRegistry {
     slots: Vec<WorkerSlot>,
+    /// Until when (run-clock µs) task workers take no job: `pause_workers`.
+    paused_until_us: AtomicU64,
 }
 
 impl WorkerRegistry {
     pub fn new(count: usize) -> WorkerRegistry {
         WorkerRegistry {
             slots: (0..count).map(|_| WorkerSlot::default()).collect(),
+            paused_until_us: AtomicU64::new(0),
         }
+    }
+
+    /// Task workers take no job until `until_us` on the run clock.
+    pub fn pause_until(&self, until_us: u64) {
+        self.paused_until_us.store(until_us, Ordering::Release);
+    }
+
+    /// How long a task worker must still wait before its next job at `now_us`, if paused.
+    pub fn paused_for(&self, now_us: u64) -> Option<Duration> {
+        let until = self.paused_until_us.load(Ordering::Acquire);
+        (until > now_us).then(|| Duration::from_micros(until - now_us))
     }
 
     pub fn len(&self) -> usize {

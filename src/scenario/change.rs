@@ -36,6 +36,11 @@ pub enum PlanChange {
     Arrival(super::model::Arrival),
     /// No bystander, whatever the scenario says.
     NoBystander,
+    /// The completion audit off unless the scenario asks for it: a capacity is the queue's
+    /// as deployed, and the audit adds an insert to every completion's transaction. Kept
+    /// where the proof needs it (a design that deletes finished rows) and for a custom
+    /// design, whose own audit.sql may be what tells a finished job from a lost one.
+    AuditOnlyIfAsked,
 }
 
 impl Plan {
@@ -72,10 +77,19 @@ impl Plan {
                 PlanChange::Handler(h) => s.consumers.handler = h,
                 PlanChange::Arrival(a) => s.producers.arrival = a,
                 PlanChange::NoBystander => s.bystander.enabled = Some(false),
+                PlanChange::AuditOnlyIfAsked => {
+                    let v = s.queue.variant;
+                    if !self.audit_asked && !v.needs_audit() && v != VariantName::Custom {
+                        s.verify.completion_audit = Some(false);
+                    }
+                }
             }
         }
         // The resolved scenario holds every value the environment gave the first time.
-        Plan::build(s, &self.source, &self.name, &EnvDefaults::default())
+        let mut plan = Plan::build(s, &self.source, &self.name, &EnvDefaults::default())?;
+        // It also holds the audit's value, settled: whether it was asked for is the first's.
+        plan.audit_asked = self.audit_asked;
+        Ok(plan)
     }
 
     /// The one measured phase of a plan that has exactly one (a study's step), by index.
@@ -128,5 +142,29 @@ mod tests {
         assert_eq!(q.seed, p.seed, "the seed stays");
         let e = p.changed([PlanChange::Consumers(0)]).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("consumers.count"));
+    }
+
+    #[test]
+    fn the_audit_is_off_for_a_capacity_unless_asked_or_needed() {
+        let build = |text: &str| {
+            let s = parse("s.toml", text, &Overrides::default()).unwrap();
+            Plan::build(s, "s.toml", "s", &EnvDefaults::default()).unwrap()
+        };
+        let phases = "[[phases]]\nname = \"a\"\nduration = \"5s\"\nrate = 10\n";
+        let change = [PlanChange::AuditOnlyIfAsked];
+        let seed = build(phases).changed(change.clone()).unwrap();
+        assert!(
+            !seed.completion_audit,
+            "the seed's capacity runs as deployed"
+        );
+        let asked = format!("[verify]\ncompletion_audit = true\n{phases}");
+        let asked = build(&asked).changed(change.clone()).unwrap();
+        assert!(asked.completion_audit, "asked for");
+        let delete = format!("[queue]\nvariant = \"delete\"\n{phases}");
+        let delete = build(&delete).changed(change).unwrap();
+        assert!(
+            delete.completion_audit,
+            "the proof of a delete design needs it"
+        );
     }
 }

@@ -42,6 +42,17 @@ pub enum FaultSpec {
         #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
         hold: Option<HumanDuration>,
     },
+    /// Every worker stops taking jobs for `for` (a deploy, a GC pause): a task worker
+    /// finishes the job in hand and waits; worker processes (a library's, or the harness's
+    /// with `consumers.processes`) are stopped (SIGSTOP) and continued (SIGCONT).
+    PauseWorkers {
+        /// Delay from the phase start.
+        #[serde(default = "zero")]
+        after: HumanDuration,
+        /// How long they pause.
+        #[serde(default = "one_second", rename = "for")]
+        hold: HumanDuration,
+    },
     /// `pg_terminate_backend` on the connections of workers, producers, or both.
     KillBackends {
         #[serde(default)]
@@ -102,6 +113,7 @@ impl FaultSpec {
             FaultSpec::CrashWorkers { .. } => "crash_workers",
             FaultSpec::KillWorkers { .. } => "kill_workers",
             FaultSpec::FreezeWorkers { .. } => "freeze_workers",
+            FaultSpec::PauseWorkers { .. } => "pause_workers",
             FaultSpec::KillBackends { .. } => "kill_backends",
             FaultSpec::RestartServer { .. } => "restart_server",
             FaultSpec::IdleInTransaction { .. } => "idle_in_transaction",

@@ -25,7 +25,7 @@ pub use plan::{
     BystanderPlan, ConsumerPlan, DatabasePlan, EnvDefaults, HandlerPlan, OutboxPlan, PhasePlan,
     Plan, ProducerPlan, ReaperPlan, SlowRuns,
 };
-pub use values::{Confirm, DurationDist, FirstVacuum, HumanDuration, Rate};
+pub use values::{Confirm, DurationDist, FirstVacuum, HumanDuration, Rate, UpsetKind};
 
 use crate::error::InputError;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! which each run saves as `scenario.resolved.toml`.
 
 use super::faults::FaultSpec;
-use super::values::{Confirm, FirstVacuum, HumanDuration, Rate, Whole};
+use super::values::{Confirm, FirstVacuum, HumanDuration, Rate, UpsetKind, Whole};
 use crate::backend::Engine;
 use crate::backend::queue::{BackoffPlan, Jitter, VariantName};
 use serde::{Deserialize, Serialize};
@@ -115,6 +115,31 @@ pub struct CapacitySection {
     /// takes to recover (also `capacity --hold-horizon`). Off by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_horizon: Option<HumanDuration>,
+    /// The standard upset each whole confirmation carries once the queue has settled (after
+    /// its first window): the stable capacity is the highest rate that holds *and recovers*
+    /// from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upset: Option<UpsetSection>,
+    /// Fresh queues the stable rate must hold and recover on, every one (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable_runs: Option<u32>,
+}
+
+/// `[capacity.upset]`: what upsets a settled queue, how much, and how soon it must recover.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpsetSection {
+    /// "pause" (default: every worker stops taking jobs for `size`), "burst" (the producers
+    /// send `size` of extra arrivals, twice the rate for that long) or "none".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<UpsetKind>,
+    /// The pause's length, or the burst's extra seconds of arrivals (default 1s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<HumanDuration>,
+    /// The backlog must be back at its level before the upset within this long after the
+    /// upset ends (default 30s); the objective is not judged in that span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recover_within: Option<HumanDuration>,
 }
 
 /// The cells of a matrix: the cartesian product of its axes, each option a set of scenario

@@ -155,6 +155,40 @@ impl fmt::Display for FirstVacuum {
     }
 }
 
+/// The standard upset a capacity's whole confirmations carry once the queue has settled.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum UpsetKind {
+    /// Every worker stops taking jobs for the upset's size (a deploy, a GC pause).
+    #[default]
+    Pause,
+    /// The producers send the upset's size of extra arrivals: twice the rate for that long.
+    Burst,
+    /// No upset: the confirmation holds the rate untriggered, as before.
+    None,
+}
+
+impl fmt::Display for UpsetKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            UpsetKind::Pause => "pause",
+            UpsetKind::Burst => "burst",
+            UpsetKind::None => "none",
+        })
+    }
+}
+
 /// How long a capacity answer must hold on a fresh queue: `"auto"` (the larger of 3 minutes
 /// and 3 × the server's autovacuum_naptime), a duration, or `"off"` (the search alone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -312,6 +346,20 @@ pub enum DurationDist {
     Exponential { mean: HumanDuration },
     /// Log-normal with the given median and shape `sigma` (long right tail, like real I/O).
     Lognormal { median: HumanDuration, sigma: f64 },
+}
+
+impl DurationDist {
+    /// The distribution's mean.
+    pub fn mean(&self) -> Duration {
+        match *self {
+            DurationDist::Fixed(d) => d.0,
+            DurationDist::Uniform { min, max } => (min.0 + max.0) / 2,
+            DurationDist::Exponential { mean } => mean.0,
+            DurationDist::Lognormal { median, sigma } => {
+                median.0.mul_f64((sigma * sigma / 2.0).exp().min(1e6))
+            }
+        }
+    }
 }
 
 impl Default for DurationDist {

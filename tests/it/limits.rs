@@ -64,8 +64,40 @@ async fn busy_workers_are_named_the_limit() {
 /// take, on a server the run started (its processes' CPU measured): the server's.
 #[test]
 fn a_server_bound_run_names_the_server() {
+    // A window in which the harness itself stalled is the load machine's, whatever else
+    // limited it (a loaded test machine stalls now and then): measured again, as the answer
+    // says to, at most three times.
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
+    let (mut s, mut o) = server_bound_run(&dir.path().join("run-1"));
+    for again in 2..=3 {
+        if s["limit"]["kind"] != "load_machine" {
+            break;
+        }
+        (s, o) = server_bound_run(&dir.path().join(format!("run-{again}")));
+    }
+    let limit = &s["limit"];
+    let kind = limit["kind"].as_str().unwrap_or_default();
+    // On a test machine busy with other tests, those tests are another process: named so
+    // only when the figures say they took that much of the machine.
+    let others = limit["figures"]["machine"]["others_cores"].as_f64();
+    assert!(
+        ["server_cpu", "io", "lock_waits", "vacuum"].contains(&kind)
+            || (kind == "other_process" && others.is_some_and(|o| o >= 0.5)),
+        "expected the server's limit, got {limit}; stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let server = limit["figures"]["machine"]["server_cores"].as_f64();
+    assert!(
+        server.is_some_and(|c| c > 0.3),
+        "the server's processes are measured: {limit}"
+    );
+    // The workers were busy on their statements, not in a handler.
+    let handler = limit["figures"]["handler_pct_of_busy"].as_f64().unwrap();
+    assert!(handler < 50.0, "{limit}");
+}
+
+/// One 5 s run at 5,000 jobs/s on 16 workers without a handler, on a local server.
+fn server_bound_run(out: &Path) -> (Value, std::process::Output) {
     let o = dbq()
         .args([
             "run",
@@ -86,26 +118,7 @@ fn a_server_bound_run_names_the_server() {
         ])
         .output()
         .unwrap();
-    let s = json(&out.join("summary.json"));
-    let limit = &s["limit"];
-    let kind = limit["kind"].as_str().unwrap_or_default();
-    // On a test machine busy with other tests, those tests are another process: named so
-    // only when the figures say they took that much of the machine.
-    let others = limit["figures"]["machine"]["others_cores"].as_f64();
-    assert!(
-        ["server_cpu", "io", "lock_waits", "vacuum"].contains(&kind)
-            || (kind == "other_process" && others.is_some_and(|o| o >= 0.5)),
-        "expected the server's limit, got {limit}; stderr: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let server = limit["figures"]["machine"]["server_cores"].as_f64();
-    assert!(
-        server.is_some_and(|c| c > 0.3),
-        "the server's processes are measured: {limit}"
-    );
-    // The workers were busy on their statements, not in a handler.
-    let handler = limit["figures"]["handler_pct_of_busy"].as_f64().unwrap();
-    assert!(handler < 50.0, "{limit}");
+    (json(&out.join("summary.json")), o)
 }
 
 /// A confirmation whose window breaks because the harness was stopped for 1.5 s: that
@@ -135,6 +148,8 @@ fn a_stalled_load_generator_is_named_and_its_window_measured_again() {
             out.to_str().unwrap(),
             "--set",
             "capacity.warmup=\"1s\"",
+            "--set",
+            "capacity.upset.kind=\"none\"",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

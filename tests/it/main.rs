@@ -25,6 +25,7 @@ mod runs;
 mod stale;
 mod support;
 mod team;
+mod upsets;
 mod validation;
 mod variants;
 mod versions;

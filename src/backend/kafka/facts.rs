@@ -30,7 +30,7 @@ pub const FACTS: EngineFacts = EngineFacts {
     }),
     supports: Supports {
         variants: &["seed", "batch"],
-        faults: &["crash_workers", "kill_workers", "freeze_workers"],
+        faults: &["crash_workers", "kill_workers", "freeze_workers", "pause_workers"],
         table_options: false,
         outbox: false,
         url_session_settings: false,

@@ -38,6 +38,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         faults: &[
             "crash_workers",
             "kill_workers",
+            "pause_workers",
             "kill_backends",
             "restart_server",
             "idle_in_transaction",

@@ -11,7 +11,7 @@ pub const FACTS: EngineFacts = EngineFacts {
     install: None,
     supports: Supports {
         variants: &["seed", "batch"],
-        faults: &["crash_workers"],
+        faults: &["crash_workers", "pause_workers"],
         table_options: false,
         outbox: false,
         url_session_settings: false,

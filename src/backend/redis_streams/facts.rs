@@ -27,6 +27,7 @@ pub const FACTS: EngineFacts = EngineFacts {
         faults: &[
             "crash_workers",
             "kill_workers",
+            "pause_workers",
             "freeze_workers",
             "kill_backends",
             "restart_server",

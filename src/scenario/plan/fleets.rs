@@ -88,6 +88,17 @@ pub struct SlowRuns {
     pub duration: Duration,
 }
 
+impl HandlerPlan {
+    /// How long a run takes on average, slow runs included.
+    pub fn mean(&self) -> Duration {
+        let usual = self.duration.mean();
+        match self.slow {
+            Some(s) => usual.mul_f64(1.0 - s.fraction) + s.duration.mul_f64(s.fraction),
+            None => usual,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct ReaperPlan {
     pub interval: Duration,

@@ -54,6 +54,9 @@ pub struct Plan {
     pub reaper: Option<ReaperPlan>,
     pub drain_timeout: Duration,
     pub completion_audit: bool,
+    /// The scenario (or a `--set`) said whether the completion audit runs: a study that
+    /// leaves it off by default (`capacity`) keeps what was asked.
+    pub audit_asked: bool,
     pub sampler_interval: Duration,
     /// Thresholds on the whole run and on phases.
     pub thresholds: Vec<Threshold>,
@@ -146,6 +149,7 @@ impl Plan {
             (scenario.database.engine.facts().counts_deliveries)(&queue)
                 .map_err(|reason| err("reaper.count_as_attempt", reason))?;
         }
+        let audit_asked = scenario.verify.completion_audit.is_some();
         let audit = settle_audit(&mut scenario);
         let default_rate = scenario.producers.rate;
         let phases = phase_plans(
@@ -181,6 +185,7 @@ impl Plan {
             thresholds,
             bystander,
             completion_audit: audit,
+            audit_asked,
             resolved: scenario,
         })
     }

@@ -132,6 +132,14 @@ pub(super) fn check_fault(
                 return Err("after must fall inside the phase".into());
             }
         }
+        FaultSpec::PauseWorkers { after, hold } => {
+            if after.0 >= phase {
+                return Err("after must fall inside the phase".into());
+            }
+            if hold.0.is_zero() || hold.0 > HOUR {
+                return Err("for must be more than 0s and at most 1h".into());
+            }
+        }
         FaultSpec::Analyze { after } if after.0 >= phase => {
             return Err("after must fall inside the phase".into());
         }
