@@ -2,7 +2,8 @@
 # Builds the container image of the `kafka` engine: Tansu, a Kafka-API broker built from
 # crates.io (scripts/install-tansu), in a minimal Debian root filesystem, for machines that
 # reach no image registry and whose Debian has no Kafka package. The container runs
-# `tansu broker …` (the provider gives the listener and the advertised host port), port 9092.
+# `tansu broker …` (the provider gives the listener and the advertised host port), port 9092;
+# its storage is in memory, so it declares no volume.
 #
 # Usage: docker/build-kafka-image.sh [--force] [TAG]      (default TAG: dbq-bench-kafka:tansu-0.6.0)
 # Needs docker, cargo (to build Tansu when target/tansu/bin/tansu is missing), debootstrap
@@ -26,7 +27,8 @@ tansu=$here/../target/tansu/bin/tansu
 [ -x "$tansu" ] || "$here/../scripts/install-tansu"
 if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null || { echo "error: building the image needs root (debootstrap, chroot), and sudo is not installed" >&2; exit 1; }
-  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "$@"
+  again=("$@"); [ "$force" = 0 ] || again=(--force "$@")
+  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "${again[@]}"
 fi
 
 # shellcheck source=debian-rootfs.sh

@@ -31,7 +31,8 @@ if [ "$force" = 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
 fi
 if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null || { echo "error: building the image needs root (debootstrap, chroot), and sudo is not installed" >&2; exit 1; }
-  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "$@"
+  again=("$@"); [ "$force" = 0 ] || again=(--force "$@")
+  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "${again[@]}"
 fi
 
 make_rootfs dbq-mariadb-rootfs
@@ -62,6 +63,7 @@ tar -C "$root" -c . 2>>"$log" | docker import \
   --change "ENV LANG=C.UTF-8" \
   --change "USER mysql" \
   --change "EXPOSE 3306" \
+  --change "VOLUME /var/lib/mysql" \
   --change 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' \
   --change 'CMD ["mariadbd"]' \
   - "$tag" >>"$log" 2>&1 || fail "docker import"

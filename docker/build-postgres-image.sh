@@ -3,7 +3,7 @@
 # official `postgres` image (no registry). The image behaves like the official one where
 # dbq-bench relies on it: POSTGRES_PASSWORD / POSTGRES_USER / POSTGRES_DB /
 # POSTGRES_HOST_AUTH_METHOD, a `postgres` CMD whose extra arguments (`-c key=value`) reach the
-# server, data in /var/lib/postgresql/data, port 5432.
+# server, data in /var/lib/postgresql/data (a volume, as the official image declares it), port 5432.
 #
 # Usage: docker/build-postgres-image.sh [--force] [VERSION | TAG]
 #   VERSION: the PostgreSQL major version, each from the Debian release that packages it:
@@ -32,7 +32,8 @@ if [ "$force" = 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
 fi
 if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null || { echo "error: building the image needs root (debootstrap, chroot), and sudo is not installed" >&2; exit 1; }
-  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "$@"
+  again=("$@"); [ "$force" = 0 ] || again=(--force "$@")
+  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "${again[@]}"
 fi
 
 make_rootfs dbq-pg-rootfs
@@ -67,6 +68,7 @@ tar -C "$root" -c . 2>>"$log" | docker import \
   --change "ENV LANG=C.UTF-8" \
   --change "USER postgres" \
   --change "EXPOSE 5432" \
+  --change "VOLUME /var/lib/postgresql/data" \
   --change 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' \
   --change 'CMD ["postgres"]' \
   - "$tag" >>"$log" 2>&1 || fail "docker import"

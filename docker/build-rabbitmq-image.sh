@@ -25,7 +25,8 @@ if [ "$force" = 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
 fi
 if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null || { echo "error: building the image needs root (debootstrap, chroot), and sudo is not installed" >&2; exit 1; }
-  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "$@"
+  again=("$@"); [ "$force" = 0 ] || again=(--force "$@")
+  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "${again[@]}"
 fi
 
 # shellcheck source=debian-rootfs.sh
@@ -33,4 +34,4 @@ fi
 make_rootfs dbq-rabbitmq-rootfs
 
 install_package rabbitmq-server "mkdir -p /var/lib/rabbitmq && chown -R rabbitmq:rabbitmq /var/lib/rabbitmq"
-import_image "$here/rabbitmq-entrypoint.sh" rabbitmq /var/lib/rabbitmq "5672 15672" rabbitmq-server
+import_image "$here/rabbitmq-entrypoint.sh" rabbitmq /var/lib/rabbitmq "5672 15672" rabbitmq-server /var/lib/rabbitmq

@@ -24,7 +24,8 @@ if [ "$force" = 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
 fi
 if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null || { echo "error: building the image needs root (debootstrap, chroot), and sudo is not installed" >&2; exit 1; }
-  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "$@"
+  again=("$@"); [ "$force" = 0 ] || again=(--force "$@")
+  exec sudo --preserve-env=DEBIAN_SUITE,DEBIAN_MIRROR,DBQ_IMAGE_BUILD_LOG "$0" "${again[@]}"
 fi
 
 # shellcheck source=debian-rootfs.sh
@@ -32,4 +33,4 @@ fi
 make_rootfs dbq-redis-rootfs
 
 install_package redis-server "mkdir -p /data && chown redis:redis /data"
-import_image "$here/redis-entrypoint.sh" redis /data 6379 redis-server
+import_image "$here/redis-entrypoint.sh" redis /data 6379 redis-server /data

@@ -83,6 +83,7 @@ pub async fn measure(
         provider: "memory".into(),
         version: "none (in-process)".into(),
         description: "an in-memory queue: no server".into(),
+        place: crate::provider::Place::default(),
         settings: BTreeMap::new(),
     };
     let opts = RunOptions {

@@ -1,5 +1,5 @@
 //! What this process started and has not removed yet: local servers (their process and
-//! directory), containers, and a library's worker processes (each its own process group). The orderly teardown removes them as their handles drop; a
+//! directory), containers (with their volumes and network), and a library's worker processes (each its own process group). The orderly teardown removes them as their handles drop; a
 //! second Ctrl-C does not wait for that, so it calls [`remove_all`], which removes them
 //! within a few seconds, or names each one it could not remove with the command that does.
 
@@ -179,18 +179,35 @@ fn gone(pid: Pid) -> bool {
     }
 }
 
+/// Removes the container, its anonymous volumes (the data its image declares a VOLUME) and
+/// the network of its own the provider gave it.
 async fn remove_container(id: &str) -> Result<(), String> {
     let removed = async {
         let docker = testcontainers::bollard::Docker::connect_with_defaults().ok()?;
+        let networks = own_networks(&docker, id).await;
         let options =
             testcontainers::bollard::query_parameters::RemoveContainerOptionsBuilder::new()
                 .force(true)
                 .v(true)
                 .build();
-        docker.remove_container(id, Some(options)).await.ok()
+        docker.remove_container(id, Some(options)).await.ok()?;
+        for network in networks {
+            docker.remove_network(&network).await.ok();
+        }
+        Some(())
     };
     match removed.await {
         Some(()) => Ok(()),
         None => Err(format!("container {id} (docker rm -f -v {id})")),
     }
+}
+
+/// The networks named `dbq-bench-…` the container is on: the provider's own for it.
+async fn own_networks(docker: &testcontainers::bollard::Docker, id: &str) -> Vec<String> {
+    let Ok(c) = docker.inspect_container(id, None).await else {
+        return Vec::new();
+    };
+    let networks = c.network_settings.and_then(|n| n.networks);
+    let names = networks.into_iter().flat_map(|n| n.into_keys());
+    names.filter(|n| n.starts_with("dbq-bench-")).collect()
 }

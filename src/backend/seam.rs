@@ -149,9 +149,16 @@ pub trait ContainerImage: Sync {
     /// password, for a server that takes it as an argument rather than from the variable;
     /// the host's `ports`, for a server that tells clients where to connect).
     fn command(&self, settings: &[(String, String)], password: &str, ports: Ports) -> Vec<String>;
-    /// How to reach the server on 127.0.0.1:`ports.main` (its API on `ports.admin`) with
-    /// `password`.
-    fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint>;
+    /// How to reach the server on `host`:`ports.main` (its API on `ports.admin`) with
+    /// `password`: the container's own address and ports, or 127.0.0.1 and the ports
+    /// published on the host.
+    fn endpoint(&self, host: &str, ports: Ports, password: &str) -> Arc<dyn Endpoint>;
+    /// Whether clients may reach the server on the container's own address. An engine whose
+    /// server tells clients where to connect (a Kafka broker's advertised listener names the
+    /// published port) says no.
+    fn reachable_directly(&self) -> bool {
+        true
+    }
 }
 
 /// What a server says about itself.

@@ -21,6 +21,8 @@ pub struct Identity {
     pub files: Option<DesignFiles>,
     /// The queue library the workers said they are (`pgqueuer 1.6.0`), when they are one.
     pub library: Option<String>,
+    /// Where the server's data lived (`a Docker volume at …`), when the results say.
+    pub storage: Option<String>,
     /// Runs that did not end as planned (interrupted, drain timed out, stopped by an error):
     /// their directory names, or `the run`.
     pub incomplete: Vec<String>,
@@ -34,6 +36,7 @@ impl Identity {
         merge(&mut self.design, run.design);
         merge(&mut self.server, run.server);
         merge(&mut self.library, run.library);
+        merge(&mut self.storage, run.storage);
         match (&mut self.files, run.files) {
             (None, files) => self.files = files,
             (Some(have), Some(f)) => {
@@ -58,6 +61,7 @@ pub struct Measured {
     pub server: Option<String>,
     pub files: Option<DesignFiles>,
     pub library: Option<String>,
+    pub storage: Option<String>,
 }
 
 fn merge(into: &mut Option<String>, value: Option<String>) {
@@ -214,6 +218,16 @@ fn differ_in(b: &Identity, c: &Identity, at: &str, found: &mut Vec<Difference>) 
             );
         }
     }
+    // Storage compared only where both results recorded it: a flush on a container's layer
+    // may take twice as long as on a volume.
+    if let (Some(bs), Some(cs)) = (&b.storage, &c.storage)
+        && (bs != cs || bs.contains(" + "))
+    {
+        push(
+            Key::Server,
+            format!("server{at}: baseline's data on {bs}, candidate's on {cs}"),
+        );
+    }
     if let (Some(bf), Some(cf)) = (&b.files, &c.files)
         && (bf.sha256 != cf.sha256 || bf.sha256.contains(" + "))
     {
@@ -317,6 +331,33 @@ mod tests {
         assert_eq!(id.scenario.as_deref(), Some("gate + smoke"));
         let found = differences(&mixed, &mixed.clone());
         assert_eq!(found.len(), 1, "{found:?}");
+    }
+
+    #[test]
+    fn data_on_other_storage_is_named_only_where_both_results_recorded_it() {
+        let stored = |storage: Option<&str>| {
+            let mut f = of("gate", "seed on PostgreSQL", &[]);
+            let measured = Measured {
+                scenario: Some("gate".into()),
+                design: Some("seed on PostgreSQL".into()),
+                server: Some("PostgreSQL 17".into()),
+                storage: storage.map(String::from),
+                ..Measured::default()
+            };
+            f.get_mut("run").unwrap().identity.add(measured, true, "r1");
+            f
+        };
+        let layer = stored(Some("the container's layer (fuse-overlayfs)"));
+        let volume = stored(Some("a Docker volume at /var/lib/postgresql/data"));
+        let found = differences(&layer, &volume);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].key, Key::Server);
+        assert_eq!(
+            found[0].text,
+            "server: baseline's data on the container's layer (fuse-overlayfs), candidate's on a Docker volume at /var/lib/postgresql/data"
+        );
+        assert!(differences(&volume, &volume.clone()).is_empty());
+        assert!(differences(&stored(None), &volume).is_empty());
     }
 
     #[test]

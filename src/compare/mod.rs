@@ -94,6 +94,7 @@ fn read_matrix(dir: &Path) -> Result<Figures> {
                 server: run.server.clone(),
                 files: design.and_then(files_of),
                 library: run.library.clone(),
+                storage: None,
             };
             figures.identity.add(
                 measured,
@@ -125,6 +126,7 @@ fn read_capacity(dir: &Path) -> Result<Figures> {
         server: c.server.clone(),
         files: c.design.as_ref().and_then(files_of),
         library: None,
+        storage: None,
     };
     figures.identity.add(measured, !c.interrupted, "the search");
     match c.search.consumers_for_rate {
@@ -156,6 +158,7 @@ fn read_runs(scope: &str, dirs: &[PathBuf]) -> Result<Figures> {
             server: Some(s.database.release()),
             files: files_of(&s.design),
             library: LibraryWorkers::named(&s.library_workers),
+            storage: Some(s.database.storage.clone()).filter(|s| !s.is_empty()),
         };
         figures.identity.add(
             measured,

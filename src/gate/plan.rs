@@ -210,6 +210,7 @@ fn figures_of(plan: &Plan) -> Result<Figures, InputError> {
         server: Some(server),
         files,
         library: None,
+        storage: None,
     };
     scope.identity.add(measured, true, "the plan");
     Ok(Figures::from([("run".to_string(), scope)]))

@@ -4,7 +4,7 @@
 //! including on errors and Ctrl-C. The server is a child of the runner, so it can also be
 //! stopped and started again (the `restart_server` fault).
 
-use super::{Liveness, Owned, Provider, Server, free_ports, last_lines, wait_until_ready};
+use super::{Liveness, Owned, Place, Provider, Server, free_ports, last_lines, wait_until_ready};
 use crate::backend::engine::ShutdownMode;
 use crate::backend::seam::{Endpoint, LocalBinaries, LocalServer, Ports, Servers};
 use crate::backend::{self, Driver};
@@ -48,8 +48,13 @@ impl Provider for LocalProvider {
             cluster.data_dir().display(),
             cluster.bins.bin_dir.display()
         );
+        let place = Place {
+            // The directory is in the description; the words stay the same run to run.
+            storage: "the host's filesystem".into(),
+            route: format!("127.0.0.1:{}", cluster.ports.main),
+        };
         let owned = Owned::Local(std::sync::Mutex::new(cluster));
-        Server::new(ProviderKind::Local, description, endpoint, owned).await
+        Server::new(ProviderKind::Local, description, place, endpoint, owned).await
     }
 }
 

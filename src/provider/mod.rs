@@ -49,8 +49,29 @@ pub struct Server {
     /// Why `auto` passed over the providers it tried before this one, one line each
     /// (`container skipped: …`); empty for an explicit provider.
     pub skipped: Vec<String>,
+    /// Where its data lives and how the run reaches it, so that results on different
+    /// storage or paths are never taken as like with like unsaid.
+    pub place: Place,
     endpoint: Arc<dyn Endpoint>,
     owned: Owned,
+}
+
+/// Where a server's data lives and the path the run's connections take to it.
+#[derive(Debug, Clone, Default)]
+pub struct Place {
+    /// `a Docker volume at /var/lib/postgresql/data`, `the container's layer
+    /// (fuse-overlayfs)`, `the host's filesystem`, or not known: the same words run to run.
+    pub storage: String,
+    /// `the container's own address 172.17.0.3:5432`, `the published port 127.0.0.1:41234
+    /// (through docker-proxy)`, `127.0.0.1:41234`, or the given URL's host.
+    pub route: String,
+}
+
+impl Place {
+    /// `data on …; reached at …`, for the run's database line.
+    pub fn words(&self) -> String {
+        format!("data on {}; reached at {}", self.storage, self.route)
+    }
 }
 
 impl Server {
@@ -58,6 +79,7 @@ impl Server {
     async fn new(
         provider: ProviderKind,
         description: String,
+        place: Place,
         endpoint: Arc<dyn Endpoint>,
         owned: Owned,
     ) -> Result<Server> {
@@ -70,6 +92,7 @@ impl Server {
             description,
             version: facts.version,
             skipped: Vec::new(),
+            place,
             endpoint,
             owned,
         })
@@ -261,7 +284,11 @@ impl Provider for UrlProvider {
             return Err(InputError::new(shown, key, reason).into());
         }
         let endpoint = reach(&plan.settings)?;
-        Server::new(ProviderKind::Url, shown, endpoint, Owned::Nothing).await
+        let place = Place {
+            storage: "not known (a server the run did not start)".into(),
+            route: "the URL given".into(),
+        };
+        Server::new(ProviderKind::Url, shown, place, endpoint, Owned::Nothing).await
     }
 }
 

@@ -149,8 +149,10 @@ fn md_run(s: &Summary) -> String {
         md.push_str(&format!("- library: {}\n", w.line()));
     }
     md.push_str(&format!(
-        "- database: {} — {}\n",
-        s.database.provider, s.database.description
+        "- database: {} — {}{}\n",
+        s.database.provider,
+        s.database.description,
+        s.database.place_words()
     ));
     md.push_str(&format!("- server: {}\n", s.database.server_version));
     if !s.database.settings.is_empty() {

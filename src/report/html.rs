@@ -108,6 +108,9 @@ fn intro(s: &Summary) -> Option<String> {
             .iter()
             .map(|w| format!("Library: {}.", w.line())),
     );
+    if let Some(place) = s.database.place_words().strip_prefix("; ") {
+        lines.push(format!("Server: {place}."));
+    }
     (!lines.is_empty()).then(|| lines.join(" "))
 }
 

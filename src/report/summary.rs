@@ -153,12 +153,34 @@ pub struct DatabaseInfo {
     pub provider: String,
     pub server_version: String,
     pub description: String,
+    /// Where the server's data lived (`a Docker volume at …`, `the container's layer
+    /// (fuse-overlayfs)`, `the host's filesystem (…)`); empty in results written before it
+    /// was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub storage: String,
+    /// How the run reached it (`the container's own address …`, `the published port …
+    /// (through docker-proxy …)`, `127.0.0.1:…`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub route: String,
     /// The schema the run worked in.
     pub schema: String,
     pub settings: BTreeMap<String, String>,
 }
 
 impl DatabaseInfo {
+    /// `; data on …; reached at …`, or nothing for results written before they were
+    /// recorded.
+    pub fn place_words(&self) -> String {
+        if self.storage.is_empty() {
+            return String::new();
+        }
+        let place = crate::provider::Place {
+            storage: self.storage.clone(),
+            route: self.route.clone(),
+        };
+        format!("; {}", place.words())
+    }
+
     /// The engine and its release, what two results must share to be compared
     /// (`PostgreSQL 17`).
     pub fn release(&self) -> String {
@@ -280,6 +302,7 @@ pub struct RunFacts {
     pub provider: String,
     pub server_version: String,
     pub server_description: String,
+    pub server_place: crate::provider::Place,
     pub schema: String,
     pub started_at: String,
     pub ended_at: String,
@@ -457,6 +480,8 @@ impl DatabaseInfo {
             provider: facts.provider.clone(),
             server_version: facts.server_version.clone(),
             description: facts.server_description.clone(),
+            storage: facts.server_place.storage.clone(),
+            route: facts.server_place.route.clone(),
             schema: facts.schema.clone(),
             settings: setup.database_settings.iter().cloned().collect(),
         }

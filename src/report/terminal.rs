@@ -9,10 +9,11 @@ pub fn render(s: &Summary) -> String {
     };
     let mut t = format!("\n== dbq-bench: {} ({status}) ==\n", s.scenario.name);
     t.push_str(&format!(
-        "design     {}\ndatabase   {} ({})\n",
+        "design     {}\ndatabase   {} ({}){}\n",
         s.design.label(),
         s.database.provider,
-        first_words(&s.database.server_version, 2)
+        first_words(&s.database.server_version, 2),
+        s.database.place_words()
     ));
     t.push_str(&format!(
         "throughput {:.1} jobs/s completed, {:.1} jobs/s enqueued over {:.1} s measured (offered {})\n",

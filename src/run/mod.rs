@@ -142,7 +142,12 @@ pub async fn provision(plan: &Plan, status: &Status) -> Result<Arc<Server>, Fail
         status.line(line);
     }
     let version: Vec<&str> = server.version.split_whitespace().take(2).collect();
-    status.line(&format!("{} — {}", server.description, version.join(" ")));
+    status.line(&format!(
+        "{} — {}; {}",
+        server.description,
+        version.join(" "),
+        server.place.words()
+    ));
     Ok(Arc::new(server))
 }
 

@@ -32,6 +32,8 @@ pub struct ServerRecord {
     pub provider: String,
     pub version: String,
     pub description: String,
+    /// Where its data lives and how the run reached it.
+    pub place: crate::provider::Place,
     /// The settings that shape results, as the server reports them.
     pub settings: BTreeMap<String, String>,
 }
@@ -80,6 +82,7 @@ impl Session {
             provider: server.provider.as_str().into(),
             version: server.version.clone(),
             description: server.description.clone(),
+            place: server.place.clone(),
             settings: facts.settings,
         };
         let installed = backend::install(
@@ -333,6 +336,7 @@ impl Session {
             provider: self.record.provider.clone(),
             server_version: self.record.version.clone(),
             server_description: self.record.description.clone(),
+            server_place: self.record.place.clone(),
             schema: self.backend.namespace().to_string(),
             started_at,
             ended_at: utc_now(),

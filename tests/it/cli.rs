@@ -282,6 +282,47 @@ fn a_second_ctrl_c_still_removes_the_local_server() {
     assert!(running.is_empty(), "still running: {running:?}");
 }
 
+/// A second Ctrl-C quits without the results, but still removes the container it started,
+/// with its data volume and its network.
+#[test]
+fn a_second_ctrl_c_still_removes_the_container_its_volume_and_network() {
+    crate::support::require_image();
+    let dangling = || {
+        let out = std::process::Command::new("docker")
+            .args(["volume", "ls", "-q", "-f", "dangling=true"])
+            .output()
+            .unwrap();
+        let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+        listed.lines().map(String::from).collect::<Vec<_>>()
+    };
+    let before = dangling();
+    let (_, said) = ctrl_c_twice(&["--db", "container"]);
+    let words = said
+        .split("container ")
+        .find_map(|rest| rest.split_once(" on network "))
+        .unwrap_or_else(|| panic!("no container line in: {said}"));
+    let id = words.0.split(' ').next().unwrap();
+    let network = words.1.split([' ', ';']).next().unwrap();
+    let docker = |what: &str, name: &str| {
+        std::process::Command::new("docker")
+            .args([what, "inspect", name])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(
+        !docker("container", id),
+        "container {id} left behind: {said}"
+    );
+    assert!(!docker("network", network), "network {network} left behind");
+    let left: Vec<String> = dangling()
+        .into_iter()
+        .filter(|v| !before.contains(v))
+        .collect();
+    assert!(left.is_empty(), "volumes left behind: {left:?}");
+}
+
 /// A second Ctrl-C on a server the run did not start drops the run's schema there.
 #[test]
 fn a_second_ctrl_c_still_drops_the_schema_on_the_users_server() {

@@ -85,14 +85,47 @@ async fn container_provider_starts_serves_and_tears_down() {
     let id = server.container_id().expect("a container").to_string();
     let (_queue, mut conn) = serve(&server).await;
     assert_eq!(show(&mut conn, "shared_buffers").await, "48MB");
+    // The data directory, as the server names it, is a volume Docker mounted (the image
+    // declares it, as the official image does), and the run's words say so.
+    let data_dir = show(&mut conn, "data_directory").await;
     conn.close().await.ok();
-
     let docker = testcontainers::bollard::Docker::connect_with_defaults().unwrap();
-    assert!(docker.inspect_container(&id, None).await.is_ok());
+    let c = docker.inspect_container(&id, None).await.unwrap();
+    let volume = c
+        .mounts
+        .unwrap_or_default()
+        .into_iter()
+        .find(|m| m.destination.as_deref() == Some(data_dir.as_str()))
+        .unwrap_or_else(|| panic!("{data_dir} is not a mount of container {id}"));
+    assert_eq!(volume.typ.as_deref(), Some("volume"), "{volume:?}");
+    let volume = volume.name.expect("a volume's name");
+    assert_eq!(
+        server.place.storage,
+        format!("a Docker volume at {data_dir}")
+    );
+    // The run reaches the server on the container's own address, on a network of its own.
+    let networks = c.network_settings.and_then(|n| n.networks).unwrap();
+    let (network, at) = networks.iter().next().expect("a network");
+    assert!(network.starts_with("dbq-bench-"), "{network}");
+    let ip = at.ip_address.clone().unwrap();
+    assert_eq!(
+        server.place.route,
+        format!("the container's own address {ip}:5432")
+    );
+    let network = network.clone();
+
     server.teardown().await.unwrap();
     assert!(
         docker.inspect_container(&id, None).await.is_err(),
         "container {id} still exists"
+    );
+    assert!(
+        docker.inspect_volume(&volume).await.is_err(),
+        "its volume {volume} still exists"
+    );
+    assert!(
+        docker.inspect_network(&network, None).await.is_err(),
+        "its network {network} still exists"
     );
 }
 

@@ -139,8 +139,13 @@ impl ContainerImage for Container {
         cmd
     }
 
-    fn endpoint(&self, ports: Ports, _password: &str) -> Arc<dyn Endpoint> {
+    /// The published port: the broker advertises it, so clients come back to it.
+    fn endpoint(&self, _host: &str, ports: Ports, _password: &str) -> Arc<dyn Endpoint> {
         loopback(ports.main)
+    }
+
+    fn reachable_directly(&self) -> bool {
+        false
     }
 }
 

@@ -5,7 +5,7 @@
 use super::Maria;
 use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer, Ports};
 use crate::version::ServerVersion;
-use crate::backend::sql::driver::{ImageRecipe, SqlContainer, SqlServers, loopback_endpoint, server_args};
+use crate::backend::sql::driver::{ImageRecipe, SqlContainer, SqlServers, superuser_endpoint, server_args};
 use nix::sys::signal::Signal;
 use std::str::FromStr;
 use anyhow::{Result, anyhow};
@@ -105,7 +105,7 @@ impl LocalServer for Local {
     }
 
     fn endpoint(&self, ports: Ports) -> Arc<dyn Endpoint> {
-        loopback_endpoint::<Maria>(ports.main, None)
+        superuser_endpoint::<Maria>("127.0.0.1", ports.main, None)
     }
 
     fn stop_hint(&self, dir: &Path) -> String {
@@ -130,9 +130,9 @@ impl SqlServers for Maria {
     }
 
     /// mariadb-install-db makes root@127.0.0.1 without a password.
-    fn loopback(port: u16, password: Option<&str>) -> MySqlConnectOptions {
+    fn superuser(host: &str, port: u16, password: Option<&str>) -> MySqlConnectOptions {
         let options = MySqlConnectOptions::new()
-            .host("127.0.0.1")
+            .host(host)
             .port(port)
             .username("root");
         match password {

@@ -4,7 +4,7 @@
 use super::Pg;
 use crate::backend::seam::{ContainerImage, Endpoint, LocalBinaries, LocalServer, Ports};
 use crate::version::ServerVersion;
-use crate::backend::sql::driver::{ImageRecipe, SqlContainer, SqlServers, loopback_endpoint, server_args};
+use crate::backend::sql::driver::{ImageRecipe, SqlContainer, SqlServers, superuser_endpoint, server_args};
 use nix::sys::signal::Signal;
 use std::str::FromStr;
 use anyhow::{Result, anyhow};
@@ -92,7 +92,7 @@ impl LocalServer for Local {
     }
 
     fn endpoint(&self, ports: Ports) -> Arc<dyn Endpoint> {
-        loopback_endpoint::<Pg>(ports.main, None)
+        superuser_endpoint::<Pg>("127.0.0.1", ports.main, None)
     }
 
     fn stop_hint(&self, dir: &Path) -> String {
@@ -169,9 +169,9 @@ impl SqlServers for Pg {
         vec!["-c".into(), format!("{key}={value}")]
     }
 
-    fn loopback(port: u16, password: Option<&str>) -> PgConnectOptions {
+    fn superuser(host: &str, port: u16, password: Option<&str>) -> PgConnectOptions {
         let options = PgConnectOptions::new_without_pgpass()
-            .host("127.0.0.1")
+            .host(host)
             .port(port)
             .username("postgres")
             .database("postgres");

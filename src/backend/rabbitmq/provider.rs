@@ -163,8 +163,8 @@ impl ContainerImage for Container {
         cmd
     }
 
-    fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint> {
-        let url = format!("amqp://guest:{password}@127.0.0.1:{}/%2f", ports.main);
+    fn endpoint(&self, host: &str, ports: Ports, password: &str) -> Arc<dyn Endpoint> {
+        let url = format!("amqp://guest:{password}@{host}:{}/%2f", ports.main);
         Arc::new(RabbitEndpoint::new(url, ports.admin))
     }
 }

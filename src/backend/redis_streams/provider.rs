@@ -122,10 +122,10 @@ impl ContainerImage for Container {
         cmd
     }
 
-    fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint> {
-        let host_port = ports.main;
-        let client = redis::Client::open(format!("redis://:{password}@127.0.0.1:{host_port}/0"))
-            .expect("a loopback URL parses");
+    fn endpoint(&self, host: &str, ports: Ports, password: &str) -> Arc<dyn Endpoint> {
+        let port = ports.main;
+        let client = redis::Client::open(format!("redis://:{password}@{host}:{port}/0"))
+            .expect("an address and a port parse");
         Arc::new(RedisEndpoint::new(client))
     }
 }

@@ -69,8 +69,9 @@ pub trait SqlServers: Dialect {
     const CONTAINER: &'static dyn ContainerImage;
     /// A server setting as the server program's arguments (`-c k=v`, `--k=v`).
     fn setting_args(key: &str, value: &str) -> Vec<String>;
-    /// The superuser's options on this machine's loopback at `port`.
-    fn loopback(port: u16, password: Option<&str>) -> Options<Self>;
+    /// The superuser's options on `host` (this machine's loopback, or a container's own
+    /// address) at `port`.
+    fn superuser(host: &str, port: u16, password: Option<&str>) -> Options<Self>;
     /// A server's URL read (an engine's own scheme accepted).
     fn parse(url: &str) -> sqlx::Result<Options<Self>>;
     /// `options` with `settings` applied to each session; by default none are (the plan
@@ -89,12 +90,16 @@ pub fn server_args<D: SqlServers>(settings: &[(String, String)]) -> Vec<String> 
     args.collect()
 }
 
-/// The run's endpoint on a server of `D` on this machine's loopback.
-pub fn loopback_endpoint<D: SqlServers>(port: u16, password: Option<&str>) -> Arc<dyn Endpoint>
+/// The run's endpoint on a server of `D` at `host`:`port`.
+pub fn superuser_endpoint<D: SqlServers>(
+    host: &str,
+    port: u16,
+    password: Option<&str>,
+) -> Arc<dyn Endpoint>
 where
     SqlEndpoint<D>: Endpoint,
 {
-    Arc::new(SqlEndpoint::<D>::new(D::loopback(port, password)))
+    Arc::new(SqlEndpoint::<D>::new(D::superuser(host, port, password)))
 }
 
 impl<D: SqlServers> Driver for SqlDriver<D>
@@ -166,7 +171,7 @@ where
         program.chain(server_args::<D>(settings)).collect()
     }
 
-    fn endpoint(&self, ports: Ports, password: &str) -> Arc<dyn Endpoint> {
-        loopback_endpoint::<D>(ports.main, Some(password))
+    fn endpoint(&self, host: &str, ports: Ports, password: &str) -> Arc<dyn Endpoint> {
+        superuser_endpoint::<D>(host, ports.main, Some(password))
     }
 }
