@@ -19,7 +19,33 @@ fn dbq(args: &[&str]) -> Output {
 /// either side of the upset, `upset` as the scenario's `[capacity.upset]`, and an objective
 /// of no worker errors (besides completions keeping up, which is always judged).
 fn at_rate(out: &Path, rate: &str, consumers: &str, upset: &str) -> (Output, Value) {
-    let o = dbq(&[
+    let consumers = format!("consumers.count={consumers}");
+    let upset = format!("capacity.upset={upset}");
+    let extra = [
+        "--at",
+        rate,
+        "--runs",
+        "1",
+        "--confirm",
+        "8s",
+        "--set",
+        &consumers,
+    ];
+    let extra = [
+        &extra[..],
+        &["--set", "capacity.warmup=\"1s\"", "--set", &upset],
+    ]
+    .concat();
+    capacity_on_the_shared_server(out, &extra)
+}
+
+/// `capacity` of the smoke scenario on the shared server with a 10 ms handler, the first
+/// vacuum whenever it comes, no bystander, and an objective of no worker errors (besides
+/// completions keeping up, which is always judged): another process on a loaded test
+/// machine can break a window's p99, and the backlog, which the upset is about, is judged
+/// all the same. `extra` adds its own flags.
+fn capacity_on_the_shared_server(out: &Path, extra: &[&str]) -> (Output, Value) {
+    let mut args = vec![
         "capacity",
         "scenarios/smoke.toml",
         "--db",
@@ -29,29 +55,17 @@ fn at_rate(out: &Path, rate: &str, consumers: &str, upset: &str) -> (Output, Val
         "--quiet",
         "--out",
         out.to_str().unwrap(),
-        "--at",
-        rate,
-        "--runs",
-        "1",
-        "--confirm",
-        "8s",
         "--first-vacuum",
         "whenever",
         "--set",
-        &format!("consumers.count={consumers}"),
-        "--set",
         "consumers.handler={ duration = { fixed = \"10ms\" } }",
         "--set",
-        "capacity.warmup=\"1s\"",
-        "--set",
-        &format!("capacity.upset={upset}"),
-        "--set",
         "bystander.enabled=false",
-        // Not a latency objective: another process on a loaded test machine can break a
-        // window's p99; the backlog, which the upset is about, is judged all the same.
         "--set",
         "capacity.slo={ \"jobs.worker_errors\" = \"== 0\" }",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let o = dbq(&args);
     let json = std::fs::read_to_string(out.join("capacity.json"))
         .map(|t| serde_json::from_str(&t).unwrap())
         .unwrap_or(Value::Null);
@@ -114,35 +128,18 @@ fn a_worker_bound_queue_with_room_recovers_from_a_pause_and_says_how_fast() {
 #[test]
 fn a_consumer_count_search_confirms_its_answer_through_the_upset() {
     let dir = tempfile::tempdir().unwrap();
-    let o = dbq(&[
-        "capacity",
-        "scenarios/smoke.toml",
-        "--db",
-        "url",
-        "--database-url",
-        shared_url(),
-        "--quiet",
-        "--out",
-        dir.path().to_str().unwrap(),
-        "--consumers-for",
-        "100",
-        "--confirm",
-        "4s",
-        "--first-vacuum",
-        "whenever",
-        "--set",
-        "consumers.handler={ duration = { fixed = \"10ms\" } }",
-        "--set",
-        "capacity={ warmup = \"500ms\", measure = \"2s\", budget = \"60s\", stable_runs = 1, upset = { kind = \"pause\", size = \"1s\", recover_within = \"20s\" } }",
-        "--set",
-        "bystander.enabled=false",
-        "--set",
-        "capacity.slo={ \"jobs.worker_errors\" = \"== 0\" }",
-    ]);
+    let upset = "capacity.upset={ kind = \"pause\", size = \"1s\", recover_within = \"20s\" }";
+    let search = [
+        "capacity.warmup=\"500ms\"",
+        "capacity.measure=\"2s\"",
+        "capacity.budget=\"60s\"",
+    ];
+    let mut extra = vec!["--consumers-for", "100", "--confirm", "4s", "--set", upset];
+    extra.extend(["--set", "capacity.stable_runs=1"]);
+    extra.extend(search.iter().flat_map(|s| ["--set", *s]));
+    let (o, c) = capacity_on_the_shared_server(dir.path(), &extra);
     let err = String::from_utf8_lossy(&o.stderr);
-    let text = std::fs::read_to_string(dir.path().join("capacity.json")).unwrap_or_default();
-    assert_eq!(o.status.code(), Some(0), "stderr: {err}\n{text}");
-    let c: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(o.status.code(), Some(0), "stderr: {err}\n{c}");
     // The confirmed count: where the steps' fewest falls behind over the confirmation's
     // windows (one worker of 10 ms carries about 90 jobs/s, and a 2 s step may not show
     // it), the next count up is confirmed instead, and the answer says so.
