@@ -25,14 +25,7 @@ pub(super) fn conclude(
         .as_ref()
         .map_or_else(|| format!("the {variant} design"), DesignRecord::phrase);
     let objective = objective_text(&request.search);
-    let stepped = request
-        .search
-        .consumers_for_rate
-        .and_then(|_| steps.iter().filter(|s| s.passed).map(|s| s.consumers).min());
-    let min_consumers = match &confirmation {
-        Some(c) if request.search.consumers_for_rate.is_some() => confirmed_count(c),
-        _ => stepped,
-    };
+    let (stepped, min_consumers) = consumer_counts(request, &steps, confirmation.as_ref());
     let answer = Answer {
         design: named,
         objective,
@@ -434,6 +427,22 @@ fn first_broken(t: &super::confirm::Try) -> String {
 }
 
 /// The answer of a consumer-count search.
+/// A consumer-count search's fewest consumers that met the objective in its steps, and its
+/// answer: the count its confirmation held with (the steps' fewest where it did not run).
+fn consumer_counts(
+    request: &CapacityRequest,
+    steps: &[Step],
+    confirmation: Option<&Confirmation>,
+) -> (Option<u32>, Option<u32>) {
+    let searched = request.search.consumers_for_rate.is_some();
+    let passed = steps.iter().filter(|s| s.passed && searched);
+    let stepped = passed.map(|s| s.consumers).min();
+    match confirmation {
+        Some(c) if searched => (stepped, confirmed_count(c)),
+        _ => (stepped, stepped),
+    }
+}
+
 /// The consumers of a confirmation's tries when every one held, else none.
 fn confirmed_count(c: &Confirmation) -> Option<u32> {
     let all_held = !c.tries.is_empty() && c.tries.iter().all(|t| t.held);
